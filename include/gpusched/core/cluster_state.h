@@ -1,0 +1,109 @@
+// ClusterState: the single mutable model of the cluster: node specs and the
+// pods the scheduler knows (bound, assumed or pending). Sources feed it
+// (a --cluster file, the Kubernetes watch, the simulator, our own binds);
+// it publishes immutable ClusterSnapshots that policies read.
+//
+// Accounting rules (fail closed, never over-allocate):
+//  - a pod holds GPUs while it has a node and is not Succeeded/Failed;
+//  - devices named by gpusched.io/gpu-ids are used; ids the node does not
+//    have, or a device claimed twice, are counted as a conflict and the
+//    claimed devices stay used;
+//  - a bound pod without ids holds that many devices anyway: the lowest-index
+//    free healthy devices are marked used for it;
+//  - devices at or beyond allocatable nvidia.com/gpu (unhealthy) are never
+//    offered: the highest indices are taken as the unhealthy ones.
+//
+// Thread-safe: every method locks; Snapshot() is cheap and lock-light.
+#ifndef GPUSCHED_CORE_CLUSTER_STATE_H_
+#define GPUSCHED_CORE_CLUSTER_STATE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "gpusched/core/config.h"
+#include "gpusched/core/topology_catalog.h"
+#include "gpusched/model/node.h"
+#include "gpusched/model/pod.h"
+#include "gpusched/model/snapshot.h"
+
+namespace gpusched {
+
+// Returns the NodeInfo for `spec` with `pods` (those bound to it) applied;
+// inconsistent device claims are counted in NodeInfo::device_conflicts.
+NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> topology,
+                       const std::vector<const PodRequest*>& pods, uint16_t product_id);
+
+class ClusterState {
+ public:
+  explicit ClusterState(std::vector<TopologyTemplate> templates = {});
+
+  ClusterState(const ClusterState&) = delete;
+  ClusterState& operator=(const ClusterState&) = delete;
+
+  // Mutations. They take effect for readers at the next Commit().
+  void UpsertNode(NodeSpec spec) ABSL_LOCKS_EXCLUDED(mu_);
+  void RemoveNode(std::string_view name) ABSL_LOCKS_EXCLUDED(mu_);
+  void UpsertPod(PodRequest pod) ABSL_LOCKS_EXCLUDED(mu_);
+  void RemovePod(std::string_view uid) ABSL_LOCKS_EXCLUDED(mu_);
+  // Replaces everything (a full relist or a file reload).
+  void Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> pods) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Atomically checks that `devices` (or, for a shared pod, its share of the
+  // one device) are free on `node` and records `pod` as bound there with
+  // those ids; commits. Fails (and changes nothing) if the pod is already
+  // bound, the node is unknown, or a device is taken.
+  absl::Status Assume(const PodRequest& pod, std::string_view node, DeviceMask devices)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Publishes pending mutations and returns the new snapshot.
+  std::shared_ptr<const ClusterSnapshot> Commit() ABSL_LOCKS_EXCLUDED(mu_);
+  // Returns the last published snapshot (never null).
+  std::shared_ptr<const ClusterSnapshot> Snapshot() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Returns a copy of the pod known under `uid`.
+  std::optional<PodRequest> FindPod(std::string_view uid) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Returns a copy of the pod known as namespace/name.
+  std::optional<PodRequest> FindPodByName(std::string_view ns, std::string_view name) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Returns copies of all pods matching `pred`.
+  std::vector<PodRequest> Pods() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Node specs whose topology annotation was rejected, with why.
+  std::vector<std::pair<std::string, std::string>> TopologyErrors() const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  uint16_t ProductId(const std::string& product) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Touch(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UnlinkPod(const PodRequest& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::shared_ptr<const ClusterSnapshot> CommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  TopologyCatalog catalog_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, NodeSpec> nodes_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, PodRequest> pods_ ABSL_GUARDED_BY(mu_);  // by uid
+  absl::flat_hash_map<std::string, std::string> uid_by_key_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> pods_by_node_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> dirty_ ABSL_GUARDED_BY(mu_);
+  bool topology_changed_ ABSL_GUARDED_BY(mu_) = true;
+  absl::flat_hash_map<std::string, std::shared_ptr<const NodeInfo>> built_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> product_names_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const std::vector<std::string>> products_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const ClusterSnapshot::NodeIndex> index_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<const NodeInfo>> order_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  std::shared_ptr<const ClusterSnapshot> current_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gpusched
+
+#endif  // GPUSCHED_CORE_CLUSTER_STATE_H_

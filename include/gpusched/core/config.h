@@ -1,0 +1,83 @@
+// SchedulerConfig: config/scheduler-policy.json as plain C++ values. Decoded
+// and validated only by scheduler/codec/config_codec; every other layer reads
+// these structs. Defaults here are the documented defaults. Value type;
+// thread-compatible (shared as std::shared_ptr<const SchedulerConfig>).
+#ifndef GPUSCHED_CORE_CONFIG_H_
+#define GPUSCHED_CORE_CONFIG_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpusched {
+
+struct ServerConfig {
+  std::string listen = "127.0.0.1:8888";
+  int64_t max_body_bytes = 32 << 20;
+  int read_timeout_seconds = 30;
+  int idle_timeout_seconds = 90;
+  int threads = 2;
+};
+
+// Which device topology to assume for nodes without the
+// gpusched.io/gpu-topology annotation.
+struct TopologyTemplate {
+  std::string name;
+  std::vector<std::string> match;  // product entries, matched like gpu-model
+  int gpus = 0;                    // matrix templates apply only to this count
+  std::vector<std::vector<std::string>> matrix;
+  std::string uniform;             // e.g. "NV12": every pair alike, any count
+};
+
+struct ScoringConfig {
+  // Relative weights of the topology and packing scores (0 disables one).
+  int topology_weight = 3;
+  int packing_weight = 2;
+  // Spread instead of pack: prefer emptier nodes (e.g. for inference).
+  bool spread = false;
+};
+
+// One quota: GPUs a namespace (or a GPU model within it) may hold.
+struct QuotaAmount {
+  int64_t guaranteed = 0;
+  int64_t limit = 0;  // >= guaranteed; defaults to guaranteed
+};
+
+struct NamespaceQuota {
+  QuotaAmount gpus;
+  std::string cohort;  // "" = lends and borrows with nobody
+  std::map<std::string, QuotaAmount> models;  // product entry -> amount
+};
+
+struct QuotaConfig {
+  bool enabled = false;  // false when the file has no "quotas" section
+  NamespaceQuota default_quota;
+  std::map<std::string, NamespaceQuota> namespaces;
+};
+
+struct ReclaimConfig {
+  bool enabled = true;
+  // true: evict only borrowers of lower priority; false: any borrower.
+  bool only_lower_priority = true;
+  // Evict pods above a lowered limit (off: lowering never evicts).
+  bool evict_over_limit = false;
+};
+
+struct GangConfig {
+  int reservation_seconds = 120;
+};
+
+struct SchedulerConfig {
+  ServerConfig server;
+  ScoringConfig scoring;
+  std::vector<TopologyTemplate> topology_templates;
+  QuotaConfig quotas;
+  ReclaimConfig reclaim;
+  GangConfig gang;
+};
+
+}  // namespace gpusched
+
+#endif  // GPUSCHED_CORE_CONFIG_H_

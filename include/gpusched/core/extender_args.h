@@ -1,0 +1,73 @@
+// The extender verbs' arguments and results as model values, free of JSON and
+// HTTP. scheduler/codec decodes kube-scheduler's ExtenderArgs into these and
+// encodes the results back to the exact wire keys; ExtenderService computes
+// them. Value types; thread-compatible.
+#ifndef GPUSCHED_CORE_EXTENDER_ARGS_H_
+#define GPUSCHED_CORE_EXTENDER_ARGS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpusched/model/pod.h"
+
+namespace gpusched {
+
+// ExtenderArgs (filter and prioritize requests).
+struct ExtenderArgs {
+  PodRequest pod;
+  // True when the request carried NodeNames (nodeCacheCapable: true); false
+  // when it carried a full NodeList in Nodes.
+  bool cache_mode = true;
+  // Node names in request order. They view into the decoder's buffer and are
+  // valid until that decoder decodes again.
+  std::vector<std::string_view> node_names;
+  // Non-cache mode: each node object's JSON text, to echo back in Nodes.
+  std::vector<std::string> node_json;
+};
+
+// ExtenderFilterResult. Indices refer to ExtenderArgs::node_names.
+struct FilterOutcome {
+  std::vector<int32_t> passed;
+  std::vector<std::pair<int32_t, std::string>> failed;        // FailedNodes
+  std::vector<std::pair<int32_t, std::string>> unresolvable;  // FailedAndUnresolvableNodes
+  std::string error;                                          // Error
+};
+
+// ExtenderBindingArgs.
+struct BindingArgs {
+  std::string pod_name;
+  std::string pod_namespace;
+  std::string pod_uid;
+  std::string node;
+};
+
+// ExtenderPreemptionArgs, normalised to UIDs per node (both wire forms).
+struct PreemptionArgs {
+  PodRequest pod;
+  struct Candidate {
+    std::string node;
+    std::vector<std::string> victim_uids;  // in the order sent
+    int64_t pdb_violations = 0;
+  };
+  std::vector<Candidate> candidates;
+  bool cache_mode = true;
+  // Non-cache mode: full victim pods as decoded (to learn unknown pods).
+  std::vector<PodRequest> victim_pods;
+};
+
+// ExtenderPreemptionResult (always the NodeNameToMetaVictims form).
+struct PreemptionOutcome {
+  struct NodeVictims {
+    std::string node;
+    std::vector<std::string> victim_uids;
+    int64_t pdb_violations = 0;
+  };
+  std::vector<NodeVictims> nodes;
+  std::string error;  // encoded as HTTP 200 with an Error-less body + log
+};
+
+}  // namespace gpusched
+
+#endif  // GPUSCHED_CORE_EXTENDER_ARGS_H_

@@ -1,0 +1,76 @@
+// PodRequest: what one pod asks of the GPU scheduler, decoded from a v1.Pod
+// by the codec (scheduler/codec) and consumed by policies, the queue and the
+// simulator. Pure value type; no JSON. Thread-compatible.
+#ifndef GPUSCHED_MODEL_POD_H_
+#define GPUSCHED_MODEL_POD_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpusched/model/topology.h"
+
+namespace gpusched {
+
+// Pod annotations understood by gpusched (documented in the README).
+inline constexpr char kAnnotationGpuModel[] = "gpusched.io/gpu-model";
+inline constexpr char kAnnotationGpuMemory[] = "gpusched.io/gpu-memory";
+inline constexpr char kAnnotationTopology[] = "gpusched.io/topology";
+inline constexpr char kAnnotationGpuMilli[] = "gpusched.io/gpu-milli";
+inline constexpr char kAnnotationGpuIds[] = "gpusched.io/gpu-ids";
+inline constexpr char kAnnotationGang[] = "gpusched.io/gang";
+inline constexpr char kAnnotationGangSize[] = "gpusched.io/gang-size";
+inline constexpr char kResourceGpu[] = "nvidia.com/gpu";
+
+enum class TopologyMode : uint8_t {
+  kNone,             // devices chosen for packing only
+  kNvlinkPreferred,  // default for multi-GPU pods: NVLink only scores
+  kNvlinkRequired,   // every pair of the set must be NVLink-connected
+};
+
+enum class PodPhase : uint8_t { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+// What the pod needs from GPUs on one node.
+struct GpuRequest {
+  int32_t count = 0;           // devices; 0 = the pod needs no GPU
+  int32_t milli_per_gpu = 1000;  // < 1000 only with count == 1 (shared device)
+  int64_t min_memory_mib = 0;  // per device
+  // Allowed products (gpusched.io/gpu-model entries); empty = any.
+  std::vector<std::string> models;
+  TopologyMode topology = TopologyMode::kNvlinkPreferred;
+
+  int64_t total_milli() const { return int64_t{count} * milli_per_gpu; }
+  bool shared() const { return count == 1 && milli_per_gpu < 1000; }
+};
+
+struct PodRequest {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  int32_t priority = 0;
+  std::string priority_class;
+  bool preempt_never = false;          // preemptionPolicy: Never
+  int64_t creation_unix = 0;           // metadata.creationTimestamp, seconds
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  GpuRequest gpu;
+  std::string gang;                    // gpusched.io/gang (namespace-scoped)
+  int32_t gang_size = 0;
+  // Binding state as the API server (or our own assumption) knows it.
+  std::string node_name;
+  PodPhase phase = PodPhase::kPending;
+  bool has_gpu_ids = false;            // gpusched.io/gpu-ids present and valid
+  DeviceMask gpu_ids = 0;
+  int64_t start_unix = 0;              // status.startTime, seconds
+  bool deleting = false;               // metadata.deletionTimestamp set
+
+  // True if the pod holds its GPUs on a node: bound and not finished.
+  bool HoldsGpus() const {
+    return !node_name.empty() && phase != PodPhase::kSucceeded && phase != PodPhase::kFailed;
+  }
+  std::string Key() const { return ns + "/" + name; }
+};
+
+}  // namespace gpusched
+
+#endif  // GPUSCHED_MODEL_POD_H_

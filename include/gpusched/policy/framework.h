@@ -1,0 +1,58 @@
+// Framework: the filter -> score pipeline every caller shares (the HTTP
+// extender, bind, preemption planning, the simulator, the benchmarks).
+// Filters run in a fixed order; all run, and an unresolvable verdict wins
+// over an unschedulable one so FailedAndUnresolvableNodes is exact. Scores
+// are the weighted mean of the configured scorers, 0..100.
+//
+// Built once per config (registry.cc lists every policy); immutable after;
+// thread-safe.
+#ifndef GPUSCHED_POLICY_FRAMEWORK_H_
+#define GPUSCHED_POLICY_FRAMEWORK_H_
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpusched/core/config.h"
+#include "gpusched/policy/policy.h"
+
+namespace gpusched::policy {
+
+struct WeightedScorer {
+  std::unique_ptr<ScorePolicy> scorer;
+  int weight = 1;
+};
+
+class Framework {
+ public:
+  // Builds the default pipeline for `scoring` (GPU filters; topology and
+  // packing scorers with the configured weights).
+  static absl::StatusOr<std::unique_ptr<Framework>> Create(const ScoringConfig& scoring);
+  // Builds a pipeline with the GPU filters and the given scorers (the
+  // simulator's baselines and other policies).
+  static std::unique_ptr<Framework> WithScorers(std::vector<WeightedScorer> scorers);
+
+  // Returns the per-request context. `pod` and `snapshot` must outlive it.
+  PodContext Prepare(const PodRequest& pod, const ClusterSnapshot& snapshot) const;
+  FilterResult Filter(const PodContext& ctx, const NodeInfo& node) const;
+  // Returns 0..100. REQUIRES: Filter(ctx, node).fits().
+  int64_t Score(const PodContext& ctx, const NodeInfo& node) const;
+
+  const std::vector<std::unique_ptr<FilterPolicy>>& filters() const { return filters_; }
+  const std::vector<WeightedScorer>& scorers() const { return scorers_; }
+
+ private:
+  Framework() = default;
+  std::vector<std::unique_ptr<FilterPolicy>> filters_;
+  std::vector<WeightedScorer> scorers_;
+  int64_t total_weight_ = 0;
+};
+
+// Returns the built-in scorer named `name` ("GpuTopology", "GpuPacking").
+absl::StatusOr<std::unique_ptr<ScorePolicy>> MakeScorer(std::string_view name,
+                                                        const ScoringConfig& scoring);
+
+}  // namespace gpusched::policy
+
+#endif  // GPUSCHED_POLICY_FRAMEWORK_H_

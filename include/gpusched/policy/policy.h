@@ -1,0 +1,82 @@
+// The pure policy interface. A policy answers one question about one
+// (pod, node) pair using only its arguments: may the pod go there (filter),
+// and how good is it (score, 0..kMaxNodeScore). Policies do no I/O, keep no
+// state between calls, read no clock and no global RNG.
+//
+// PodContext carries what is computed once per request (which GPU products
+// the pod accepts), so per-node work stays O(1).
+//
+// Implementations are const and thread-safe; the HTTP layer, the simulator
+// and the benchmarks all call them through Framework (framework.h).
+#ifndef GPUSCHED_POLICY_POLICY_H_
+#define GPUSCHED_POLICY_POLICY_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpusched/model/node.h"
+#include "gpusched/model/pod.h"
+#include "gpusched/model/snapshot.h"
+
+namespace gpusched::policy {
+
+inline constexpr int64_t kMinNodeScore = 0;
+inline constexpr int64_t kMaxNodeScore = 100;
+
+enum class Verdict : uint8_t {
+  kFits,
+  kUnschedulable,  // freeing GPUs (preemption) could make it fit
+  kUnresolvable,   // no preemption can help on this node
+};
+
+struct FilterResult {
+  Verdict verdict = Verdict::kFits;
+  std::string reason;  // for kubectl describe; starts with "gpusched: "
+
+  static FilterResult Fits() { return {}; }
+  static FilterResult Unschedulable(std::string reason) {
+    return {Verdict::kUnschedulable, std::move(reason)};
+  }
+  static FilterResult Unresolvable(std::string reason) {
+    return {Verdict::kUnresolvable, std::move(reason)};
+  }
+  bool fits() const { return verdict == Verdict::kFits; }
+};
+
+// Per-request facts shared by all nodes. Built by Framework::Prepare.
+struct PodContext {
+  const PodRequest* pod = nullptr;
+  const ClusterSnapshot* snapshot = nullptr;
+  // By product id: 1 if the pod accepts that product. Empty = any product.
+  std::vector<uint8_t> product_allowed;
+  std::string models_text;  // "[A100 H100]" for messages
+
+  bool ProductAllowed(uint16_t id) const {
+    return product_allowed.empty() || (id < product_allowed.size() && product_allowed[id] != 0);
+  }
+  bool wants_gpus() const { return pod->gpu.count > 0; }
+};
+
+class FilterPolicy {
+ public:
+  virtual ~FilterPolicy() = default;
+  virtual std::string_view Name() const = 0;
+  // `node` may be a hypothetical copy (preemption planning): never look it
+  // up again in the snapshot.
+  virtual FilterResult Filter(const PodContext& ctx, const NodeInfo& node) const = 0;
+};
+
+class ScorePolicy {
+ public:
+  virtual ~ScorePolicy() = default;
+  virtual std::string_view Name() const = 0;
+  // Returns a value in [kMinNodeScore, kMaxNodeScore]; higher is better.
+  // Called only for nodes that passed every filter.
+  virtual int64_t Score(const PodContext& ctx, const NodeInfo& node) const = 0;
+};
+
+}  // namespace gpusched::policy
+
+#endif  // GPUSCHED_POLICY_POLICY_H_

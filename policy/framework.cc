@@ -1,0 +1,77 @@
+#include "gpusched/policy/framework.h"
+
+#include <algorithm>
+
+#include "gpusched/util/strings.h"
+#include "absl/strings/str_join.h"
+
+namespace gpusched::policy {
+
+std::vector<std::unique_ptr<FilterPolicy>> BuiltinFilters();  // registry.cc
+
+std::unique_ptr<Framework> Framework::WithScorers(std::vector<WeightedScorer> scorers) {
+  std::unique_ptr<Framework> f(new Framework());
+  f->filters_ = BuiltinFilters();
+  f->scorers_ = std::move(scorers);
+  for (const WeightedScorer& s : f->scorers_) f->total_weight_ += std::max(0, s.weight);
+  return f;
+}
+
+absl::StatusOr<std::unique_ptr<Framework>> Framework::Create(const ScoringConfig& scoring) {
+  std::vector<WeightedScorer> scorers;
+  struct Entry {
+    std::string_view name;
+    int weight;
+  };
+  for (Entry e : {Entry{"GpuTopology", scoring.topology_weight},
+                  Entry{"GpuPacking", scoring.packing_weight}}) {
+    if (e.weight < 0) {
+      return absl::InvalidArgumentError(StrCat("weight of ", e.name, " is negative"));
+    }
+    if (e.weight == 0) continue;
+    auto s = MakeScorer(e.name, scoring);
+    if (!s.ok()) return s.status();
+    scorers.push_back({std::move(*s), e.weight});
+  }
+  return WithScorers(std::move(scorers));
+}
+
+PodContext Framework::Prepare(const PodRequest& pod, const ClusterSnapshot& snapshot) const {
+  PodContext ctx;
+  ctx.pod = &pod;
+  ctx.snapshot = &snapshot;
+  if (!pod.gpu.models.empty()) {
+    const auto& products = snapshot.products();
+    ctx.product_allowed.assign(products.size(), 0);
+    for (size_t i = 0; i < products.size(); ++i) {
+      for (const std::string& entry : pod.gpu.models) {
+        if (ProductMatches(entry, products[i])) ctx.product_allowed[i] = 1;
+      }
+    }
+    ctx.models_text = StrCat("[", absl::StrJoin(pod.gpu.models, " "), "]");
+  }
+  return ctx;
+}
+
+FilterResult Framework::Filter(const PodContext& ctx, const NodeInfo& node) const {
+  if (!ctx.wants_gpus()) return FilterResult::Fits();
+  FilterResult worst;
+  for (const auto& f : filters_) {
+    FilterResult r = f->Filter(ctx, node);
+    if (r.verdict == Verdict::kUnresolvable) return r;
+    if (r.verdict == Verdict::kUnschedulable && worst.fits()) worst = std::move(r);
+  }
+  return worst;
+}
+
+int64_t Framework::Score(const PodContext& ctx, const NodeInfo& node) const {
+  if (total_weight_ == 0 || !ctx.wants_gpus()) return kMinNodeScore;
+  int64_t sum = 0;
+  for (const WeightedScorer& s : scorers_) {
+    if (s.weight <= 0) continue;
+    sum += s.weight * std::clamp(s.scorer->Score(ctx, node), kMinNodeScore, kMaxNodeScore);
+  }
+  return sum / total_weight_;
+}
+
+}  // namespace gpusched::policy

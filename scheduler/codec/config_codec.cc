@@ -1,0 +1,248 @@
+#include "scheduler/codec/config_codec.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "gpusched/model/topology.h"
+#include "gpusched/util/status_macros.h"
+#include "gpusched/util/strings.h"
+
+namespace gpusched::codec {
+namespace {
+
+using json = nlohmann::json;
+
+absl::Status FieldError(std::string_view path, std::string_view msg) {
+  return absl::InvalidArgumentError(StrCat(path, ": ", msg));
+}
+
+std::string Join(std::string_view path, std::string_view key) {
+  return path.empty() ? std::string(key) : StrCat(path, ".", key);
+}
+
+absl::Status CheckKeys(const json& obj, std::string_view path,
+                       std::initializer_list<std::string_view> allowed) {
+  if (!obj.is_object()) return FieldError(path.empty() ? "config" : path, "must be an object");
+  for (const auto& [key, value] : obj.items()) {
+    bool ok = false;
+    for (std::string_view a : allowed) ok = ok || key == a;
+    if (!ok) return FieldError(Join(path, key), "unknown field");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GetInt(const json& obj, std::string_view key, std::string_view path, int64_t min,
+                    int64_t max, int64_t* out) {
+  if (!obj.contains(key)) return absl::OkStatus();
+  const json& v = obj.at(std::string(key));
+  if (!v.is_number_integer()) return FieldError(Join(path, key), "must be an integer");
+  int64_t x = v.get<int64_t>();
+  if (x < min || x > max) {
+    return FieldError(Join(path, key), StrCat("must be in [", min, ", ", max, "], got ", x));
+  }
+  *out = x;
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status GetIntAs(const json& obj, std::string_view key, std::string_view path, int64_t min,
+                      int64_t max, T* out) {
+  int64_t v = *out;
+  GPUSCHED_RETURN_IF_ERROR(GetInt(obj, key, path, min, max, &v));
+  *out = static_cast<T>(v);
+  return absl::OkStatus();
+}
+
+absl::Status GetBool(const json& obj, std::string_view key, std::string_view path, bool* out) {
+  if (!obj.contains(key)) return absl::OkStatus();
+  const json& v = obj.at(std::string(key));
+  if (!v.is_boolean()) return FieldError(Join(path, key), "must be true or false");
+  *out = v.get<bool>();
+  return absl::OkStatus();
+}
+
+absl::Status GetString(const json& obj, std::string_view key, std::string_view path,
+                       std::string* out) {
+  if (!obj.contains(key)) return absl::OkStatus();
+  const json& v = obj.at(std::string(key));
+  if (!v.is_string()) return FieldError(Join(path, key), "must be a string");
+  *out = v.get<std::string>();
+  return absl::OkStatus();
+}
+
+absl::Status DecodeServer(const json& j, ServerConfig& s) {
+  const std::string p = "server";
+  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, p, {"listen", "maxBodyBytes", "readTimeoutSeconds",
+                                            "idleTimeoutSeconds", "threads"}));
+  GPUSCHED_RETURN_IF_ERROR(GetString(j, "listen", p, &s.listen));
+  if (s.listen.find(':') == std::string::npos) return FieldError("server.listen", "must be HOST:PORT");
+  GPUSCHED_RETURN_IF_ERROR(GetInt(j, "maxBodyBytes", p, 1024, int64_t{1} << 32, &s.max_body_bytes));
+  GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "readTimeoutSeconds", p, 1, 3600, &s.read_timeout_seconds));
+  GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "idleTimeoutSeconds", p, 1, 86400, &s.idle_timeout_seconds));
+  GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "threads", p, 1, 64, &s.threads));
+  return absl::OkStatus();
+}
+
+absl::Status DecodeScoring(const json& j, ScoringConfig& s) {
+  const std::string p = "scoring";
+  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, p, {"topologyWeight", "packingWeight", "spread"}));
+  GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "topologyWeight", p, 0, 100, &s.topology_weight));
+  GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "packingWeight", p, 0, 100, &s.packing_weight));
+  GPUSCHED_RETURN_IF_ERROR(GetBool(j, "spread", p, &s.spread));
+  if (s.topology_weight + s.packing_weight == 0) {
+    return FieldError("scoring", "topologyWeight and packingWeight cannot both be 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeTemplates(const json& j, std::vector<TopologyTemplate>& out) {
+  if (!j.is_array()) return FieldError("topologyTemplates", "must be an array");
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string p = StrCat("topologyTemplates[", i, "]");
+    const json& t = j[i];
+    GPUSCHED_RETURN_IF_ERROR(CheckKeys(t, p, {"name", "match", "gpus", "matrix", "uniform"}));
+    TopologyTemplate tt;
+    GPUSCHED_RETURN_IF_ERROR(GetString(t, "name", p, &tt.name));
+    if (!t.contains("match") || !t["match"].is_array() || t["match"].empty()) {
+      return FieldError(Join(p, "match"), "must be a non-empty array of product entries");
+    }
+    for (const json& m : t["match"]) {
+      if (!m.is_string() || m.get<std::string>().empty()) {
+        return FieldError(Join(p, "match"), "entries must be non-empty strings");
+      }
+      tt.match.push_back(m.get<std::string>());
+    }
+    GPUSCHED_RETURN_IF_ERROR(GetString(t, "uniform", p, &tt.uniform));
+    GPUSCHED_RETURN_IF_ERROR(GetIntAs(t, "gpus", p, 0, kMaxGpusPerNode, &tt.gpus));
+    const bool has_matrix = t.contains("matrix");
+    if (has_matrix == !tt.uniform.empty()) {
+      return FieldError(p, "set exactly one of matrix and uniform");
+    }
+    if (!tt.uniform.empty()) {
+      auto l = ParseLinkCode(tt.uniform);
+      if (!l.ok() || l->nvlinks == 0xff) return FieldError(Join(p, "uniform"), "must be a link code such as NV12 or SYS");
+    } else {
+      const json& m = t["matrix"];
+      if (!m.is_array()) return FieldError(Join(p, "matrix"), "must be an array of rows");
+      for (const json& row : m) {
+        if (!row.is_array()) return FieldError(Join(p, "matrix"), "rows must be arrays of codes");
+        tt.matrix.emplace_back();
+        for (const json& c : row) {
+          if (!c.is_string()) return FieldError(Join(p, "matrix"), "codes must be strings");
+          tt.matrix.back().push_back(c.get<std::string>());
+        }
+      }
+      auto topo = GpuTopology::FromCodes(tt.matrix);
+      if (!topo.ok()) return FieldError(Join(p, "matrix"), FromAbsl(topo.status().message()));
+      if (tt.gpus == 0) tt.gpus = static_cast<int>(tt.matrix.size());
+      if (tt.gpus != static_cast<int>(tt.matrix.size())) {
+        return FieldError(Join(p, "gpus"), StrCat("is ", tt.gpus, " but matrix has ", tt.matrix.size(), " rows"));
+      }
+    }
+    out.push_back(std::move(tt));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeAmount(const json& j, std::string_view p, QuotaAmount& a,
+                          std::initializer_list<std::string_view> extra) {
+  std::vector<std::string_view> keys = {"guaranteed", "limit"};
+  keys.insert(keys.end(), extra.begin(), extra.end());
+  if (!j.is_object()) return FieldError(p, "must be an object");
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      return FieldError(Join(p, key), "unknown field");
+    }
+  }
+  GPUSCHED_RETURN_IF_ERROR(GetInt(j, "guaranteed", p, 0, 1 << 24, &a.guaranteed));
+  a.limit = a.guaranteed;
+  GPUSCHED_RETURN_IF_ERROR(GetInt(j, "limit", p, 0, 1 << 24, &a.limit));
+  if (a.limit < a.guaranteed) {
+    return FieldError(Join(p, "limit"), StrCat("must be >= guaranteed (", a.guaranteed, "), got ", a.limit));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeNamespaceQuota(const json& j, std::string_view p, NamespaceQuota& q) {
+  GPUSCHED_RETURN_IF_ERROR(DecodeAmount(j, p, q.gpus, {"cohort", "models"}));
+  GPUSCHED_RETURN_IF_ERROR(GetString(j, "cohort", p, &q.cohort));
+  if (j.contains("models")) {
+    const json& m = j["models"];
+    if (!m.is_object()) return FieldError(Join(p, "models"), "must be an object of product entries");
+    for (const auto& [model, amount] : m.items()) {
+      if (model.empty()) return FieldError(Join(p, "models"), "model names must be non-empty");
+      QuotaAmount a;
+      GPUSCHED_RETURN_IF_ERROR(DecodeAmount(amount, StrCat(p, ".models.", model), a, {}));
+      q.models[model] = a;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeQuotas(const json& j, QuotaConfig& q) {
+  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "quotas", {"default", "namespaces"}));
+  q.enabled = true;
+  if (j.contains("default")) {
+    GPUSCHED_RETURN_IF_ERROR(DecodeNamespaceQuota(j["default"], "quotas.default", q.default_quota));
+  }
+  if (j.contains("namespaces")) {
+    const json& ns = j["namespaces"];
+    if (!ns.is_object()) return FieldError("quotas.namespaces", "must be an object");
+    for (const auto& [name, v] : ns.items()) {
+      NamespaceQuota nq;
+      GPUSCHED_RETURN_IF_ERROR(DecodeNamespaceQuota(v, StrCat("quotas.namespaces.", name), nq));
+      q.namespaces[name] = std::move(nq);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeReclaim(const json& j, ReclaimConfig& r) {
+  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "reclaim", {"enabled", "policy", "evictOverLimit"}));
+  GPUSCHED_RETURN_IF_ERROR(GetBool(j, "enabled", "reclaim", &r.enabled));
+  GPUSCHED_RETURN_IF_ERROR(GetBool(j, "evictOverLimit", "reclaim", &r.evict_over_limit));
+  std::string policy = r.only_lower_priority ? "lowerPriority" : "anyBorrower";
+  GPUSCHED_RETURN_IF_ERROR(GetString(j, "policy", "reclaim", &policy));
+  if (policy != "lowerPriority" && policy != "anyBorrower") {
+    return FieldError("reclaim.policy", StrCat("must be lowerPriority or anyBorrower, got '", policy, "'"));
+  }
+  r.only_lower_priority = policy == "lowerPriority";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<SchedulerConfig> DecodeConfig(std::string_view text) {
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::InvalidArgumentError("config: not valid JSON");
+  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "", {"$schema", "description", "server", "scoring",
+                                             "topologyTemplates", "quotas", "reclaim", "gang"}));
+  SchedulerConfig c;
+  if (j.contains("server")) GPUSCHED_RETURN_IF_ERROR(DecodeServer(j["server"], c.server));
+  if (j.contains("scoring")) GPUSCHED_RETURN_IF_ERROR(DecodeScoring(j["scoring"], c.scoring));
+  if (j.contains("topologyTemplates")) {
+    GPUSCHED_RETURN_IF_ERROR(DecodeTemplates(j["topologyTemplates"], c.topology_templates));
+  }
+  if (j.contains("quotas")) GPUSCHED_RETURN_IF_ERROR(DecodeQuotas(j["quotas"], c.quotas));
+  if (j.contains("reclaim")) GPUSCHED_RETURN_IF_ERROR(DecodeReclaim(j["reclaim"], c.reclaim));
+  if (j.contains("gang")) {
+    GPUSCHED_RETURN_IF_ERROR(CheckKeys(j["gang"], "gang", {"reservationSeconds"}));
+    GPUSCHED_RETURN_IF_ERROR(
+        GetIntAs(j["gang"], "reservationSeconds", "gang", 1, 86400, &c.gang.reservation_seconds));
+  }
+  return c;
+}
+
+absl::StatusOr<SchedulerConfig> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(StrCat("config ", path, ": cannot open"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto c = DecodeConfig(ss.str());
+  if (!c.ok()) return absl::InvalidArgumentError(StrCat("config ", path, ": ", c.status().message()));
+  return c;
+}
+
+}  // namespace gpusched::codec

@@ -1,0 +1,325 @@
+#include "scheduler/codec/extender_codec.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+
+#include "absl/strings/cord.h"
+#include "gpusched/util/status_macros.h"
+#include "gpusched/util/strings.h"
+#include "scheduler/codec/internal/dom.h"
+#include "scheduler/codec/json_writer.h"
+
+namespace gpusched::codec {
+namespace {
+
+constexpr char kMalformedPayload[] = "gpusched.io/malformed-json";
+
+absl::Status Malformed(std::string_view what, simdjson::error_code code) {
+  absl::Status s = absl::InvalidArgumentError(
+      StrCat(what, ": malformed JSON: ", simdjson::error_message(code)));
+  s.SetPayload(kMalformedPayload, absl::Cord("1"));
+  return s;
+}
+
+absl::Status Shape(std::string_view msg) { return absl::InvalidArgumentError(ToAbsl(msg)); }
+
+}  // namespace
+
+bool IsMalformedJson(const absl::Status& s) {
+  return s.GetPayload(kMalformedPayload).has_value();
+}
+
+struct RequestDecoder::Impl {
+  simdjson::dom::parser parser;
+  Element doc;
+
+  absl::Status Parse(std::string& body, std::string_view what) {
+    if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING) {
+      body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+    }
+    auto err = parser.parse(body.data(), body.size(), false).get(doc);
+    if (err != simdjson::SUCCESS) return Malformed(what, err);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Object> Root(std::string& body, std::string_view what) {
+    GPUSCHED_RETURN_IF_ERROR(Parse(body, what));
+    Object root;
+    if (doc.get_object().get(root) != simdjson::SUCCESS) return TypeError(what, "a JSON object");
+    return root;
+  }
+};
+
+RequestDecoder::RequestDecoder(size_t max_depth) : impl_(std::make_unique<Impl>()) {
+  // A failed allocation surfaces as a parse error on first use.
+  auto err = impl_->parser.allocate(1 << 16, max_depth);
+  (void)err;
+}
+
+RequestDecoder::~RequestDecoder() = default;
+
+absl::StatusOr<ExtenderArgs> RequestDecoder::DecodeExtenderArgs(std::string& body) {
+  GPUSCHED_ASSIGN_OR_RETURN(Object root, impl_->Root(body, "ExtenderArgs"));
+  ExtenderArgs args;
+  auto pod = Member(root, "Pod");
+  if (!pod) return Shape("ExtenderArgs.Pod: missing");
+  GPUSCHED_ASSIGN_OR_RETURN(args.pod, DecodePod(*pod, "ExtenderArgs.Pod"));
+  auto names = Member(root, "NodeNames");
+  auto nodes = Member(root, "Nodes");
+  if (names) {
+    simdjson::dom::array arr;
+    if (names->get_array().get(arr) != simdjson::SUCCESS) {
+      return TypeError("ExtenderArgs.NodeNames", "array of strings");
+    }
+    args.cache_mode = true;
+    args.node_names.reserve(arr.size());
+    for (Element e : arr) {
+      std::string_view s;
+      if (e.get_string().get(s) != simdjson::SUCCESS) {
+        return TypeError("ExtenderArgs.NodeNames[]", "string");
+      }
+      args.node_names.push_back(s);
+    }
+    return args;
+  }
+  if (nodes) {
+    Object list;
+    if (nodes->get_object().get(list) != simdjson::SUCCESS) {
+      return TypeError("ExtenderArgs.Nodes", "NodeList object");
+    }
+    args.cache_mode = false;
+    auto items = Member(list, "items");
+    if (!items) return args;
+    simdjson::dom::array arr;
+    if (items->get_array().get(arr) != simdjson::SUCCESS) {
+      return TypeError("ExtenderArgs.Nodes.items", "array");
+    }
+    size_t i = 0;
+    for (Element item : arr) {
+      std::string path = StrCat("ExtenderArgs.Nodes.items[", i++, "]");
+      Object obj;
+      if (item.get_object().get(obj) != simdjson::SUCCESS) return TypeError(path, "Node object");
+      GPUSCHED_ASSIGN_OR_RETURN(auto meta, OptObject(obj, "metadata", path));
+      std::optional<std::string_view> name;
+      if (meta) {
+        GPUSCHED_ASSIGN_OR_RETURN(name, OptString(*meta, "name", StrCat(path, ".metadata")));
+      }
+      if (!name || name->empty()) return Shape(StrCat(path, ".metadata.name: missing"));
+      args.node_names.push_back(*name);
+      args.node_json.push_back(simdjson::minify(item));
+    }
+    return args;
+  }
+  return Shape("ExtenderArgs: neither NodeNames nor Nodes is set");
+}
+
+absl::StatusOr<BindingArgs> RequestDecoder::DecodeBindingArgs(std::string& body) {
+  GPUSCHED_ASSIGN_OR_RETURN(Object root, impl_->Root(body, "ExtenderBindingArgs"));
+  BindingArgs b;
+  struct F {
+    std::string_view key;
+    std::string* out;
+    bool required;
+  };
+  for (const F& f : {F{"PodName", &b.pod_name, true}, F{"PodNamespace", &b.pod_namespace, false},
+                     F{"PodUID", &b.pod_uid, false}, F{"Node", &b.node, true}}) {
+    GPUSCHED_ASSIGN_OR_RETURN(auto v, OptString(root, f.key, "ExtenderBindingArgs"));
+    if (!v || v->empty()) {
+      if (f.required) return Shape(StrCat("ExtenderBindingArgs.", f.key, ": missing"));
+      continue;
+    }
+    *f.out = std::string(*v);
+  }
+  if (b.pod_namespace.empty()) b.pod_namespace = "default";
+  return b;
+}
+
+absl::StatusOr<PreemptionArgs> RequestDecoder::DecodePreemptionArgs(std::string& body) {
+  GPUSCHED_ASSIGN_OR_RETURN(Object root, impl_->Root(body, "ExtenderPreemptionArgs"));
+  PreemptionArgs args;
+  auto pod = Member(root, "Pod");
+  if (!pod) return Shape("ExtenderPreemptionArgs.Pod: missing");
+  GPUSCHED_ASSIGN_OR_RETURN(args.pod, DecodePod(*pod, "ExtenderPreemptionArgs.Pod"));
+  auto meta = Member(root, "NodeNameToMetaVictims");
+  auto full = Member(root, "NodeNameToVictims");
+  args.cache_mode = meta.has_value() || !full.has_value();
+  std::optional<Element> map = meta ? meta : full;
+  if (!map) return args;
+  const std::string field = meta ? "NodeNameToMetaVictims" : "NodeNameToVictims";
+  Object nodes;
+  if (map->get_object().get(nodes) != simdjson::SUCCESS) {
+    return TypeError(StrCat("ExtenderPreemptionArgs.", field), "object");
+  }
+  for (auto [node, value] : nodes) {
+    std::string path = StrCat("ExtenderPreemptionArgs.", field, "[\"", node, "\"]");
+    PreemptionArgs::Candidate c;
+    c.node = std::string(node);
+    if (!value.is_null()) {
+      Object v;
+      if (value.get_object().get(v) != simdjson::SUCCESS) return TypeError(path, "object");
+      GPUSCHED_ASSIGN_OR_RETURN(auto pdb, OptInt(v, "NumPDBViolations", path));
+      c.pdb_violations = pdb.value_or(0);
+      auto pods = Member(v, "Pods");
+      if (pods) {
+        simdjson::dom::array arr;
+        if (pods->get_array().get(arr) != simdjson::SUCCESS) return TypeError(StrCat(path, ".Pods"), "array");
+        size_t i = 0;
+        for (Element p : arr) {
+          std::string ppath = StrCat(path, ".Pods[", i++, "]");
+          if (meta) {
+            Object mp;
+            if (p.get_object().get(mp) != simdjson::SUCCESS) return TypeError(ppath, "MetaPod object");
+            GPUSCHED_ASSIGN_OR_RETURN(auto uid, OptString(mp, "UID", ppath));
+            if (!uid || uid->empty()) return Shape(StrCat(ppath, ".UID: missing"));
+            c.victim_uids.emplace_back(*uid);
+          } else {
+            GPUSCHED_ASSIGN_OR_RETURN(PodRequest victim, DecodePod(p, ppath));
+            if (victim.node_name.empty()) victim.node_name = c.node;
+            c.victim_uids.push_back(victim.uid);
+            args.victim_pods.push_back(std::move(victim));
+          }
+        }
+      }
+    }
+    args.candidates.push_back(std::move(c));
+  }
+  std::sort(args.candidates.begin(), args.candidates.end(),
+            [](const auto& a, const auto& b) { return a.node < b.node; });
+  return args;
+}
+
+absl::StatusOr<ClusterObjects> RequestDecoder::DecodeClusterList(std::string& body) {
+  GPUSCHED_ASSIGN_OR_RETURN(Object root, impl_->Root(body, "List"));
+  ClusterObjects out;
+  auto items = Member(root, "items");
+  if (!items) return out;
+  simdjson::dom::array arr;
+  if (items->get_array().get(arr) != simdjson::SUCCESS) return TypeError("List.items", "array");
+  size_t i = 0;
+  for (Element item : arr) {
+    std::string path = StrCat("List.items[", i++, "]");
+    Object obj;
+    if (item.get_object().get(obj) != simdjson::SUCCESS) return TypeError(path, "object");
+    GPUSCHED_ASSIGN_OR_RETURN(auto kind, OptString(obj, "kind", path));
+    if (kind && *kind == "Node") {
+      GPUSCHED_ASSIGN_OR_RETURN(NodeSpec n, DecodeNode(item, path));
+      out.nodes.push_back(std::move(n));
+    } else if (kind && *kind == "Pod") {
+      GPUSCHED_ASSIGN_OR_RETURN(PodRequest p, DecodePod(item, path));
+      out.pods.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<PodRequest> RequestDecoder::DecodePodObject(std::string& body) {
+  GPUSCHED_RETURN_IF_ERROR(impl_->Parse(body, "Pod"));
+  return DecodePod(impl_->doc, "Pod");
+}
+
+absl::StatusOr<NodeSpec> RequestDecoder::DecodeNodeObject(std::string& body) {
+  GPUSCHED_RETURN_IF_ERROR(impl_->Parse(body, "Node"));
+  return DecodeNode(impl_->doc, "Node");
+}
+
+std::string EncodeFilterResult(const ExtenderArgs& args, const FilterOutcome& out) {
+  std::string s;
+  s.reserve(64 + args.node_names.size() * 24);
+  JsonWriter w(&s);
+  w.BeginObject();
+  w.Key("Nodes");
+  if (args.cache_mode || !out.error.empty()) {
+    w.Null();
+  } else {
+    w.BeginObject();
+    w.Key("metadata");
+    w.BeginObject();
+    w.EndObject();
+    w.Key("items");
+    w.BeginArray();
+    for (int32_t i : out.passed) w.Raw(args.node_json[i]);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.Key("NodeNames");
+  if (!args.cache_mode || !out.error.empty()) {
+    w.Null();
+  } else {
+    w.BeginArray();
+    for (int32_t i : out.passed) w.String(args.node_names[i]);
+    w.EndArray();
+  }
+  for (const auto& [key, list] : {std::pair{"FailedNodes", &out.failed},
+                                  std::pair{"FailedAndUnresolvableNodes", &out.unresolvable}}) {
+    w.Key(key);
+    w.BeginObject();
+    for (const auto& [i, reason] : *list) {
+      w.Key(args.node_names[i]);
+      w.String(reason);
+    }
+    w.EndObject();
+  }
+  w.Key("Error");
+  w.String(EscapePercent(out.error));
+  w.EndObject();
+  return s;
+}
+
+std::string EncodePrioritizeResult(const ExtenderArgs& args, const std::vector<int64_t>& scores) {
+  std::string s;
+  s.reserve(2 + args.node_names.size() * 32);
+  JsonWriter w(&s);
+  w.BeginArray();
+  for (size_t i = 0; i < args.node_names.size() && i < scores.size(); ++i) {
+    w.BeginObject();
+    w.Key("Host");
+    w.String(args.node_names[i]);
+    w.Key("Score");
+    w.Int(std::clamp<int64_t>(scores[i], 0, 10));
+    w.EndObject();
+  }
+  w.EndArray();
+  return s;
+}
+
+std::string EncodeBindingResult(std::string_view error) {
+  std::string s;
+  JsonWriter w(&s);
+  w.BeginObject();
+  w.Key("Error");
+  w.String(EscapePercent(error));
+  w.EndObject();
+  return s;
+}
+
+std::string EncodePreemptionResult(const PreemptionOutcome& out) {
+  std::string s;
+  JsonWriter w(&s);
+  w.BeginObject();
+  w.Key("NodeNameToMetaVictims");
+  w.BeginObject();
+  for (const auto& n : out.nodes) {
+    w.Key(n.node);
+    w.BeginObject();
+    w.Key("Pods");
+    w.BeginArray();
+    for (const std::string& uid : n.victim_uids) {
+      w.BeginObject();
+      w.Key("UID");
+      w.String(uid);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("NumPDBViolations");
+    w.Int(n.pdb_violations);
+    w.EndObject();
+  }
+  w.EndObject();
+  w.EndObject();
+  return s;
+}
+
+std::string EncodeErrorBody(std::string_view message) { return EncodeBindingResult(message); }
+
+}  // namespace gpusched::codec

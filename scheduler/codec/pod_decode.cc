@@ -1,0 +1,251 @@
+// v1.Pod -> PodRequest. Effective requests follow Kubernetes: for each
+// resource, max(sum over containers, max over init containers); a
+// container's nvidia.com/gpu is its limit, or its request if it has no limit.
+#include <simdjson.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "gpusched/util/quantity.h"
+#include "gpusched/util/status_macros.h"
+#include "gpusched/util/strings.h"
+#include "scheduler/codec/internal/dom.h"
+
+namespace gpusched::codec {
+namespace {
+
+struct Resources {
+  int64_t gpus = 0;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+};
+
+// Reads one quantity from `list` (limits or requests).
+absl::StatusOr<std::optional<std::string_view>> Quantity(const std::optional<Object>& list,
+                                                         std::string_view key,
+                                                         std::string_view path) {
+  if (!list) return std::optional<std::string_view>();
+  return OptString(*list, key, path);
+}
+
+absl::StatusOr<Resources> ContainerResources(const Element& c, std::string_view path) {
+  Object obj;
+  if (c.get_object().get(obj) != simdjson::SUCCESS) return TypeError(path, "object");
+  Resources r;
+  GPUSCHED_ASSIGN_OR_RETURN(auto res, OptObject(obj, "resources", path));
+  if (!res) return r;
+  std::string rpath = StrCat(path, ".resources");
+  GPUSCHED_ASSIGN_OR_RETURN(auto limits, OptObject(*res, "limits", rpath));
+  GPUSCHED_ASSIGN_OR_RETURN(auto requests, OptObject(*res, "requests", rpath));
+  std::string lpath = StrCat(rpath, ".limits");
+  std::string qpath = StrCat(rpath, ".requests");
+  GPUSCHED_ASSIGN_OR_RETURN(auto gpu_limit, Quantity(limits, kResourceGpu, lpath));
+  GPUSCHED_ASSIGN_OR_RETURN(auto gpu_request, Quantity(requests, kResourceGpu, qpath));
+  if (gpu_limit || gpu_request) {
+    auto text = gpu_limit ? *gpu_limit : *gpu_request;
+    auto n = ParseQuantityInteger(text);
+    if (!n.ok()) {
+      return absl::InvalidArgumentError(StrCat(gpu_limit ? lpath : qpath, "[\"", kResourceGpu,
+                                               "\"]: ", n.status().message()));
+    }
+    r.gpus = *n;
+  }
+  for (const auto& [key, out, is_memory] :
+       {std::tuple<std::string_view, int64_t*, bool>{"cpu", &r.cpu_milli, false},
+        std::tuple<std::string_view, int64_t*, bool>{"memory", &r.memory_mib, true}}) {
+    GPUSCHED_ASSIGN_OR_RETURN(auto req, Quantity(requests, key, qpath));
+    GPUSCHED_ASSIGN_OR_RETURN(auto lim, Quantity(limits, key, lpath));
+    auto text = req ? req : lim;
+    if (!text) continue;
+    auto v = is_memory ? ParseQuantityMiB(*text) : ParseQuantityMilli(*text);
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(StrCat(rpath, "[\"", key, "\"]: ", v.status().message()));
+    }
+    *out = *v;
+  }
+  return r;
+}
+
+absl::StatusOr<Resources> EffectiveResources(const Object& spec, std::string_view path) {
+  Resources sum;
+  Resources init_max;
+  for (std::string_view list : {std::string_view("containers"), std::string_view("initContainers")}) {
+    auto e = Member(spec, list);
+    if (!e) continue;
+    simdjson::dom::array arr;
+    std::string lpath = StrCat(path, ".", list);
+    if (e->get_array().get(arr) != simdjson::SUCCESS) return TypeError(lpath, "array");
+    size_t i = 0;
+    for (Element c : arr) {
+      GPUSCHED_ASSIGN_OR_RETURN(Resources r, ContainerResources(c, StrCat(lpath, "[", i++, "]")));
+      if (list == "containers") {
+        sum.gpus += r.gpus;
+        sum.cpu_milli += r.cpu_milli;
+        sum.memory_mib += r.memory_mib;
+      } else {
+        init_max.gpus = std::max(init_max.gpus, r.gpus);
+        init_max.cpu_milli = std::max(init_max.cpu_milli, r.cpu_milli);
+        init_max.memory_mib = std::max(init_max.memory_mib, r.memory_mib);
+      }
+    }
+  }
+  return Resources{std::max(sum.gpus, init_max.gpus), std::max(sum.cpu_milli, init_max.cpu_milli),
+                   std::max(sum.memory_mib, init_max.memory_mib)};
+}
+
+absl::StatusOr<DeviceMask> ParseGpuIds(std::string_view text, std::string_view path) {
+  DeviceMask m = 0;
+  for (absl::string_view part : absl::StrSplit(ToAbsl(text), ',', absl::SkipWhitespace())) {
+    int id = -1;
+    if (!absl::SimpleAtoi(part, &id) || id < 0 || id >= kMaxGpusPerNode) {
+      return absl::InvalidArgumentError(StrCat(path, ": bad GPU id '", FromAbsl(part), "'"));
+    }
+    DeviceMask bit = DeviceMask{1} << id;
+    if (m & bit) return absl::InvalidArgumentError(StrCat(path, ": GPU ", id, " listed twice"));
+    m |= bit;
+  }
+  return m;
+}
+
+absl::Status ApplyAnnotations(const Object& ann, std::string_view path, PodRequest& pod) {
+  auto str = [&](std::string_view key) { return OptString(ann, key, path); };
+  GPUSCHED_ASSIGN_OR_RETURN(auto models, str(kAnnotationGpuModel));
+  if (models) {
+    for (absl::string_view m : absl::StrSplit(ToAbsl(*models), ',', absl::SkipWhitespace())) {
+      pod.gpu.models.emplace_back(absl::StripAsciiWhitespace(m));
+    }
+  }
+  GPUSCHED_ASSIGN_OR_RETURN(auto mem, str(kAnnotationGpuMemory));
+  if (mem) {
+    auto v = ParseQuantityMiB(*mem);
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat(path, "[\"", kAnnotationGpuMemory, "\"]: ", v.status().message()));
+    }
+    pod.gpu.min_memory_mib = *v;
+  }
+  GPUSCHED_ASSIGN_OR_RETURN(auto topo, str(kAnnotationTopology));
+  if (topo) {
+    if (*topo == "nvlink-required") {
+      pod.gpu.topology = TopologyMode::kNvlinkRequired;
+    } else if (*topo == "nvlink-preferred") {
+      pod.gpu.topology = TopologyMode::kNvlinkPreferred;
+    } else if (*topo == "none") {
+      pod.gpu.topology = TopologyMode::kNone;
+    } else {
+      return absl::InvalidArgumentError(StrCat(path, "[\"", kAnnotationTopology, "\"]: '", *topo,
+                                               "' is not nvlink-required, nvlink-preferred or none"));
+    }
+  }
+  GPUSCHED_ASSIGN_OR_RETURN(auto milli, str(kAnnotationGpuMilli));
+  if (milli) {
+    int v = 0;
+    if (!absl::SimpleAtoi(ToAbsl(*milli), &v) || v < 1 || v > 1000) {
+      return absl::InvalidArgumentError(
+          StrCat(path, "[\"", kAnnotationGpuMilli, "\"]: '", *milli, "' is not 1..1000"));
+    }
+    pod.gpu.milli_per_gpu = v;
+  }
+  GPUSCHED_ASSIGN_OR_RETURN(auto ids, str(kAnnotationGpuIds));
+  if (ids) {
+    auto m = ParseGpuIds(*ids, StrCat(path, "[\"", kAnnotationGpuIds, "\"]"));
+    // A bad annotation is not a bad request: the pod still holds GPUs, the
+    // devices are just unknown (ClusterState fails closed on them).
+    if (m.ok()) {
+      pod.has_gpu_ids = true;
+      pod.gpu_ids = *m;
+    }
+  }
+  GPUSCHED_ASSIGN_OR_RETURN(auto gang, str(kAnnotationGang));
+  if (gang) pod.gang = std::string(*gang);
+  GPUSCHED_ASSIGN_OR_RETURN(auto gang_size, str(kAnnotationGangSize));
+  if (gang_size) {
+    int v = 0;
+    if (!absl::SimpleAtoi(ToAbsl(*gang_size), &v) || v < 1 || v > 100000) {
+      return absl::InvalidArgumentError(
+          StrCat(path, "[\"", kAnnotationGangSize, "\"]: '", *gang_size, "' is not a count"));
+    }
+    pod.gang_size = v;
+  }
+  return absl::OkStatus();
+}
+
+PodPhase ParsePhase(std::string_view p) {
+  if (p == "Pending") return PodPhase::kPending;
+  if (p == "Running") return PodPhase::kRunning;
+  if (p == "Succeeded") return PodPhase::kSucceeded;
+  if (p == "Failed") return PodPhase::kFailed;
+  return PodPhase::kUnknown;
+}
+
+}  // namespace
+
+absl::StatusOr<PodRequest> DecodePod(const Element& e, std::string_view path) {
+  Object pod_obj;
+  if (e.get_object().get(pod_obj) != simdjson::SUCCESS) return TypeError(path, "object");
+  PodRequest pod;
+  std::string mpath = StrCat(path, ".metadata");
+  GPUSCHED_ASSIGN_OR_RETURN(auto meta, OptObject(pod_obj, "metadata", path));
+  if (!meta) return absl::InvalidArgumentError(StrCat(mpath, ": missing"));
+  GPUSCHED_ASSIGN_OR_RETURN(auto name, OptString(*meta, "name", mpath));
+  if (!name || name->empty()) return absl::InvalidArgumentError(StrCat(mpath, ".name: missing"));
+  pod.name = std::string(*name);
+  GPUSCHED_ASSIGN_OR_RETURN(auto ns, OptString(*meta, "namespace", mpath));
+  pod.ns = ns && !ns->empty() ? std::string(*ns) : "default";
+  GPUSCHED_ASSIGN_OR_RETURN(auto uid, OptString(*meta, "uid", mpath));
+  pod.uid = uid && !uid->empty() ? std::string(*uid) : pod.ns + "/" + pod.name;
+  GPUSCHED_ASSIGN_OR_RETURN(auto created, OptString(*meta, "creationTimestamp", mpath));
+  if (created) {
+    GPUSCHED_ASSIGN_OR_RETURN(pod.creation_unix,
+                              ParseTimestamp(*created, StrCat(mpath, ".creationTimestamp")));
+  }
+  GPUSCHED_ASSIGN_OR_RETURN(auto deleting, OptString(*meta, "deletionTimestamp", mpath));
+  pod.deleting = deleting.has_value();
+  GPUSCHED_ASSIGN_OR_RETURN(auto ann, OptObject(*meta, "annotations", mpath));
+  if (ann) GPUSCHED_RETURN_IF_ERROR(ApplyAnnotations(*ann, StrCat(mpath, ".annotations"), pod));
+
+  std::string spath = StrCat(path, ".spec");
+  GPUSCHED_ASSIGN_OR_RETURN(auto spec, OptObject(pod_obj, "spec", path));
+  if (spec) {
+    GPUSCHED_ASSIGN_OR_RETURN(Resources r, EffectiveResources(*spec, spath));
+    if (r.gpus > 64) {
+      return absl::InvalidArgumentError(
+          StrCat(spath, ": ", r.gpus, " nvidia.com/gpu requested; at most 64 per pod"));
+    }
+    pod.gpu.count = static_cast<int32_t>(r.gpus);
+    pod.cpu_milli = r.cpu_milli;
+    pod.memory_mib = r.memory_mib;
+    GPUSCHED_ASSIGN_OR_RETURN(auto prio, OptInt(*spec, "priority", spath));
+    if (prio) pod.priority = static_cast<int32_t>(*prio);
+    GPUSCHED_ASSIGN_OR_RETURN(auto pc, OptString(*spec, "priorityClassName", spath));
+    if (pc) pod.priority_class = std::string(*pc);
+    GPUSCHED_ASSIGN_OR_RETURN(auto pp, OptString(*spec, "preemptionPolicy", spath));
+    pod.preempt_never = pp && *pp == "Never";
+    GPUSCHED_ASSIGN_OR_RETURN(auto node, OptString(*spec, "nodeName", spath));
+    if (node) pod.node_name = std::string(*node);
+  }
+  if (pod.gpu.milli_per_gpu < 1000 && pod.gpu.count != 1) {
+    if (pod.gpu.count == 0) {
+      // gpu-milli without nvidia.com/gpu: a shared-GPU pod asking for one device.
+      pod.gpu.count = 1;
+    } else {
+      return absl::InvalidArgumentError(StrCat(path, ": ", kAnnotationGpuMilli,
+                                               " needs nvidia.com/gpu: 1, pod asks for ",
+                                               pod.gpu.count));
+    }
+  }
+  std::string stpath = StrCat(path, ".status");
+  GPUSCHED_ASSIGN_OR_RETURN(auto status, OptObject(pod_obj, "status", path));
+  if (status) {
+    GPUSCHED_ASSIGN_OR_RETURN(auto phase, OptString(*status, "phase", stpath));
+    if (phase) pod.phase = ParsePhase(*phase);
+    GPUSCHED_ASSIGN_OR_RETURN(auto start, OptString(*status, "startTime", stpath));
+    if (start) {
+      GPUSCHED_ASSIGN_OR_RETURN(pod.start_unix, ParseTimestamp(*start, StrCat(stpath, ".startTime")));
+    }
+  }
+  if (pod.start_unix == 0) pod.start_unix = pod.creation_unix;
+  return pod;
+}
+
+}  // namespace gpusched::codec

@@ -1,0 +1,325 @@
+#include "gpusched/core/cluster_state.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "gpusched/util/strings.h"
+
+namespace gpusched {
+namespace {
+
+DeviceMask LowMask(int n) { return n >= 64 ? ~DeviceMask{0} : (DeviceMask{1} << n) - 1; }
+
+}  // namespace
+
+NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> topology,
+                       const std::vector<const PodRequest*>& pods, uint16_t product_id) {
+  NodeInfo n;
+  n.name = spec.name;
+  n.product_id = product_id;
+  n.gpu_memory_mib = spec.gpu_memory_mib;
+  n.gpu_count = topology ? topology->size() : 0;
+  n.healthy = LowMask(std::clamp(spec.gpu_allocatable, 0, n.gpu_count));
+  n.used_milli.assign(n.gpu_count, 0);
+  n.topology = std::move(topology);
+  n.cpu_milli = spec.cpu_milli;
+  n.memory_mib = spec.memory_mib;
+  n.unschedulable = spec.unschedulable;
+  auto conflict = [&] { ++n.device_conflicts; };
+  const DeviceMask all = LowMask(n.gpu_count);
+  // Pass 1: pods with known device ids. Pass 2: pods without.
+  std::vector<const PodRequest*> unknown;
+  for (const PodRequest* p : pods) {
+    n.cpu_used_milli += p->cpu_milli;
+    n.memory_used_mib += p->memory_mib;
+    if (p->gpu.count == 0) continue;
+    PodOnNode on{p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count,
+                 p->gpu.milli_per_gpu, 0, true, p->gang, {}, p->cpu_milli, p->memory_mib};
+    if (!p->has_gpu_ids) {
+      unknown.push_back(p);
+      continue;
+    }
+    DeviceMask ids = p->gpu_ids;
+    if ((ids & ~all) != 0 || PopCount(ids) != p->gpu.count) conflict();
+    ids &= all;
+    on.devices = ids;
+    for (DeviceMask m = ids; m != 0; m &= m - 1) {
+      int d = std::countr_zero(m);
+      int add = p->gpu.shared() ? p->gpu.milli_per_gpu : 1000;
+      if (n.used_milli[d] + add > 1000) {
+        conflict();
+        n.used_milli[d] = 1000;
+      } else {
+        n.used_milli[d] = static_cast<uint16_t>(n.used_milli[d] + add);
+      }
+    }
+    n.pods.push_back(std::move(on));
+  }
+  for (const PodRequest* p : unknown) {
+    PodOnNode on{p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count,
+                 p->gpu.milli_per_gpu, 0, false, p->gang, {}, p->cpu_milli, p->memory_mib};
+    int need = p->gpu.count;
+    // Healthy devices first, then the rest: the pod holds devices regardless.
+    for (DeviceMask pool : {n.healthy, all & ~n.healthy}) {
+      for (DeviceMask m = pool; m != 0 && need > 0; m &= m - 1) {
+        int d = std::countr_zero(m);
+        if (p->gpu.shared()) {
+          if (n.used_milli[d] + p->gpu.milli_per_gpu <= 1000) {
+            n.used_milli[d] = static_cast<uint16_t>(n.used_milli[d] + p->gpu.milli_per_gpu);
+            on.devices |= DeviceMask{1} << d;
+            need = 0;
+          }
+        } else if (n.used_milli[d] == 0) {
+          n.used_milli[d] = 1000;
+          on.devices |= DeviceMask{1} << d;
+          --need;
+        }
+      }
+    }
+    if (need > 0) conflict();
+    n.pods.push_back(std::move(on));
+  }
+  for (DeviceMask m = n.healthy; m != 0; m &= m - 1) {
+    int d = std::countr_zero(m);
+    if (n.used_milli[d] == 0) n.whole_free |= DeviceMask{1} << d;
+  }
+  std::sort(n.pods.begin(), n.pods.end(),
+            [](const PodOnNode& a, const PodOnNode& b) { return a.uid < b.uid; });
+  return n;
+}
+
+ClusterState::ClusterState(std::vector<TopologyTemplate> templates)
+    : catalog_(std::move(templates)) {
+  absl::MutexLock l(&mu_);
+  product_names_.push_back("");
+  CommitLocked();
+}
+
+uint16_t ClusterState::ProductId(const std::string& product) {
+  for (size_t i = 0; i < product_names_.size(); ++i) {
+    if (product_names_[i] == product) return static_cast<uint16_t>(i);
+  }
+  if (product_names_.size() >= 65535) return 0;
+  product_names_.push_back(product);
+  products_.reset();
+  return static_cast<uint16_t>(product_names_.size() - 1);
+}
+
+void ClusterState::Touch(const std::string& node) {
+  if (!node.empty()) dirty_.insert(node);
+}
+
+void ClusterState::UpsertNode(NodeSpec spec) {
+  absl::MutexLock l(&mu_);
+  std::string name = spec.name;
+  if (!nodes_.contains(name)) topology_changed_ = true;
+  nodes_[name] = std::move(spec);
+  Touch(name);
+}
+
+void ClusterState::RemoveNode(std::string_view name) {
+  absl::MutexLock l(&mu_);
+  if (nodes_.erase(std::string(name)) > 0) {
+    topology_changed_ = true;
+    built_.erase(std::string(name));
+  }
+}
+
+void ClusterState::UnlinkPod(const PodRequest& pod) {
+  if (!pod.node_name.empty()) {
+    auto it = pods_by_node_.find(pod.node_name);
+    if (it != pods_by_node_.end()) {
+      it->second.erase(pod.uid);
+      if (it->second.empty()) pods_by_node_.erase(it);
+    }
+    Touch(pod.node_name);
+  }
+  uid_by_key_.erase(pod.Key());
+}
+
+void ClusterState::UpsertPod(PodRequest pod) {
+  absl::MutexLock l(&mu_);
+  auto it = pods_.find(pod.uid);
+  if (it != pods_.end()) UnlinkPod(it->second);
+  if (!pod.node_name.empty()) {
+    pods_by_node_[pod.node_name].insert(pod.uid);
+    Touch(pod.node_name);
+  }
+  uid_by_key_[pod.Key()] = pod.uid;
+  std::string uid = pod.uid;
+  pods_[uid] = std::move(pod);
+}
+
+void ClusterState::RemovePod(std::string_view uid) {
+  absl::MutexLock l(&mu_);
+  auto it = pods_.find(ToAbsl(uid));
+  if (it == pods_.end()) return;
+  UnlinkPod(it->second);
+  pods_.erase(it);
+}
+
+void ClusterState::Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> pods) {
+  absl::MutexLock l(&mu_);
+  nodes_.clear();
+  pods_.clear();
+  uid_by_key_.clear();
+  pods_by_node_.clear();
+  built_.clear();
+  dirty_.clear();
+  topology_changed_ = true;
+  for (NodeSpec& n : nodes) {
+    std::string name = n.name;
+    nodes_[name] = std::move(n);
+    dirty_.insert(name);
+  }
+  for (PodRequest& p : pods) {
+    if (!p.node_name.empty()) pods_by_node_[p.node_name].insert(p.uid);
+    uid_by_key_[p.Key()] = p.uid;
+    std::string uid = p.uid;
+    pods_[uid] = std::move(p);
+  }
+}
+
+absl::Status ClusterState::Assume(const PodRequest& pod, std::string_view node,
+                                  DeviceMask devices) {
+  absl::MutexLock l(&mu_);
+  auto known = pods_.find(pod.uid);
+  if (known != pods_.end() && known->second.HoldsGpus()) {
+    return absl::FailedPreconditionError(StrCat("pod ", pod.Key(), " is already bound to ",
+                                                      known->second.node_name));
+  }
+  if (!nodes_.contains(ToAbsl(node))) {
+    return absl::NotFoundError(StrCat("node '", node, "' is not known"));
+  }
+  CommitLocked();  // so the check below sees every earlier mutation
+  const NodeInfo* info = current_->Find(node);
+  if (info == nullptr) return absl::NotFoundError(StrCat("node '", node, "' is not known"));
+  if (pod.gpu.count > 0) {
+    if (PopCount(devices) != pod.gpu.count || (devices & ~info->healthy) != 0) {
+      return absl::InvalidArgumentError(StrCat("device set ", FormatMask(devices),
+                                                     " does not fit node '", node, "'"));
+    }
+    for (DeviceMask m = devices; m != 0; m &= m - 1) {
+      int d = std::countr_zero(m);
+      int need = pod.gpu.shared() ? pod.gpu.milli_per_gpu : 1000;
+      if (info->used_milli[d] + need > 1000) {
+        return absl::FailedPreconditionError(
+            StrCat("GPU ", d, " on ", node, " is already allocated"));
+      }
+    }
+  }
+  PodRequest bound = pod;
+  bound.node_name = std::string(node);
+  if (bound.phase == PodPhase::kPending || bound.phase == PodPhase::kUnknown) {
+    bound.phase = PodPhase::kRunning;
+  }
+  bound.has_gpu_ids = pod.gpu.count > 0;
+  bound.gpu_ids = devices;
+  if (known != pods_.end()) UnlinkPod(known->second);
+  pods_by_node_[bound.node_name].insert(bound.uid);
+  Touch(bound.node_name);
+  uid_by_key_[bound.Key()] = bound.uid;
+  pods_[bound.uid] = std::move(bound);
+  CommitLocked();
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const ClusterSnapshot> ClusterState::Commit() {
+  absl::MutexLock l(&mu_);
+  return CommitLocked();
+}
+
+std::shared_ptr<const ClusterSnapshot> ClusterState::CommitLocked() {
+  if (dirty_.empty() && !topology_changed_ && current_ != nullptr) return current_;
+  for (const std::string& name : dirty_) {
+    auto spec = nodes_.find(name);
+    if (spec == nodes_.end()) continue;
+    std::vector<const PodRequest*> pods;
+    auto bound = pods_by_node_.find(name);
+    if (bound != pods_by_node_.end()) {
+      for (const std::string& uid : bound->second) {
+        auto p = pods_.find(uid);
+        if (p != pods_.end() && p->second.HoldsGpus()) pods.push_back(&p->second);
+      }
+    }
+    const NodeSpec& s = spec->second;
+    int gpus = std::clamp(std::max(s.gpu_count, s.gpu_allocatable), 0, kMaxGpusPerNode);
+    std::string topo_error;
+    auto topo = catalog_.ForNode(s, gpus, &topo_error);
+    auto info = std::make_shared<NodeInfo>(
+        BuildNodeInfo(s, std::move(topo), pods, ProductId(s.product)));
+    if (!topo_error.empty()) spec->second.topology_error = topo_error;
+    built_[name] = std::move(info);
+  }
+  if (products_ == nullptr) {
+    products_ = std::make_shared<const std::vector<std::string>>(product_names_);
+  }
+  if (topology_changed_ || index_ == nullptr) {
+    std::vector<std::string> names;
+    names.reserve(nodes_.size());
+    for (const auto& [name, spec] : nodes_) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    auto index = std::make_shared<ClusterSnapshot::NodeIndex>();
+    index->reserve(names.size());
+    order_.clear();
+    order_.reserve(names.size());
+    for (const std::string& name : names) {
+      index->emplace(name, static_cast<int32_t>(order_.size()));
+      order_.push_back(built_[name]);
+    }
+    index_ = std::move(index);
+    topology_changed_ = false;
+  } else {
+    for (const std::string& name : dirty_) {
+      auto it = index_->find(name);
+      if (it != index_->end()) order_[it->second] = built_[name];
+    }
+  }
+  dirty_.clear();
+  current_ = std::make_shared<const ClusterSnapshot>(++generation_, order_, index_, products_);
+  return current_;
+}
+
+std::shared_ptr<const ClusterSnapshot> ClusterState::Snapshot() const {
+  absl::MutexLock l(&mu_);
+  return current_;
+}
+
+std::optional<PodRequest> ClusterState::FindPod(std::string_view uid) const {
+  absl::MutexLock l(&mu_);
+  auto it = pods_.find(ToAbsl(uid));
+  if (it == pods_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<PodRequest> ClusterState::FindPodByName(std::string_view ns,
+                                                      std::string_view name) const {
+  absl::MutexLock l(&mu_);
+  auto it = uid_by_key_.find(StrCat(ns, "/", name));
+  if (it == uid_by_key_.end()) return std::nullopt;
+  auto p = pods_.find(it->second);
+  if (p == pods_.end()) return std::nullopt;
+  return p->second;
+}
+
+std::vector<PodRequest> ClusterState::Pods() const {
+  absl::MutexLock l(&mu_);
+  std::vector<PodRequest> out;
+  out.reserve(pods_.size());
+  for (const auto& [uid, p] : pods_) out.push_back(p);
+  std::sort(out.begin(), out.end(),
+            [](const PodRequest& a, const PodRequest& b) { return a.uid < b.uid; });
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ClusterState::TopologyErrors() const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, spec] : nodes_) {
+    if (!spec.topology_error.empty()) out.emplace_back(name, spec.topology_error);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace gpusched
