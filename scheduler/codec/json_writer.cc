@@ -4,8 +4,7 @@
 
 namespace gpusched::codec {
 
-void JsonWriter::String(std::string_view s) {
-  Sep();
+void JsonWriter::WriteString(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out_->push_back('"');
   size_t run = 0;

@@ -18,8 +18,16 @@ class JsonWriter {
   void EndObject() { out_->push_back('}'); first_ = false; }
   void BeginArray() { Sep(); out_->push_back('['); first_ = true; }
   void EndArray() { out_->push_back(']'); first_ = false; }
-  void Key(std::string_view k) { Sep(); String(k); out_->push_back(':'); first_ = true; }
-  void String(std::string_view s);
+  void Key(std::string_view k) {
+    Sep();
+    WriteString(k);
+    out_->push_back(':');
+    first_ = true;
+  }
+  void String(std::string_view s) {
+    Sep();
+    WriteString(s);
+  }
   void Int(int64_t v);
   void Bool(bool v) { Sep(); out_->append(v ? "true" : "false"); }
   void Null() { Sep(); out_->append("null"); }
@@ -27,6 +35,7 @@ class JsonWriter {
   void Raw(std::string_view json) { Sep(); out_->append(json); }
 
  private:
+  void WriteString(std::string_view s);
   void Sep() {
     if (!first_) out_->push_back(',');
     first_ = false;

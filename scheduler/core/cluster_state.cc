@@ -158,6 +158,18 @@ void ClusterState::RemovePod(std::string_view uid) {
   pods_.erase(it);
 }
 
+void ClusterState::NotePending(const PodRequest& pod) {
+  absl::MutexLock l(&mu_);
+  auto it = pods_.find(pod.uid);
+  if (it != pods_.end() && (it->second.HoldsGpus() || !pod.node_name.empty())) return;
+  if (it != pods_.end()) {
+    it->second = pod;
+    return;
+  }
+  uid_by_key_[pod.Key()] = pod.uid;
+  pods_[pod.uid] = pod;
+}
+
 void ClusterState::Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> pods) {
   absl::MutexLock l(&mu_);
   nodes_.clear();
@@ -222,6 +234,19 @@ absl::Status ClusterState::Assume(const PodRequest& pod, std::string_view node,
   pods_[bound.uid] = std::move(bound);
   CommitLocked();
   return absl::OkStatus();
+}
+
+void ClusterState::Forget(std::string_view uid) {
+  absl::MutexLock l(&mu_);
+  auto it = pods_.find(ToAbsl(uid));
+  if (it == pods_.end()) return;
+  UnlinkPod(it->second);
+  it->second.node_name.clear();
+  it->second.phase = PodPhase::kPending;
+  it->second.has_gpu_ids = false;
+  it->second.gpu_ids = 0;
+  uid_by_key_[it->second.Key()] = it->second.uid;
+  CommitLocked();
 }
 
 std::shared_ptr<const ClusterSnapshot> ClusterState::Commit() {

@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "gpusched/util/strings.h"
 
 namespace gpusched::http {
@@ -190,7 +191,10 @@ struct HttpServer::Impl {
   net::signal_set stop_signals{ioc};
   net::signal_set hup_signal{ioc};
   std::vector<std::unique_ptr<net::steady_timer>> timers;
-  net::steady_timer grace{ioc};
+  // Stops the io_context if connections outlive the shutdown grace period.
+  absl::Mutex watchdog_mu;
+  bool run_done ABSL_GUARDED_BY(watchdog_mu) = false;
+  std::thread watchdog;
 
   void Accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
@@ -252,9 +256,13 @@ struct HttpServer::Impl {
     for (auto& w : sessions) {
       if (auto s = w.lock()) s->CloseIfIdle();
     }
-    grace.expires_after(shared.opt.shutdown_grace);
-    grace.async_wait([this](beast::error_code ec) {
-      if (!ec) ioc.stop();
+    watchdog = std::thread([this] {
+      absl::MutexLock l(&watchdog_mu);
+      auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(watchdog_mu) { return run_done; };
+      if (!watchdog_mu.AwaitWithTimeout(absl::Condition(&done),
+                                        absl::Seconds(shared.opt.shutdown_grace.count()))) {
+        ioc.stop();
+      }
     });
   }
 };
@@ -326,6 +334,11 @@ void HttpServer::Run() {
   for (int i = 1; i < im.shared.opt.threads; ++i) threads.emplace_back([&im] { im.ioc.run(); });
   im.ioc.run();
   for (auto& t : threads) t.join();
+  {
+    absl::MutexLock l(&im.watchdog_mu);
+    im.run_done = true;
+  }
+  if (im.watchdog.joinable()) im.watchdog.join();
 }
 
 void HttpServer::Shutdown() {

@@ -53,6 +53,9 @@ class ClusterState {
   void RemoveNode(std::string_view name) ABSL_LOCKS_EXCLUDED(mu_);
   void UpsertPod(PodRequest pod) ABSL_LOCKS_EXCLUDED(mu_);
   void RemovePod(std::string_view uid) ABSL_LOCKS_EXCLUDED(mu_);
+  // Records a pod seen pending (e.g. in a filter call) unless the pod is
+  // already known as holding GPUs: a stale request never undoes a bind.
+  void NotePending(const PodRequest& pod) ABSL_LOCKS_EXCLUDED(mu_);
   // Replaces everything (a full relist or a file reload).
   void Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> pods) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -62,6 +65,9 @@ class ClusterState {
   // bound, the node is unknown, or a device is taken.
   absl::Status Assume(const PodRequest& pod, std::string_view node, DeviceMask devices)
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Rolls back an assumption: the pod is pending again, its devices free.
+  void Forget(std::string_view uid) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Publishes pending mutations and returns the new snapshot.
   std::shared_ptr<const ClusterSnapshot> Commit() ABSL_LOCKS_EXCLUDED(mu_);

@@ -1,0 +1,71 @@
+// ExtenderService: the extender verbs, free of HTTP and JSON. Filter and
+// prioritize take one snapshot and run the policy Framework over the nodes
+// kube-scheduler sent; bind chooses devices with the same selector the score
+// used and assumes the pod in ClusterState at once, so the next filter
+// cannot hand out the same GPUs.
+//
+// A PodGate (the queue manager) may hold a pod back before any node is
+// looked at: every node then fails with the gate's reason.
+//
+// Thread-safe: any number of requests may run concurrently; the framework
+// and gate are swapped atomically on config reload.
+#ifndef GPUSCHED_CORE_EXTENDER_SERVICE_H_
+#define GPUSCHED_CORE_EXTENDER_SERVICE_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "gpusched/core/cluster_state.h"
+#include "gpusched/core/extender_args.h"
+#include "gpusched/policy/framework.h"
+
+namespace gpusched {
+
+// Decides whether a pod may be placed at all right now (quota, queue order,
+// gangs). Implementations must be thread-safe.
+class PodGate {
+ public:
+  virtual ~PodGate() = default;
+  // Returns "" if the pod may be placed now, else the reason (starting with
+  // "gpusched: ") with which every node fails. `snapshot` is the one the
+  // filter will use.
+  virtual std::string Admit(const PodRequest& pod, const ClusterSnapshot& snapshot) = 0;
+  // Called after a successful bind (usage changed).
+  virtual void OnBound(const PodRequest& pod) = 0;
+};
+
+class ExtenderService {
+ public:
+  ExtenderService(ClusterState* state, std::shared_ptr<const policy::Framework> framework);
+
+  void SetFramework(std::shared_ptr<const policy::Framework> framework);
+  std::shared_ptr<const policy::Framework> framework() const;
+  // The gate must outlive the service; nullptr = admit everything.
+  void SetGate(PodGate* gate);
+  // Until ready (the cluster source has synced), filter answers with Error.
+  void SetReady(bool ready) { ready_ = ready; }
+  bool ready() const { return ready_; }
+
+  FilterOutcome Filter(const ExtenderArgs& args) const;
+  // Returns one score per args.node_names entry, 0..10 (MaxExtenderPriority).
+  std::vector<int64_t> Prioritize(const ExtenderArgs& args) const;
+  // Returns "" on success, else the Error for ExtenderBindingResult. On
+  // success the pod is assumed on the node with the chosen devices.
+  std::string Bind(const BindingArgs& args, DeviceMask* devices = nullptr);
+
+  ClusterState* state() const { return state_; }
+
+ private:
+  ClusterState* state_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const policy::Framework> framework_ ABSL_GUARDED_BY(mu_);
+  std::atomic<PodGate*> gate_{nullptr};
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace gpusched
+
+#endif  // GPUSCHED_CORE_EXTENDER_SERVICE_H_

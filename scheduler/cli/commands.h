@@ -1,0 +1,16 @@
+// The gpusched subcommands. Each takes the arguments after its name and
+// returns the process exit code (0 ok, 1 runtime failure, 2 usage/config).
+#ifndef GPUSCHED_CLI_COMMANDS_H_
+#define GPUSCHED_CLI_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+namespace gpusched::cli {
+
+int Serve(const std::vector<std::string>& args);
+int Validate(const std::vector<std::string>& args);
+
+}  // namespace gpusched::cli
+
+#endif  // GPUSCHED_CLI_COMMANDS_H_

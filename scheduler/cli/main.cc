@@ -1,0 +1,42 @@
+// gpusched: GPU-aware scheduler extender for Kubernetes.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "scheduler/cli/commands.h"
+
+namespace {
+
+constexpr char kVersion[] = "0.1.0";
+
+void Usage(std::ostream& out) {
+  out << "usage: gpusched <command> [flags]\n\n"
+         "commands:\n"
+         "  serve      run the HTTP extender (--config, --cluster, --listen)\n"
+         "  validate   check a policy config (--config) and optionally a cluster (--cluster)\n"
+         "  version    print the version\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    Usage(std::cerr);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (cmd == "serve") return gpusched::cli::Serve(args);
+  if (cmd == "validate") return gpusched::cli::Validate(args);
+  if (cmd == "version" || cmd == "--version") {
+    std::cout << "gpusched " << kVersion << "\n";
+    return 0;
+  }
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    Usage(std::cout);
+    return 0;
+  }
+  std::cerr << "gpusched: unknown command '" << cmd << "'\n";
+  Usage(std::cerr);
+  return 2;
+}

@@ -1,0 +1,79 @@
+#include "scheduler/http/extender_routes.h"
+
+#include "gpusched/util/strings.h"
+
+namespace gpusched::http {
+namespace {
+
+// Decode errors: 400 if not JSON at all, else `semantic`.
+HttpResponse DecodeFailure(const absl::Status& s, HttpResponse semantic) {
+  if (codec::IsMalformedJson(s)) return JsonError(400, FromAbsl(s.message()));
+  return semantic;
+}
+
+}  // namespace
+
+void AddExtenderRoutes(Router& router, RouteDeps deps) {
+  ExtenderService* svc = deps.service;
+  router.Add("POST", "/scheduler/filter", "filter", [svc](HttpRequest& req, RequestContext& ctx) {
+    auto args = ctx.decoder.DecodeExtenderArgs(req.body);
+    if (!args.ok()) {
+      FilterOutcome out;
+      out.error = StrCat("gpusched: bad ExtenderArgs: ", FromAbsl(args.status().message()));
+      ExtenderArgs empty;
+      return DecodeFailure(args.status(), HttpResponse{200, "application/json",
+                                                       codec::EncodeFilterResult(empty, out)});
+    }
+    FilterOutcome out = svc->Filter(*args);
+    return HttpResponse{200, "application/json", codec::EncodeFilterResult(*args, out)};
+  });
+  router.Add("POST", "/scheduler/prioritize", "prioritize",
+             [svc](HttpRequest& req, RequestContext& ctx) {
+               auto args = ctx.decoder.DecodeExtenderArgs(req.body);
+               if (!args.ok()) {
+                 return JsonError(400, StrCat("gpusched: bad ExtenderArgs: ",
+                                              FromAbsl(args.status().message())));
+               }
+               return HttpResponse{200, "application/json",
+                                   codec::EncodePrioritizeResult(*args, svc->Prioritize(*args))};
+             });
+  router.Add("POST", "/scheduler/bind", "bind",
+             [svc, deps](HttpRequest& req, RequestContext& ctx) {
+               auto args = ctx.decoder.DecodeBindingArgs(req.body);
+               if (!args.ok()) {
+                 return DecodeFailure(
+                     args.status(),
+                     HttpResponse{200, "application/json",
+                                  codec::EncodeBindingResult(StrCat(
+                                      "gpusched: bad ExtenderBindingArgs: ",
+                                      FromAbsl(args.status().message())))});
+               }
+               DeviceMask devices = 0;
+               std::string err = svc->Bind(*args, &devices);
+               if (err.empty() && deps.after_bind) {
+                 err = deps.after_bind(*args, devices);
+                 if (!err.empty()) {
+                   auto pod = svc->state()->FindPodByName(args->pod_namespace, args->pod_name);
+                   if (pod.has_value()) svc->state()->Forget(pod->uid);
+                 }
+               }
+               if (deps.metrics != nullptr) {
+                 deps.metrics->Inc("gpusched_binds_total", "Bind results.",
+                                   {{"result", err.empty() ? "ok" : "error"}});
+               }
+               return HttpResponse{200, "application/json", codec::EncodeBindingResult(err)};
+             });
+  router.Add("GET", "/healthz", "healthz", [](HttpRequest&, RequestContext&) {
+    return HttpResponse{200, "text/plain", "ok\n"};
+  });
+  router.Add("GET", "/readyz", "readyz", [svc, deps](HttpRequest&, RequestContext&) {
+    if (svc->ready() && deps.ready()) return HttpResponse{200, "text/plain", "ready\n"};
+    return HttpResponse{503, "text/plain", "not ready\n"};
+  });
+  Metrics* metrics = deps.metrics;
+  router.Add("GET", "/metrics", "metrics", [metrics](HttpRequest&, RequestContext&) {
+    return HttpResponse{200, "text/plain; version=0.0.4", metrics->Render()};
+  });
+}
+
+}  // namespace gpusched::http

@@ -1,0 +1,38 @@
+// The extender's HTTP routes: decode (codec) -> ExtenderService -> encode.
+// Beast-free: these handlers only see Router's plain request/response.
+//
+//   POST /scheduler/filter       ExtenderArgs -> ExtenderFilterResult
+//   POST /scheduler/prioritize   ExtenderArgs -> HostPriorityList
+//   POST /scheduler/bind         ExtenderBindingArgs -> ExtenderBindingResult
+//   GET  /healthz /readyz /metrics
+//
+// Malformed JSON gets HTTP 400 with {"Error": ...}; JSON that parses but
+// makes no sense gets 200 with Error set (filter, bind) or 400 (prioritize,
+// whose wire type has no Error field; kube-scheduler ignores prioritize
+// errors either way).
+#ifndef GPUSCHED_HTTP_EXTENDER_ROUTES_H_
+#define GPUSCHED_HTTP_EXTENDER_ROUTES_H_
+
+#include <functional>
+
+#include "gpusched/core/extender_service.h"
+#include "gpusched/util/metrics.h"
+#include "scheduler/http/router.h"
+
+namespace gpusched::http {
+
+struct RouteDeps {
+  ExtenderService* service = nullptr;
+  Metrics* metrics = nullptr;
+  // Extra readiness condition (leader election, server accepting).
+  std::function<bool()> ready = [] { return true; };
+  // Hook after a successful bind (API write-back in --kube mode); returns ""
+  // or an error that rolls the bind back.
+  std::function<std::string(const BindingArgs&, DeviceMask)> after_bind;
+};
+
+void AddExtenderRoutes(Router& router, RouteDeps deps);
+
+}  // namespace gpusched::http
+
+#endif  // GPUSCHED_HTTP_EXTENDER_ROUTES_H_

@@ -1,0 +1,44 @@
+#include "scheduler/source/file_source.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "gpusched/util/strings.h"
+#include "scheduler/codec/extender_codec.h"
+
+namespace gpusched {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(StrCat(path, ": cannot open"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::Status FileClusterSource::Start(ClusterState* state, std::function<void(bool)> on_synced) {
+  auto text = ReadFile(path_);
+  if (!text.ok()) return text.status();
+  codec::RequestDecoder decoder(256);
+  auto objects = decoder.DecodeClusterList(*text);
+  if (!objects.ok()) {
+    return absl::InvalidArgumentError(StrCat("cluster ", path_, ": ", FromAbsl(objects.status().message())));
+  }
+  state->Reset(std::move(objects->nodes), std::move(objects->pods));
+  state->Commit();
+  state_ = state;
+  if (on_synced) on_synced(true);
+  return absl::OkStatus();
+}
+
+absl::Status FileClusterSource::Evict(const PodRequest& pod, const std::string& reason) {
+  if (state_ == nullptr) return absl::FailedPreconditionError("cluster source not started");
+  std::cerr << "gpusched: evict " << pod.Key() << " from " << pod.node_name << ": " << reason
+            << " (applied to the in-memory cluster)\n";
+  state_->RemovePod(pod.uid);
+  state_->Commit();
+  return absl::OkStatus();
+}
+
+}  // namespace gpusched
