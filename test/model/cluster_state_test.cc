@@ -1,0 +1,129 @@
+#include "gpusched/core/cluster_state.h"
+
+#include <gtest/gtest.h>
+
+#include "test/testing/builders.h"
+
+namespace gpusched {
+namespace {
+
+using testing::Devices;
+using testing::MakeState;
+using testing::PodBuilder;
+
+TEST(ClusterStateTest, KnownIdsMarkDevicesUsed) {
+  auto state = MakeState({testing::Dgx1V100("n1")},
+                         {PodBuilder("a").Gpus(2).OnNode("n1", Devices({0, 3})).Build()});
+  const NodeInfo* n = state->Snapshot()->Find("n1");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->free_count(), 6);
+  EXPECT_EQ(n->whole_free & Devices({0, 3}), 0u);
+  EXPECT_EQ(n->device_conflicts, 0);
+}
+
+TEST(ClusterStateTest, BoundPodWithoutIdsStillHoldsGpus) {
+  auto state = MakeState({testing::Pcie4xT4("t4")}, {PodBuilder("a").Gpus(3).OnNodeUnknownIds("t4").Build()});
+  const NodeInfo* n = state->Snapshot()->Find("t4");
+  EXPECT_EQ(n->free_count(), 1);  // never counted as free
+}
+
+TEST(ClusterStateTest, FinishedPodsReleaseGpus) {
+  auto state = MakeState({testing::Hgx8H100("h")},
+                         {PodBuilder("done").Gpus(8).OnNode("h", 0xff).Phase(PodPhase::kSucceeded).Build(),
+                          PodBuilder("failed").Gpus(8).OnNode("h", 0xff).Phase(PodPhase::kFailed).Build()});
+  EXPECT_EQ(state->Snapshot()->Find("h")->free_count(), 8);
+}
+
+TEST(ClusterStateTest, UnhealthyDevicesNeverOffered) {
+  NodeSpec spec = testing::Pcie4xT4("t4");
+  spec.gpu_allocatable = 3;
+  auto state = MakeState({spec});
+  const NodeInfo* n = state->Snapshot()->Find("t4");
+  EXPECT_EQ(n->gpu_count, 4);
+  EXPECT_EQ(n->healthy_count(), 3);
+  EXPECT_EQ(n->whole_free, Devices({0, 1, 2}));
+}
+
+TEST(ClusterStateTest, ConflictingClaimsFailClosed) {
+  auto state = MakeState({testing::Pcie4xT4("t4")},
+                         {PodBuilder("a").Gpus(1).OnNode("t4", Devices({1})).Build(),
+                          PodBuilder("b").Gpus(1).OnNode("t4", Devices({1})).Build(),
+                          PodBuilder("c").Gpus(1).OnNode("t4", Devices({7})).Build()});
+  const NodeInfo* n = state->Snapshot()->Find("t4");
+  EXPECT_EQ(n->device_conflicts, 2);  // device 1 twice; device 7 does not exist
+  EXPECT_EQ(n->whole_free & Devices({1}), 0u);
+}
+
+TEST(ClusterStateTest, SharedDevicesAccumulateMilli) {
+  auto state = MakeState({testing::Pcie4xT4("t4")},
+                         {PodBuilder("a").Gpus(1).Milli(300).OnNode("t4", Devices({2})).Build(),
+                          PodBuilder("b").Gpus(1).Milli(500).OnNode("t4", Devices({2})).Build()});
+  const NodeInfo* n = state->Snapshot()->Find("t4");
+  EXPECT_EQ(n->used_milli[2], 800);
+  EXPECT_EQ(n->free_count(), 3);
+}
+
+TEST(ClusterStateTest, AssumeRejectsTakenDevicesAndChangesNothing) {
+  auto state = MakeState({testing::Pcie4xT4("t4")}, {PodBuilder("a").Gpus(1).OnNode("t4", Devices({0})).Build()});
+  auto before = state->Snapshot();
+  PodRequest b = PodBuilder("b").Gpus(2).Build();
+  EXPECT_FALSE(state->Assume(b, "t4", Devices({0, 1})).ok());
+  EXPECT_FALSE(state->Assume(b, "nope", Devices({1, 2})).ok());
+  EXPECT_FALSE(state->Assume(b, "t4", Devices({1})).ok());  // wrong count
+  EXPECT_EQ(state->Snapshot()->Find("t4")->whole_free, before->Find("t4")->whole_free);
+  ASSERT_TRUE(state->Assume(b, "t4", Devices({1, 2})).ok());
+  EXPECT_EQ(state->Snapshot()->Find("t4")->whole_free, Devices({3}));
+  // Binding again (to anywhere) is refused.
+  EXPECT_FALSE(state->Assume(b, "t4", Devices({3})).ok());
+}
+
+TEST(ClusterStateTest, StaleFilterNeverUndoesAssume) {
+  auto state = MakeState({testing::Pcie4xT4("t4")});
+  PodRequest p = PodBuilder("p").Gpus(2).Build();
+  state->NotePending(p);
+  ASSERT_TRUE(state->Assume(p, "t4", Devices({0, 1})).ok());
+  state->NotePending(p);  // kube-scheduler retried with its older view
+  state->Commit();
+  EXPECT_EQ(state->Snapshot()->Find("t4")->free_count(), 2);
+  state->Forget(p.uid);
+  EXPECT_EQ(state->Snapshot()->Find("t4")->free_count(), 4);
+  auto known = state->FindPod(p.uid);
+  ASSERT_TRUE(known.has_value());
+  EXPECT_TRUE(known->node_name.empty());
+}
+
+TEST(ClusterStateTest, SnapshotsAreImmutable) {
+  auto state = MakeState({testing::Pcie4xT4("t4"), testing::DgxA100("a")});
+  auto s1 = state->Snapshot();
+  ASSERT_TRUE(state->Assume(PodBuilder("x").Gpus(4).Build(), "t4", 0xf).ok());
+  auto s2 = state->Snapshot();
+  EXPECT_EQ(s1->Find("t4")->free_count(), 4);
+  EXPECT_EQ(s2->Find("t4")->free_count(), 0);
+  EXPECT_GT(s2->generation(), s1->generation());
+  EXPECT_EQ(s1->Find("a"), s2->Find("a"));  // untouched node shared, not copied
+}
+
+TEST(ClusterStateTest, AnnotationTopologyWinsOverTemplate) {
+  NodeSpec spec = testing::Pcie4xT4("t4");
+  spec.topology_codes = {{"X", "NV1", "SYS", "SYS"}, {"NV1", "X", "SYS", "SYS"},
+                         {"SYS", "SYS", "X", "NV1"}, {"SYS", "SYS", "NV1", "X"}};
+  NodeSpec bad = testing::Pcie4xT4("t4b");
+  bad.topology_codes = {{"X"}};
+  auto state = MakeState({spec, bad});
+  EXPECT_EQ(state->Snapshot()->Find("t4")->topology->link(0, 1).nvlinks, 1);
+  // A bad annotation falls back to the template and is reported.
+  EXPECT_EQ(state->Snapshot()->Find("t4b")->topology->link(0, 1).pcie, 50);
+  auto errors = state->TopologyErrors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].first, "t4b");
+}
+
+TEST(ClusterStateTest, NodeCacheIsSmall) {
+  // Budget from the issue: <= 1.5 KiB of cache per GPU node.
+  auto state = MakeState({testing::Dgx1V100("n1")},
+                         {PodBuilder("a").Gpus(2).OnNode("n1", Devices({0, 3})).Build()});
+  EXPECT_LE(state->Snapshot()->Find("n1")->MemoryBytes(), 1536u);
+}
+
+}  // namespace
+}  // namespace gpusched

@@ -1,0 +1,241 @@
+// Golden wire tests: kube-scheduler's sample bodies (research extender-api.md
+// §4) decoded, run through ExtenderService, encoded, and compared as parsed
+// JSON with the golden responses. GPUSCHED_UPDATE_GOLDEN=1 rewrites them.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "gpusched/core/extender_service.h"
+#include "scheduler/codec/extender_codec.h"
+#include "test/testing/builders.h"
+
+namespace gpusched {
+namespace {
+
+using json = nlohmann::json;
+using testing::PodBuilder;
+
+std::string Golden(const std::string& name) {
+  std::ifstream in(std::string(GPUSCHED_SOURCE_DIR) + "/test/wire/golden/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void ExpectGolden(const std::string& name, const std::string& actual) {
+  if (std::getenv("GPUSCHED_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(std::string(GPUSCHED_SOURCE_DIR) + "/test/wire/golden/" + name)
+        << json::parse(actual).dump(2) << "\n";
+  }
+  EXPECT_EQ(json::parse(actual), json::parse(Golden(name))) << actual;
+}
+
+class WireTest : public ::testing::Test {
+ protected:
+  WireTest() {
+    NodeSpec h1 = testing::Hgx8H100("gpu-h100-001");
+    NodeSpec h2 = testing::Hgx8H100("gpu-h100-002");
+    h2.gpu_allocatable = 0;  // device plugin reports every device unhealthy
+    NodeSpec h7 = testing::Hgx8H100("gpu-h100-007");
+    NodeSpec mig = testing::DgxA100("gpu-a100-mig-003");
+    mig.gpu_allocatable = 4;
+    state_ = testing::MakeState({h1, h2, h7, mig},
+                                {PodBuilder("busy", "ml-team-b").Gpus(6).OnNode("gpu-h100-001", 0x3f).Build()});
+    service_ = std::make_unique<ExtenderService>(state_.get(), *policy::Framework::Create(ScoringConfig{}));
+    service_->SetReady(true);
+  }
+  std::unique_ptr<ClusterState> state_;
+  std::unique_ptr<ExtenderService> service_;
+  codec::RequestDecoder decoder_;
+};
+
+TEST_F(WireTest, FilterCacheMode) {
+  std::string body = Golden("filter_cache_request.json");
+  auto args = decoder_.DecodeExtenderArgs(body);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_TRUE(args->cache_mode);
+  EXPECT_EQ(args->pod.gpu.count, 4);
+  EXPECT_EQ(args->pod.priority, 100000);
+  EXPECT_EQ(args->pod.priority_class, "batch-high");
+  EXPECT_EQ(args->pod.ns, "ml-team-a");
+  EXPECT_EQ(args->pod.cpu_milli, 32000);
+  EXPECT_EQ(args->pod.memory_mib, 256 * 1024);
+  ASSERT_EQ(args->node_names.size(), 3u);
+  FilterOutcome out = service_->Filter(*args);
+  ExpectGolden("filter_cache_response.json", codec::EncodeFilterResult(*args, out));
+}
+
+TEST_F(WireTest, FilterNodeListModeEchoesNodes) {
+  std::string body = Golden("filter_nodelist_request.json");
+  json request = json::parse(body);
+  auto args = decoder_.DecodeExtenderArgs(body);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_FALSE(args->cache_mode);
+  EXPECT_EQ(args->pod.gpu.count, 2);
+  FilterOutcome out = service_->Filter(*args);
+  json response = json::parse(codec::EncodeFilterResult(*args, out));
+  EXPECT_TRUE(response["NodeNames"].is_null());
+  ASSERT_EQ(response["Nodes"]["items"].size(), 2u);
+  // Echoed verbatim: the same objects kube-scheduler sent, including the "Port" quirk.
+  EXPECT_EQ(response["Nodes"]["items"], request["Nodes"]["items"]);
+  EXPECT_EQ(response["Nodes"]["items"][0]["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"], 10250);
+  EXPECT_EQ(response["Error"], "");
+}
+
+TEST_F(WireTest, PrioritizeBareArray) {
+  std::string body = Golden("filter_cache_request.json");
+  auto args = decoder_.DecodeExtenderArgs(body);
+  ASSERT_TRUE(args.ok());
+  ExpectGolden("prioritize_response.json",
+               codec::EncodePrioritizeResult(*args, service_->Prioritize(*args)));
+  // Scores are clamped to MaxExtenderPriority on the wire.
+  json clamped = json::parse(codec::EncodePrioritizeResult(*args, {99, -3, 7}));
+  EXPECT_EQ(clamped[0]["Score"], 10);
+  EXPECT_EQ(clamped[1]["Score"], 0);
+  EXPECT_EQ(clamped[2]["Score"], 7);
+  EXPECT_EQ(clamped[0]["Host"], "gpu-h100-001");
+}
+
+TEST_F(WireTest, PreemptArgsBothForms) {
+  std::string meta = Golden("preempt_meta_request.json");
+  auto m = decoder_.DecodePreemptionArgs(meta);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->cache_mode);
+  ASSERT_EQ(m->candidates.size(), 2u);
+  EXPECT_EQ(m->candidates[0].node, "gpu-h100-002");
+  EXPECT_FALSE(m->candidates[0].victim_uids.empty());
+  std::string full = Golden("preempt_full_request.json");
+  auto f = decoder_.DecodePreemptionArgs(full);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_FALSE(f->cache_mode);
+  ASSERT_EQ(f->candidates.size(), 1u);
+  ASSERT_EQ(f->victim_pods.size(), f->candidates[0].victim_uids.size());
+  EXPECT_EQ(f->victim_pods[0].node_name, "gpu-h100-002");
+}
+
+TEST(WireKeysTest, GoldenEncodingsFromUpstream) {
+  // Key spellings from kube-scheduler's extender/v1 types_test.go.
+  PreemptionOutcome p;
+  p.nodes.push_back({"foo", {"myuid"}, 1});
+  EXPECT_EQ(codec::EncodePreemptionResult(p),
+            R"({"NodeNameToMetaVictims":{"foo":{"Pods":[{"UID":"myuid"}],"NumPDBViolations":1}}})");
+  EXPECT_EQ(codec::EncodeBindingResult("myerror"), R"({"Error":"myerror"})");
+  EXPECT_EQ(codec::EncodePreemptionResult(PreemptionOutcome{}), R"({"NodeNameToMetaVictims":{}})");
+  // '%' is doubled: kube-scheduler uses Error as a printf format.
+  EXPECT_EQ(codec::EncodeBindingResult("100% full"), R"({"Error":"100%% full"})");
+  EXPECT_EQ(codec::EncodeErrorBody("a\"b\n"), R"({"Error":"a\"b\n"})");
+  std::string bind = R"({"PodName":"mypodname","PodNamespace":"mypodnamespace","PodUID":"mypoduid","Node":"mynode"})";
+  codec::RequestDecoder d;
+  auto b = d.DecodeBindingArgs(bind);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->pod_name, "mypodname");
+  EXPECT_EQ(b->pod_namespace, "mypodnamespace");
+  EXPECT_EQ(b->pod_uid, "mypoduid");
+  EXPECT_EQ(b->node, "mynode");
+}
+
+TEST(WireKeysTest, FilterResultAlwaysHasEveryKey) {
+  ExtenderArgs args;
+  args.node_names = {"a", "b", "c"};
+  FilterOutcome out;
+  out.passed = {0};
+  out.failed = {{1, "gpusched: 2 of 8 GPUs free, pod needs 4"}};
+  out.unresolvable = {{2, "gpusched: node has no GPUs"}};
+  EXPECT_EQ(codec::EncodeFilterResult(args, out),
+            R"({"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"gpusched: 2 of 8 GPUs free, pod needs 4"},)"
+            R"("FailedAndUnresolvableNodes":{"c":"gpusched: node has no GPUs"},"Error":""})");
+}
+
+// Bad input: malformed JSON is a framing error (HTTP 400); well-formed nonsense is not.
+TEST(WireBadInputTest, Table) {
+  struct Case {
+    const char* name;
+    std::string body;
+    bool ok;
+    bool malformed;
+  } cases[] = {
+      {"empty", "", false, true},
+      {"truncated", R"({"Pod":{"metadata":{"name":"x"})", false, true},
+      {"not json", "hello", false, true},
+      {"array", "[1,2]", false, false},
+      {"no pod", R"({"NodeNames":["a"]})", false, false},
+      {"pod not object", R"({"Pod":5,"NodeNames":["a"]})", false, false},
+      {"names not array", R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":"a"})", false, false},
+      {"name not string", R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":[1]})", false, false},
+      {"neither names nor nodes", R"({"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":null})", false, false},
+      {"bad gpu quantity",
+       R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"two"}}}]}},"NodeNames":[]})",
+       false, false},
+      {"fractional gpu",
+       R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"0.5"}}}]}},"NodeNames":[]})",
+       false, false},
+      {"bad topology annotation",
+       R"({"Pod":{"metadata":{"name":"p","annotations":{"gpusched.io/topology":"fast"}}},"NodeNames":[]})", false, false},
+      {"bad timestamp", R"({"Pod":{"metadata":{"name":"p","creationTimestamp":"yesterday"}},"NodeNames":[]})", false, false},
+      {"minimal ok", R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":null},"status":{}},"Nodes":null,"NodeNames":["a"]})", true, false},
+      {"lowercase keys are not kube-scheduler's", R"({"pod":{"metadata":{"name":"p"}},"nodenames":["a"]})", false, false},
+  };
+  codec::RequestDecoder d;
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto r = d.DecodeExtenderArgs(c.body);
+    EXPECT_EQ(r.ok(), c.ok) << r.status();
+    if (!r.ok()) {
+      EXPECT_EQ(codec::IsMalformedJson(r.status()), c.malformed) << r.status();
+    }
+  }
+  std::string deep(200, '[');
+  deep += std::string(200, ']');
+  auto r = d.DecodeExtenderArgs(deep);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(codec::IsMalformedJson(r.status()));
+}
+
+TEST(WirePodTest, EffectiveGpuRequest) {
+  // max(sum over containers, max over init containers); limits win over requests.
+  std::string body = R"({"Pod":{"metadata":{"name":"p","namespace":"ns","annotations":{
+      "gpusched.io/gpu-model":"A100, H100","gpusched.io/gpu-memory":"40Gi",
+      "gpusched.io/topology":"nvlink-required","gpusched.io/gang":"g","gpusched.io/gang-size":"4"}},
+    "spec":{"containers":[
+      {"resources":{"limits":{"nvidia.com/gpu":"2"},"requests":{"nvidia.com/gpu":"1"}}},
+      {"resources":{"requests":{"nvidia.com/gpu":"1"}}}],
+     "initContainers":[{"resources":{"limits":{"nvidia.com/gpu":"5"}}}],
+     "priority":7,"preemptionPolicy":"Never"}},"NodeNames":[]})";
+  codec::RequestDecoder d;
+  auto a = d.DecodeExtenderArgs(body);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->pod.gpu.count, 5);  // max(2 + 1, 5)
+  EXPECT_EQ(a->pod.gpu.models, (std::vector<std::string>{"A100", "H100"}));
+  EXPECT_EQ(a->pod.gpu.min_memory_mib, 40960);
+  EXPECT_EQ(a->pod.gpu.topology, TopologyMode::kNvlinkRequired);
+  EXPECT_EQ(a->pod.gang, "g");
+  EXPECT_EQ(a->pod.gang_size, 4);
+  EXPECT_TRUE(a->pod.preempt_never);
+  EXPECT_EQ(a->pod.priority, 7);
+}
+
+TEST(WireClusterTest, DemoClusterLoads) {
+  std::ifstream in(std::string(GPUSCHED_SOURCE_DIR) + "/config/demo-cluster.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string body = ss.str();
+  codec::RequestDecoder d(256);
+  auto objs = d.DecodeClusterList(body);
+  ASSERT_TRUE(objs.ok()) << objs.status();
+  EXPECT_EQ(objs->nodes.size(), 10u);
+  EXPECT_EQ(objs->pods.size(), 6u);
+  auto state = std::make_unique<ClusterState>(testing::ShippedTemplates());
+  state->Reset(objs->nodes, objs->pods);
+  auto snap = state->Commit();
+  // bert 4 + finetune 2 + legacy 1 + inference 0.5 + llm-sft 4; the Succeeded pod holds nothing.
+  EXPECT_EQ(snap->AllocatedGpuMilli(), 11500);
+  EXPECT_EQ(snap->Find("t4-03")->healthy_count(), 3);
+  EXPECT_EQ(snap->Find("hgx-h100-01")->topology->link(0, 7).nvlinks, 18);  // from its annotation
+  EXPECT_EQ(snap->Find("dgx1-v100-01")->topology->link(0, 3).nvlinks, 2);  // template
+}
+
+}  // namespace
+}  // namespace gpusched
