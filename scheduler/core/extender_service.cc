@@ -1,6 +1,9 @@
 #include "gpusched/core/extender_service.h"
 
+#include <algorithm>
+
 #include "gpusched/policy/placement.h"
+#include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/strings.h"
 
 namespace gpusched {
@@ -46,16 +49,39 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
       return out;
     }
   }
+  PodGate* gate = gate_.load();
+  if (gate != nullptr) {
+    std::string reserved = gate->ReservedNode(pod);
+    if (!reserved.empty()) {
+      // A gang member whose devices are already reserved: only that node.
+      for (int32_t i = 0; i < n; ++i) {
+        if (args.node_names[i] == reserved) {
+          out.passed.push_back(i);
+        } else {
+          out.failed.emplace_back(
+              i, StrCat("gpusched: gang ", pod.gang, " reserved GPUs for this pod on ", reserved));
+        }
+      }
+      return out;
+    }
+  }
   auto fw = framework();
   policy::PodContext ctx = fw->Prepare(pod, *snapshot);
+  policy::FilterMemo memo(*fw, ctx);
   out.passed.reserve(n);
   for (int32_t i = 0; i < n; ++i) {
-    const NodeInfo* node = snapshot->Find(args.node_names[i]);
-    if (node == nullptr) {
+    const int32_t idx = snapshot->FindIndex(args.node_names[i]);
+    if (idx < 0) {
       out.unresolvable.emplace_back(i, "gpusched: node is not in gpusched's cluster view");
       continue;
     }
-    policy::FilterResult r = fw->Filter(ctx, *node);
+    const NodeHot& hot = snapshot->hot(idx);
+    const NodeInfo* node = hot.info;
+    policy::FilterResult r = memo.Filter(hot);
+    if (r.fits() && gate != nullptr) {
+      std::string why = gate->AdmitNode(pod, *node, *snapshot);
+      if (!why.empty()) r = policy::FilterResult::Unschedulable(std::move(why));
+    }
     switch (r.verdict) {
       case policy::Verdict::kFits:
         out.passed.push_back(i);
@@ -77,11 +103,14 @@ std::vector<int64_t> ExtenderService::Prioritize(const ExtenderArgs& args) const
   auto snapshot = state_->Snapshot();
   auto fw = framework();
   policy::PodContext ctx = fw->Prepare(args.pod, *snapshot);
+  policy::FilterMemo memo(*fw, ctx);
   for (size_t i = 0; i < args.node_names.size(); ++i) {
-    const NodeInfo* node = snapshot->Find(args.node_names[i]);
-    if (node == nullptr || !fw->Filter(ctx, *node).fits()) continue;
+    const int32_t idx = snapshot->FindIndex(args.node_names[i]);
+    if (idx < 0) continue;
+    const NodeHot& hot = snapshot->hot(idx);
+    if (!memo.Filter(hot).fits()) continue;
     // 0..100 -> 0..10, rounded to nearest.
-    scores[i] = (fw->Score(ctx, *node) + 5) / 10;
+    scores[i] = (memo.Score(hot) + 5) / 10;
   }
   return scores;
 }
@@ -101,6 +130,16 @@ std::string ExtenderService::Bind(const BindingArgs& args, DeviceMask* devices) 
     if (pod->node_name == args.node) return "";  // idempotent: already bound there
     return StrCat("gpusched: pod ", pod->Key(), " is already bound to ", pod->node_name);
   }
+  PodGate* gate = gate_.load();
+  if (gate != nullptr && !gate->ReservedNode(*pod).empty()) {
+    // Gang member: its devices were chosen when the gang was reserved.
+    DeviceMask reserved = 0;
+    std::string err = gate->AssumeForBind(*state_, *pod, args.node, &reserved);
+    if (!err.empty()) return err;
+    if (devices != nullptr) *devices = reserved;
+    gate->OnBound(*pod);
+    return "";
+  }
   auto snapshot = state_->Snapshot();
   const NodeInfo* node = snapshot->Find(args.node);
   if (node == nullptr) return StrCat("gpusched: node ", args.node, " is not in gpusched's cluster view");
@@ -110,11 +149,73 @@ std::string ExtenderService::Bind(const BindingArgs& args, DeviceMask* devices) 
   if (!fit.fits()) return StrCat(fit.reason, " (bind to ", args.node, ")");
   auto placement = policy::ChoosePlacement(pod->gpu, *node);
   if (!placement.has_value()) return StrCat("gpusched: no devices for ", pod->Key(), " on ", args.node);
-  absl::Status s = state_->Assume(*pod, args.node, placement->devices);
-  if (!s.ok()) return StrCat("gpusched: ", FromAbsl(s.message()));
-  if (devices != nullptr) *devices = placement->devices;
-  if (PodGate* gate = gate_.load()) gate->OnBound(*pod);
+  DeviceMask chosen = placement->devices;
+  if (gate != nullptr) {
+    std::string err = gate->AssumeForBind(*state_, *pod, args.node, &chosen);
+    if (!err.empty()) return err;
+  } else {
+    absl::Status s = state_->Assume(*pod, args.node, chosen);
+    if (!s.ok()) return StrCat("gpusched: ", FromAbsl(s.message()));
+  }
+  if (devices != nullptr) *devices = chosen;
+  if (gate != nullptr) gate->OnBound(*pod);
   return "";
+}
+
+PreemptionOutcome ExtenderService::Preempt(const PreemptionArgs& args) const {
+  auto snapshot = state_->Snapshot();
+  auto fw = framework();
+  if (PodGate* gate = gate_.load()) return gate->Preempt(args, *snapshot, *fw);
+  return DefaultPreempt(args, *snapshot, *fw);
+}
+
+PreemptionOutcome PodGate::Preempt(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
+                                   const policy::Framework& framework) {
+  return DefaultPreempt(args, snapshot, framework);
+}
+
+PreemptionOutcome DefaultPreempt(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
+                                 const policy::Framework& framework) {
+  PreemptionOutcome out;
+  if (args.pod.preempt_never) return out;
+  policy::PodContext ctx = framework.Prepare(args.pod, snapshot);
+  for (const PreemptionArgs::Candidate& c : args.candidates) {
+    const NodeInfo* node = snapshot.Find(c.node);
+    if (node == nullptr) continue;
+    std::vector<const PodOnNode*> gpu_victims;
+    std::vector<std::string> others;  // victims without GPUs: kube's CPU/memory choice
+    for (const std::string& uid : c.victim_uids) {
+      auto it = std::find_if(node->pods.begin(), node->pods.end(),
+                             [&](const PodOnNode& p) { return p.uid == uid; });
+      if (it == node->pods.end()) {
+        others.push_back(uid);
+      } else if (it->priority < args.pod.priority) {
+        gpu_victims.push_back(&*it);
+      }
+    }
+    std::stable_sort(gpu_victims.begin(), gpu_victims.end(),
+                     [](const PodOnNode* a, const PodOnNode* b) {
+                       if (a->priority != b->priority) return a->priority < b->priority;
+                       return a->start_unix > b->start_unix;
+                     });
+    std::vector<policy::VictimUnit> units;
+    for (const PodOnNode* p : gpu_victims) units.push_back({{p->uid}});
+    auto plan = policy::PlanVictims(framework, ctx, *node, units);
+    if (!plan.has_value()) continue;
+    PreemptionOutcome::NodeVictims nv{c.node, {}, c.pdb_violations};
+    // Highest priority first, as kube-scheduler expects.
+    for (auto it = plan->rbegin(); it != plan->rend(); ++it) {
+      nv.victim_uids.push_back(units[*it].uids.front());
+    }
+    nv.victim_uids.insert(nv.victim_uids.end(), others.begin(), others.end());
+    if (nv.victim_uids.empty() && !c.victim_uids.empty()) {
+      // kube-scheduler rejects an empty list it did not send: nothing to evict
+      // for GPUs, keep its own (non-GPU) choice.
+      continue;
+    }
+    out.nodes.push_back(std::move(nv));
+  }
+  return out;
 }
 
 }  // namespace gpusched

@@ -1,6 +1,7 @@
 #include "scheduler/http/extender_routes.h"
 
 #include "gpusched/util/strings.h"
+#include "scheduler/codec/queue_codec.h"
 
 namespace gpusched::http {
 namespace {
@@ -63,6 +64,39 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
                }
                return HttpResponse{200, "application/json", codec::EncodeBindingResult(err)};
              });
+  router.Add("POST", "/scheduler/preempt", "preempt",
+             [svc](HttpRequest& req, RequestContext& ctx) {
+               auto args = ctx.decoder.DecodePreemptionArgs(req.body);
+               if (!args.ok()) {
+                 // ExtenderPreemptionResult has no Error field: a non-200
+                 // makes kube-scheduler skip preemption for this attempt.
+                 return JsonError(400, StrCat("gpusched: bad ExtenderPreemptionArgs: ",
+                                              FromAbsl(args.status().message())));
+               }
+               return HttpResponse{200, "application/json",
+                                   codec::EncodePreemptionResult(svc->Preempt(*args))};
+             });
+  auto debug_queues = deps.debug_queues;
+  router.Add("GET", "/debug/queues", "debug_queues", [debug_queues](HttpRequest&, RequestContext&) {
+    if (!debug_queues) return JsonError(404, "gpusched: no queue manager");
+    return HttpResponse{200, "application/json", codec::EncodeQueueReport(debug_queues())};
+  });
+  auto debug_pod = deps.debug_pod;
+  router.AddPrefix("GET", "/debug/pods/", "debug_pods", [debug_pod](HttpRequest& req,
+                                                                     RequestContext&) {
+    std::string rest = req.target.substr(std::string("/debug/pods/").size());
+    rest = rest.substr(0, rest.find('?'));
+    const size_t slash = rest.find('/');
+    if (!debug_pod) return JsonError(404, "gpusched: no queue manager");
+    if (slash == std::string::npos || slash == 0 || slash + 1 == rest.size()) {
+      return JsonError(400, "gpusched: use /debug/pods/<namespace>/<name>");
+    }
+    auto report = debug_pod(rest.substr(0, slash), rest.substr(slash + 1));
+    if (!report.has_value()) {
+      return JsonError(404, StrCat("gpusched: pod ", rest, " is not known to gpusched"));
+    }
+    return HttpResponse{200, "application/json", codec::EncodePodReport(*report)};
+  });
   router.Add("GET", "/healthz", "healthz", [](HttpRequest&, RequestContext&) {
     return HttpResponse{200, "text/plain", "ok\n"};
   });

@@ -4,6 +4,9 @@
 //   POST /scheduler/filter       ExtenderArgs -> ExtenderFilterResult
 //   POST /scheduler/prioritize   ExtenderArgs -> HostPriorityList
 //   POST /scheduler/bind         ExtenderBindingArgs -> ExtenderBindingResult
+//   POST /scheduler/preempt      ExtenderPreemptionArgs -> ExtenderPreemptionResult
+//   GET  /debug/queues           the queue manager's namespaces and queues
+//   GET  /debug/pods/<ns>/<name> why a pod waits, its position, preemption preview
 //   GET  /healthz /readyz /metrics
 //
 // Malformed JSON gets HTTP 400 with {"Error": ...}; JSON that parses but
@@ -14,10 +17,13 @@
 #define GPUSCHED_HTTP_EXTENDER_ROUTES_H_
 
 #include <functional>
+#include <optional>
+#include <string>
 
 #include "gpusched/core/extender_service.h"
 #include "gpusched/util/metrics.h"
 #include "scheduler/http/router.h"
+#include "scheduler/queue/queue_report.h"
 
 namespace gpusched::http {
 
@@ -29,6 +35,10 @@ struct RouteDeps {
   // Hook after a successful bind (API write-back in --kube mode); returns ""
   // or an error that rolls the bind back.
   std::function<std::string(const BindingArgs&, DeviceMask)> after_bind;
+  // Debug views of the queue manager; the routes answer 404 when unset.
+  std::function<queue::QueueReport()> debug_queues;
+  std::function<std::optional<queue::PodReport>(const std::string& ns, const std::string& name)>
+      debug_pod;
 };
 
 void AddExtenderRoutes(Router& router, RouteDeps deps);

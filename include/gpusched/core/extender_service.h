@@ -5,7 +5,9 @@
 // cannot hand out the same GPUs.
 //
 // A PodGate (the queue manager) may hold a pod back before any node is
-// looked at: every node then fails with the gate's reason.
+// looked at: every node then fails with the gate's reason. With a gate
+// installed, every device assumption of bind goes through the gate, so it
+// can re-check quota and serialise allocations with its own reservations.
 //
 // Thread-safe: any number of requests may run concurrently; the framework
 // and gate are swapped atomically on config reload.
@@ -35,7 +37,39 @@ class PodGate {
   virtual std::string Admit(const PodRequest& pod, const ClusterSnapshot& snapshot) = 0;
   // Called after a successful bind (usage changed).
   virtual void OnBound(const PodRequest& pod) = 0;
+
+  // Returns "" if the admitted pod may use `node` (e.g. per-model quota),
+  // else the reason that node fails with.
+  virtual std::string AdmitNode(const PodRequest& pod, const NodeInfo& node,
+                                const ClusterSnapshot& snapshot) {
+    (void)pod, (void)node, (void)snapshot;
+    return "";
+  }
+  // Returns the node devices are reserved on for `pod` (a gang member), or
+  // "". Filter then passes only that node.
+  virtual std::string ReservedNode(const PodRequest& pod) {
+    (void)pod;
+    return "";
+  }
+  // Checks admission again and assumes `pod` on `node` with `devices` in
+  // `state` (or, for a pod holding a reservation, turns the reservation into
+  // the pod and sets *devices). Returns "" or the bind Error; on error
+  // nothing changed.
+  virtual std::string AssumeForBind(ClusterState& state, const PodRequest& pod,
+                                    std::string_view node, DeviceMask* devices) {
+    absl::Status s = state.Assume(pod, node, *devices);
+    return s.ok() ? "" : "gpusched: " + std::string(s.message());
+  }
+  // Returns the preemption result for `args` (the preempt verb).
+  virtual PreemptionOutcome Preempt(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
+                                    const policy::Framework& framework);
 };
+
+// Priority-only preemption (no quotas): keeps lower-priority victims of each
+// candidate, most recently started first, minimal and usable. Used when no
+// gate is installed and as PodGate's default.
+PreemptionOutcome DefaultPreempt(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
+                                 const policy::Framework& framework);
 
 class ExtenderService {
  public:
@@ -55,6 +89,9 @@ class ExtenderService {
   // Returns "" on success, else the Error for ExtenderBindingResult. On
   // success the pod is assumed on the node with the chosen devices.
   std::string Bind(const BindingArgs& args, DeviceMask* devices = nullptr);
+  // The preempt verb: kube-scheduler's candidates -> the victims gpusched
+  // agrees to (through the gate if one is installed).
+  PreemptionOutcome Preempt(const PreemptionArgs& args) const;
 
   ClusterState* state() const { return state_; }
 

@@ -1,0 +1,181 @@
+// QueueManager: gang reservations. Devices for every missing member of a gang
+// are found on hypothetical copies of the nodes and then held in ClusterState
+// by placeholder pods (uid prefix kReservationUidPrefix) until the members
+// bind or the reservation expires (gang.reservationSeconds).
+#include <algorithm>
+#include <bit>
+#include <iostream>
+
+#include "gpusched/policy/placement.h"
+#include "gpusched/util/strings.h"
+#include "scheduler/queue/queue_manager.h"
+
+namespace gpusched::queue {
+namespace {
+
+NodeInfo WithPod(const NodeInfo& node, const PodRequest& pod, DeviceMask devices) {
+  NodeInfo n = node;
+  const int share = pod.gpu.shared() ? pod.gpu.milli_per_gpu : 1000;
+  for (DeviceMask m = devices; m != 0; m &= m - 1) {
+    const int d = std::countr_zero(m);
+    n.used_milli[d] = static_cast<uint16_t>(std::min(1000, n.used_milli[d] + share));
+    n.whole_free &= ~(DeviceMask{1} << d);
+  }
+  n.cpu_used_milli += pod.cpu_milli;
+  n.memory_used_mib += pod.memory_mib;
+  PodOnNode on;
+  on.uid = "hypothetical";
+  on.ns = pod.ns;
+  on.gpus = pod.gpu.count;
+  on.milli_per_gpu = pod.gpu.milli_per_gpu;
+  on.devices = devices;
+  on.gang = pod.gang;
+  n.pods.push_back(std::move(on));
+  return n;
+}
+
+}  // namespace
+
+QueueManager::Slot* QueueManager::SlotOfLocked(const std::string& uid) {
+  for (auto& [key, r] : reservations_) {
+    for (Slot& s : r.slots) {
+      if (s.member_uid == uid) return &s;
+    }
+  }
+  return nullptr;
+}
+
+std::string QueueManager::ReservedNode(const PodRequest& pod) {
+  absl::MutexLock l(&mu_);
+  const Slot* s = SlotOfLocked(pod.uid);
+  return s != nullptr && !s->bound ? s->node : "";
+}
+
+std::vector<std::string> QueueManager::ReservationUids() const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [key, r] : reservations_) {
+    for (const Slot& s : r.slots) {
+      if (!s.bound) out.push_back(s.placeholder_uid);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
+                                               const ClusterSnapshot& snapshot,
+                                               const policy::Framework& fw) {
+  auto existing = reservations_.find(GangKey(pod.ns, pod.gang));
+  if (existing != reservations_.end()) {
+    std::vector<Slot>& slots = existing->second.slots;
+    for (Slot& s : slots) {
+      if (s.member_uid == pod.uid) return "";
+    }
+    for (Slot& s : slots) {
+      // Free, or claimed by a member that has gone away since.
+      bool free = s.member_uid.empty();
+      if (!free && !s.bound) {
+        auto m = deps_.state->FindPod(s.member_uid);
+        free = !m.has_value() || m->deleting;
+      }
+      if (free && !s.bound) {
+        s.member_uid = pod.uid;
+        return "";
+      }
+    }
+    return StrCat("gpusched: gang ", pod.gang, ": all ", slots.size(),
+                  " reserved device sets are claimed by other members");
+  }
+  const int32_t missing = pod.gang_size - HeldGangMembers(pod, snapshot);
+  if (missing <= 0) {
+    return StrCat("gpusched: gang ", pod.gang, " already has its ", pod.gang_size,
+                  " members holding GPUs");
+  }
+  // Place every missing member on hypothetical nodes, best score first.
+  policy::PodContext ctx = fw.Prepare(pod, snapshot);
+  QuotaLedger ledger = LedgerLocked(snapshot);
+  const int64_t demand = DemandMilli(pod.gpu);
+  std::map<std::string, NodeInfo> changed;
+  std::vector<std::pair<std::string, DeviceMask>> picks;
+  for (int32_t i = 0; i < missing; ++i) {
+    const NodeInfo* best = nullptr;
+    DeviceMask best_devices = 0;
+    int64_t best_score = -1;
+    for (const auto& ptr : snapshot.nodes()) {
+      auto c = changed.find(ptr->name);
+      const NodeInfo& n = c == changed.end() ? *ptr : c->second;
+      if (!fw.Filter(ctx, n).fits()) continue;
+      if (!ledger.CheckModels(pod.ns, snapshot.product(n), demand).empty()) continue;
+      auto placement = policy::ChoosePlacement(pod.gpu, n);
+      if (!placement.has_value()) continue;
+      const int64_t score = fw.Score(ctx, n);
+      if (score > best_score) {
+        best = &n;
+        best_devices = placement->devices;
+        best_score = score;
+      }
+    }
+    if (best == nullptr) {
+      return StrCat("gpusched: gang ", pod.gang, " needs ", missing, " x ", FormatGpus(demand),
+                    " GPUs at once; only ", i, " fit now");
+    }
+    const std::string name = best->name;
+    NodeInfo next = WithPod(*best, pod, best_devices);
+    ledger.Add(pod.ns, snapshot.product(next), demand);
+    changed[name] = std::move(next);
+    picks.emplace_back(name, best_devices);
+  }
+  Reservation r;
+  r.ns = pod.ns;
+  r.gang = pod.gang;
+  r.deadline_ms = Now() + int64_t{options_.gang.reservation_seconds} * 1000;
+  const uint64_t seq = ++reservation_seq_;
+  for (size_t i = 0; i < picks.size(); ++i) {
+    PodRequest ph = pod;
+    ph.uid = StrCat(kReservationUidPrefix, pod.ns, "/", pod.gang, "/", seq, "-", i);
+    ph.name = StrCat("gpusched-reservation-", pod.gang, "-", seq, "-", i);
+    ph.node_name.clear();
+    ph.phase = PodPhase::kPending;
+    ph.start_unix = Now() / 1000;
+    absl::Status s = deps_.state->Assume(ph, picks[i].first, picks[i].second);
+    if (!s.ok()) {
+      ReleaseLocked(r);
+      return StrCat("gpusched: gang ", pod.gang, " reservation failed: ", FromAbsl(s.message()));
+    }
+    r.slots.push_back({ph.uid, picks[i].first, picks[i].second, "", false});
+  }
+  r.slots.front().member_uid = pod.uid;
+  std::cerr << "gpusched: reserved " << picks.size() << " device sets for gang " << pod.ns << "/"
+            << pod.gang << " for " << options_.gang.reservation_seconds << "s\n";
+  reservations_[GangKey(pod.ns, pod.gang)] = std::move(r);
+  return "";
+}
+
+void QueueManager::ReleaseLocked(Reservation& r) {
+  for (const Slot& s : r.slots) {
+    if (!s.bound) deps_.state->RemovePod(s.placeholder_uid);
+  }
+  deps_.state->Commit();
+}
+
+void QueueManager::ExpireReservationsLocked() {
+  const int64_t now = Now();
+  for (auto it = reservations_.begin(); it != reservations_.end();) {
+    Reservation& r = it->second;
+    bool lost = false;  // a relist dropped a placeholder
+    for (const Slot& s : r.slots) {
+      if (!s.bound && !deps_.state->FindPod(s.placeholder_uid).has_value()) lost = true;
+    }
+    if (now >= r.deadline_ms || lost) {
+      std::cerr << "gpusched: gang " << r.ns << "/" << r.gang << " reservation "
+                << (lost ? "lost" : "expired") << "; releasing its unbound devices\n";
+      ReleaseLocked(r);
+      reservations_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace gpusched::queue

@@ -1,0 +1,202 @@
+// QueueManager: the PodGate of gpusched. It keeps one queue of pending GPU
+// pods per namespace (spec.priority descending, then creation time, then
+// name), admits pods against namespace and per-model GPU quotas with cohort
+// borrowing (QuotaLedger), reserves devices for whole gangs before any member
+// passes filter, plans preemption victims for the preempt verb, and on each
+// Tick expires gang reservations, reclaims borrowed GPUs for namespaces below
+// their guarantee and (if configured) evicts above a lowered limit.
+//
+// Strict priority with safe backfill (docs/queue.md): pod P of namespace n
+// is admitted only if
+//  (1) quota in queue order: usage(n) + demand of every earlier pending unit
+//      of n that could ever fit its limit + demand(P) is admissible; and
+//  (2) no earlier pending unit H of n could use a node P could use (for
+//      every node, H's or P's filter verdict is unresolvable there).
+// So a later pod can never take quota or GPUs an earlier pod waits for.
+// Earlier pods not seen in a filter call for `stale_after_ms` do not block
+// (kube-scheduler retries every pending pod well within that time).
+//
+// Usage is read from the snapshot, never stored; the queue is an index of
+// ClusterState's pending pods, validated against it whenever it is read.
+// Every device assumption (bind, gang reservations) happens under this
+// object's mutex, so quota is checked again at bind without races.
+//
+// Thread-safe: one mutex; callers: ExtenderService (filter, bind, preempt),
+// the periodic tick, the debug routes, the metrics collector.
+#ifndef GPUSCHED_QUEUE_QUEUE_MANAGER_H_
+#define GPUSCHED_QUEUE_QUEUE_MANAGER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "gpusched/core/cluster_source.h"
+#include "gpusched/core/cluster_state.h"
+#include "gpusched/core/config.h"
+#include "gpusched/core/extender_service.h"
+#include "gpusched/policy/framework.h"
+#include "gpusched/policy/preemption_planner.h"
+#include "gpusched/util/metrics.h"
+#include "scheduler/queue/queue_report.h"
+#include "scheduler/queue/quota_ledger.h"
+
+namespace gpusched::queue {
+
+struct QueueOptions {
+  QuotaConfig quotas;
+  ReclaimConfig reclaim;
+  GangConfig gang;
+  // Pending pods not filtered for this long stop blocking later pods.
+  int64_t stale_after_ms = 10 * 60 * 1000;
+  // After a reclaim eviction, wait this long before reclaiming again for the
+  // same namespace while the victims still exist (they are terminating).
+  int64_t reclaim_cooldown_ms = 30 * 1000;
+};
+
+struct QueueDeps {
+  ClusterState* state = nullptr;
+  ClusterWriter* writer = nullptr;  // evictions (reclaim, over-limit); may be null
+  std::function<std::shared_ptr<const policy::Framework>()> framework;
+  std::function<int64_t()> now_ms;  // wall clock if unset
+  Metrics* metrics = nullptr;       // may be null
+};
+
+class QueueManager final : public PodGate {
+ public:
+  QueueManager(QueueDeps deps, QueueOptions options);
+
+  // Hot reload: takes effect for the next decision. Never evicts by itself
+  // (Tick does, only with reclaim.evict_over_limit).
+  void SetOptions(QueueOptions options) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // PodGate.
+  std::string Admit(const PodRequest& pod, const ClusterSnapshot& snapshot) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void OnBound(const PodRequest& pod) override ABSL_LOCKS_EXCLUDED(mu_);
+  std::string AdmitNode(const PodRequest& pod, const NodeInfo& node,
+                        const ClusterSnapshot& snapshot) override ABSL_LOCKS_EXCLUDED(mu_);
+  std::string ReservedNode(const PodRequest& pod) override ABSL_LOCKS_EXCLUDED(mu_);
+  std::string AssumeForBind(ClusterState& state, const PodRequest& pod, std::string_view node,
+                            DeviceMask* devices) override ABSL_LOCKS_EXCLUDED(mu_);
+  PreemptionOutcome Preempt(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
+                            const policy::Framework& framework) override ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Periodic work: drops queue entries of pods that are gone or bound,
+  // releases expired gang reservations, reclaims, evicts over limit.
+  // Returns the number of evictions requested.
+  int Tick() ABSL_LOCKS_EXCLUDED(mu_);
+  // Rebuilds the queue from ClusterState's pending pods (start, relist).
+  void Resync() ABSL_LOCKS_EXCLUDED(mu_);
+
+  QueueReport Report() ABSL_LOCKS_EXCLUDED(mu_);
+  std::optional<PodReport> ExplainPod(const std::string& ns, const std::string& name)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Gauges for /metrics (quota usage, pending pods, wait histogram).
+  void CollectMetrics(GaugeWriter& w) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // For tests: placeholder UIDs of live reservations; number of reservations.
+  std::vector<std::string> ReservationUids() const ABSL_LOCKS_EXCLUDED(mu_);
+  size_t PendingCount() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Entry {
+    PodRequest pod;
+    int64_t first_seen_ms = 0;
+    int64_t last_filter_ms = -1;  // -1: never filtered (known from the source)
+  };
+  // A queue position: one pod, or all pending members of one gang.
+  struct Unit {
+    const Entry* head = nullptr;
+    std::vector<const Entry*> members;
+    int64_t demand = 0;  // milli-GPUs the unit still needs
+  };
+  struct Slot {
+    std::string placeholder_uid;
+    std::string node;
+    DeviceMask devices = 0;
+    std::string member_uid;  // "" while unclaimed
+    bool bound = false;
+  };
+  struct Reservation {
+    std::string ns;
+    std::string gang;
+    int64_t deadline_ms = 0;
+    std::vector<Slot> slots;
+  };
+  struct Evaluation {
+    std::string reason;  // "" = admissible
+    int32_t position = 0;
+    bool needs_gang_reservation = false;
+  };
+
+  int64_t Now() const;
+  static bool IsGang(const PodRequest& pod) { return !pod.gang.empty() && pod.gang_size > 1; }
+  static std::string GangKey(const std::string& ns, const std::string& gang) {
+    return ns + "/" + gang;
+  }
+  // Queue of `ns` in order; drops entries ClusterState no longer has pending.
+  std::vector<Unit> UnitsLocked(const std::string& ns, const ClusterSnapshot& snapshot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Evaluation EvaluateLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
+                            const policy::Framework& fw) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const QuotaLedger& LedgerLocked(const ClusterSnapshot& snapshot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NoteWaitLocked(const std::string& ns, double seconds) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Gangs (gang_reservations.cc).
+  Slot* SlotOfLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string ClaimOrReserveLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
+                                   const policy::Framework& fw) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int32_t HeldGangMembers(const PodRequest& pod, const ClusterSnapshot& snapshot) const;
+  void ExpireReservationsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseLocked(Reservation& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Preemption and reclaim (preempt_reclaim.cc).
+  // Victims (uids, highest priority first) so `preemptor` fits on `node`;
+  // `allowed` = kube-scheduler's candidates (null: any pod on the node);
+  // `reclaim`: only borrowers of the preemptor's cohort.
+  std::optional<std::vector<std::string>> PlanNodeLocked(
+      const PodRequest& preemptor, const NodeInfo& node, const ClusterSnapshot& snapshot,
+      const policy::Framework& fw, const std::vector<std::string>* allowed, bool reclaim)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int ReclaimLocked(const ClusterSnapshot& snapshot, const policy::Framework& fw)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int EvictOverLimitLocked(const ClusterSnapshot& snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool EvictLocked(const std::string& uid, const std::string& reason, const std::string& label)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  QueueDeps deps_;
+  mutable absl::Mutex mu_;
+  QueueOptions options_ ABSL_GUARDED_BY(mu_);
+  // Pending entries by namespace, then uid.
+  std::map<std::string, absl::flat_hash_map<std::string, Entry>> pending_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Reservation> reservations_ ABSL_GUARDED_BY(mu_);
+  uint64_t reservation_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Reclaim victims still terminating, by namespace they were evicted for.
+  std::map<std::string, std::pair<int64_t, std::vector<std::string>>> reclaiming_
+      ABSL_GUARDED_BY(mu_);
+  // Pods we asked to evict (uid -> when): not planned again while they go.
+  absl::flat_hash_map<std::string, int64_t> evicted_ ABSL_GUARDED_BY(mu_);
+  // Ledger cache for one snapshot generation and config version.
+  std::unique_ptr<QuotaLedger> ledger_ ABSL_GUARDED_BY(mu_);
+  uint64_t ledger_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t config_version_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t ledger_version_ ABSL_GUARDED_BY(mu_) = 0;
+  // Wait-time histogram per namespace (seconds): bucket counts, sum, count.
+  struct WaitHistogram {
+    std::vector<int64_t> buckets;
+    double sum = 0;
+    int64_t count = 0;
+  };
+  std::map<std::string, WaitHistogram> waits_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gpusched::queue
+
+#endif  // GPUSCHED_QUEUE_QUEUE_MANAGER_H_

@@ -1,0 +1,74 @@
+// What GET /debug/queues and GET /debug/pods/<ns>/<name> show: plain values
+// filled by QueueManager and encoded to JSON by scheduler/codec/queue_codec.
+// Header-only so the codec needs no link dependency on the queue. Value
+// types; thread-compatible.
+#ifndef GPUSCHED_QUEUE_QUEUE_REPORT_H_
+#define GPUSCHED_QUEUE_QUEUE_REPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpusched::queue {
+
+struct QueuedPod {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  int32_t priority = 0;
+  std::string priority_class;
+  int64_t creation_unix = 0;
+  int64_t gpu_milli = 0;  // demand of this pod (a gang: per member)
+  std::string gang;
+  int32_t gang_size = 0;
+  int32_t position = 0;  // 1-based; gang members share their gang's position
+  double wait_seconds = 0;
+  std::string reason;  // "" if it would be admitted now
+};
+
+struct NamespaceQueue {
+  std::string ns;
+  std::string cohort;
+  int64_t guaranteed_milli = 0;
+  int64_t limit_milli = 0;
+  int64_t usage_milli = 0;
+  int64_t borrowed_milli = 0;
+  int64_t lendable_milli = 0;  // what its cohort could lend it now
+  std::vector<QueuedPod> queue;
+};
+
+struct GangReservationReport {
+  std::string ns;
+  std::string gang;
+  int32_t slots = 0;
+  int32_t bound = 0;
+  double expires_in_seconds = 0;
+  std::vector<std::pair<std::string, std::string>> nodes;  // (node, device list)
+};
+
+struct QueueReport {
+  bool quotas_enabled = false;
+  std::vector<NamespaceQueue> namespaces;
+  std::vector<GangReservationReport> reservations;
+};
+
+struct PreemptionPreview {
+  std::string node;
+  std::vector<std::string> victims;  // namespace/name, highest priority first
+};
+
+struct PodReport {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string state;  // "pending", "bound", "finished"
+  std::string node;   // when bound
+  int32_t position = 0;
+  std::string reason;                         // why it waits ("" if admissible now)
+  std::vector<PreemptionPreview> preemption;  // cheapest candidate nodes first
+};
+
+}  // namespace gpusched::queue
+
+#endif  // GPUSCHED_QUEUE_QUEUE_REPORT_H_

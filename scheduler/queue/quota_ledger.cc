@@ -1,0 +1,133 @@
+#include "scheduler/queue/quota_ledger.h"
+
+#include <algorithm>
+
+#include "gpusched/util/strings.h"
+
+namespace gpusched::queue {
+
+bool IsReservation(const std::string& uid) { return uid.rfind(kReservationUidPrefix, 0) == 0; }
+
+std::string FormatGpus(int64_t milli) {
+  if (milli % 1000 == 0) return StrCat(milli / 1000);
+  std::string s = StrCat(milli / 1000, ".", milli % 1000 / 100);
+  if (milli % 100 != 0) StrAppend(&s, milli % 100 / 10);
+  return s;
+}
+
+QuotaLedger::QuotaLedger(const QuotaConfig& config, const ClusterSnapshot& snapshot)
+    : config_(&config) {
+  for (const auto& node : snapshot.nodes()) {
+    const std::string& product = snapshot.product(*node);
+    for (const PodOnNode& p : node->pods) {
+      Add(p.ns, product, int64_t{p.gpus} * p.milli_per_gpu);
+    }
+  }
+}
+
+void QuotaLedger::Add(const std::string& ns, const std::string& product, int64_t milli) {
+  Use& u = use_[ns];
+  u.total += milli;
+  u.by_product[product] += milli;
+}
+
+const NamespaceQuota& QuotaLedger::Quota(const std::string& ns) const {
+  auto it = config_->namespaces.find(ns);
+  return it == config_->namespaces.end() ? config_->default_quota : it->second;
+}
+
+int64_t QuotaLedger::Usage(const std::string& ns) const {
+  auto it = use_.find(ns);
+  return it == use_.end() ? 0 : it->second.total;
+}
+
+int64_t QuotaLedger::ModelUsage(const std::string& ns, const std::string& model) const {
+  auto it = use_.find(ns);
+  if (it == use_.end()) return 0;
+  int64_t sum = 0;
+  for (const auto& [product, milli] : it->second.by_product) {
+    if (ProductMatches(model, product)) sum += milli;
+  }
+  return sum;
+}
+
+int64_t QuotaLedger::Borrowed(const std::string& ns) const {
+  return std::max<int64_t>(0, Usage(ns) - Guaranteed(ns));
+}
+
+std::vector<std::string> QuotaLedger::Namespaces() const {
+  std::vector<std::string> out;
+  for (const auto& [ns, q] : config_->namespaces) out.push_back(ns);
+  for (const auto& [ns, u] : use_) {
+    if (!config_->namespaces.contains(ns)) out.push_back(ns);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int64_t QuotaLedger::Lendable(const std::string& ns) const {
+  const std::string& cohort = Quota(ns).cohort;
+  if (cohort.empty()) return 0;
+  int64_t free = 0;
+  for (const std::string& o : Namespaces()) {
+    if (o == ns || Quota(o).cohort != cohort) continue;
+    free += Guaranteed(o) - Usage(o);  // idle guarantee minus what o borrows
+  }
+  return std::max<int64_t>(0, free);
+}
+
+int64_t QuotaLedger::ModelLendable(const std::string& ns, const std::string& model) const {
+  const std::string& cohort = Quota(ns).cohort;
+  if (cohort.empty()) return 0;
+  int64_t free = 0;
+  for (const std::string& o : Namespaces()) {
+    if (o == ns || Quota(o).cohort != cohort) continue;
+    auto it = Quota(o).models.find(model);
+    if (it == Quota(o).models.end()) continue;
+    free += it->second.guaranteed * 1000 - ModelUsage(o, model);
+  }
+  return std::max<int64_t>(0, free);
+}
+
+QuotaVerdict QuotaLedger::Check(const std::string& ns, int64_t demand) const {
+  QuotaVerdict v;
+  v.usage = Usage(ns);
+  v.demand = demand;
+  v.guaranteed = Guaranteed(ns);
+  v.limit = Limit(ns);
+  v.lendable = Lendable(ns);
+  if (!config_->enabled) return v;
+  const int64_t after = v.usage + demand;
+  if (after <= v.guaranteed) return v;
+  v.borrows = true;
+  v.ok = after <= v.limit && after - v.guaranteed <= v.lendable;
+  return v;
+}
+
+std::string QuotaLedger::CheckModels(const std::string& ns, const std::string& product,
+                                     int64_t demand) const {
+  if (!config_->enabled) return "";
+  for (const auto& [model, amount] : Quota(ns).models) {
+    if (!ProductMatches(model, product)) continue;
+    const int64_t after = ModelUsage(ns, model) + demand;
+    const int64_t g = amount.guaranteed * 1000;
+    if (after <= g) continue;
+    const int64_t lendable = ModelLendable(ns, model);
+    if (after <= amount.limit * 1000 && after - g <= lendable) continue;
+    return StrCat("gpusched: namespace ", ns, " at ", model, " quota: ", FormatGpus(after - demand),
+                  "/", amount.guaranteed, " GPUs guaranteed, limit ", amount.limit,
+                  ", cohort can lend ", FormatGpus(lendable), "; pod needs ", FormatGpus(demand));
+  }
+  return "";
+}
+
+std::string QuotaMessage(const std::string& ns, const std::string& cohort, const QuotaVerdict& v) {
+  std::string cohort_text =
+      cohort.empty() ? std::string("no cohort")
+                     : StrCat("cohort ", cohort, " has ", FormatGpus(v.lendable), " idle");
+  return StrCat("gpusched: namespace ", ns, " at quota: ", FormatGpus(v.usage), "/",
+                FormatGpus(v.guaranteed), " GPUs guaranteed, limit ", FormatGpus(v.limit), ", ",
+                cohort_text);
+}
+
+}  // namespace gpusched::queue

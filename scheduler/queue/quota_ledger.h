@@ -1,0 +1,89 @@
+// QuotaLedger: GPU usage per namespace (and per GPU model) derived from one
+// ClusterSnapshot, checked against the quotas of config/scheduler-policy.json.
+// Usage is never stored anywhere else: it is the GPUs of the pods the
+// snapshot shows on nodes (bound, assumed by bind, or reserved for a gang).
+// Amounts are in milli-GPUs so shared devices count fractionally.
+//
+// Admission rule: a demand d is admissible for namespace n when
+//   usage(n) + d <= guaranteed(n), or
+//   usage(n) + d <= limit(n) and usage(n) + d - guaranteed(n) <= lendable(n),
+// where lendable(n) = sum over the other members o of n's cohort of
+// max(0, guaranteed(o) - usage(o)) minus what they borrow themselves
+// (sum of max(0, usage(o) - guaranteed(o))), never below 0. The same rule
+// applies per model key (ProductMatches against the node's product).
+//
+// Built per decision; value type; thread-compatible.
+#ifndef GPUSCHED_QUEUE_QUOTA_LEDGER_H_
+#define GPUSCHED_QUEUE_QUOTA_LEDGER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpusched/core/config.h"
+#include "gpusched/model/snapshot.h"
+
+namespace gpusched::queue {
+
+// UIDs of gang reservation placeholders start with this.
+inline constexpr char kReservationUidPrefix[] = "gpusched-reservation/";
+bool IsReservation(const std::string& uid);
+
+// Returns milli-GPUs as a GPU count for messages: "16", "2.5".
+std::string FormatGpus(int64_t milli);
+
+// GPU milli-units a pod holds or asks for.
+inline int64_t DemandMilli(const GpuRequest& gpu) { return gpu.total_milli(); }
+
+struct QuotaVerdict {
+  bool ok = true;
+  bool borrows = false;  // admissible only by borrowing from the cohort
+  int64_t usage = 0;     // milli
+  int64_t demand = 0;
+  int64_t guaranteed = 0;
+  int64_t limit = 0;
+  int64_t lendable = 0;  // what the cohort can lend now
+};
+
+class QuotaLedger {
+ public:
+  QuotaLedger(const QuotaConfig& config, const ClusterSnapshot& snapshot);
+
+  // Adds `milli` (negative to remove) to `ns` on a node of `product`.
+  void Add(const std::string& ns, const std::string& product, int64_t milli);
+
+  const NamespaceQuota& Quota(const std::string& ns) const;
+  int64_t Usage(const std::string& ns) const;
+  int64_t ModelUsage(const std::string& ns, const std::string& model) const;
+  int64_t Guaranteed(const std::string& ns) const { return Quota(ns).gpus.guaranteed * 1000; }
+  int64_t Limit(const std::string& ns) const { return Quota(ns).gpus.limit * 1000; }
+  int64_t Borrowed(const std::string& ns) const;
+  // What the other members of ns's cohort can lend now (milli, >= 0).
+  int64_t Lendable(const std::string& ns) const;
+
+  // Namespace-level check of `demand` milli-GPUs more for `ns`.
+  QuotaVerdict Check(const std::string& ns, int64_t demand) const;
+  // Per-model check for a pod landing on a node of `product`: "" or reason.
+  std::string CheckModels(const std::string& ns, const std::string& product, int64_t demand) const;
+  // Listed namespaces and namespaces holding GPUs, sorted.
+  std::vector<std::string> Namespaces() const;
+  bool enabled() const { return config_->enabled; }
+
+ private:
+  struct Use {
+    int64_t total = 0;
+    std::map<std::string, int64_t> by_product;
+  };
+  int64_t ModelLendable(const std::string& ns, const std::string& model) const;
+
+  const QuotaConfig* config_;
+  std::map<std::string, Use> use_;
+};
+
+// The standard "at quota" message (without the queue position).
+std::string QuotaMessage(const std::string& ns, const std::string& cohort, const QuotaVerdict& v);
+
+}  // namespace gpusched::queue
+
+#endif  // GPUSCHED_QUEUE_QUOTA_LEDGER_H_

@@ -1,0 +1,59 @@
+// Test harness for the queue manager: a ClusterState, an ExtenderService
+// with the default framework, a QueueManager on a fake clock and a writer
+// that applies evictions to the state. Not thread-safe.
+#ifndef GPUSCHED_TEST_QUEUE_HARNESS_H_
+#define GPUSCHED_TEST_QUEUE_HARNESS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpusched/core/cluster_source.h"
+#include "gpusched/core/extender_service.h"
+#include "scheduler/queue/queue_manager.h"
+#include "test/testing/builders.h"
+
+namespace gpusched::queue::testing {
+
+class StateWriter final : public ClusterWriter {
+ public:
+  explicit StateWriter(ClusterState** state) : state_(state) {}
+  absl::Status Evict(const PodRequest& pod, const std::string&) override {
+    (*state_)->RemovePod(pod.uid);
+    (*state_)->Commit();
+    evicted.push_back(pod.uid);
+    return absl::OkStatus();
+  }
+  std::vector<std::string> evicted;
+
+ private:
+  ClusterState** state_;
+};
+
+struct Harness {
+  Harness(std::vector<NodeSpec> nodes, std::vector<PodRequest> pods, QueueOptions options);
+  // Rebuilds state (from the real pods only), service and queue: a restart.
+  void Restart();
+
+  // Runs filter over every node; returns the passing node names.
+  std::vector<std::string> Filter(const PodRequest& pod, std::string* reason = nullptr);
+  std::string Bind(const PodRequest& pod, const std::string& node);
+  ClusterState& state() { return *state_ptr; }
+
+  std::vector<NodeSpec> nodes;
+  QueueOptions options;
+  int64_t now_ms = 1'000'000;
+  std::unique_ptr<ClusterState> state_owner;
+  ClusterState* state_ptr = nullptr;
+  StateWriter writer{&state_ptr};
+  std::unique_ptr<ExtenderService> service;
+  std::unique_ptr<QueueManager> queue;
+};
+
+QuotaConfig Quotas(std::vector<std::pair<std::string, NamespaceQuota>> namespaces,
+                   NamespaceQuota default_quota = {});
+NamespaceQuota Quota(int64_t guaranteed, int64_t limit, std::string cohort = "");
+
+}  // namespace gpusched::queue::testing
+
+#endif  // GPUSCHED_TEST_QUEUE_HARNESS_H_

@@ -1,0 +1,128 @@
+// The preempt verb through ExtenderService with the queue manager as gate.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test/queue/harness.h"
+
+namespace gpusched::queue {
+namespace {
+
+using ::gpusched::testing::Devices;
+using ::gpusched::testing::Dgx1V100;
+using ::gpusched::testing::Hgx8H100;
+using ::gpusched::testing::PodBuilder;
+using ::testing::ElementsAre;
+using testing::Harness;
+using ::testing::IsEmpty;
+using testing::Quota;
+using testing::Quotas;
+using ::testing::SizeIs;
+
+PodRequest Running(const std::string& name, const std::string& ns, int gpus,
+                   const std::string& node, DeviceMask ids, int32_t priority, int64_t start = 0,
+                   const std::string& gang = "") {
+  PodRequest p = PodBuilder(name, ns).Gpus(gpus).OnNode(node, ids).Priority(priority).Build();
+  p.start_unix = start;
+  if (!gang.empty()) {
+    p.gang = gang;
+    p.gang_size = 2;
+  }
+  return p;
+}
+
+PreemptionArgs Args(const PodRequest& pod,
+                    std::vector<std::pair<std::string, std::vector<std::string>>> cands) {
+  PreemptionArgs a;
+  a.pod = pod;
+  for (auto& [node, victims] : cands) a.candidates.push_back({node, victims, 0});
+  return a;
+}
+
+TEST(PreemptTest, KeepsFewestLowerPriorityVictimsMostRecentFirst) {
+  Harness h(
+      {Hgx8H100("h0")},
+      {Running("old", "t", 4, "h0", 0x0f, 1, 100), Running("new", "t", 4, "h0", 0xf0, 1, 200)},
+      QueueOptions{});
+  PodRequest p = PodBuilder("p", "t").Gpus(4).Priority(100).Build();
+  PreemptionOutcome out = h.service->Preempt(Args(p, {{"h0", {"uid-t-old", "uid-t-new"}}}));
+  ASSERT_THAT(out.nodes, SizeIs(1));
+  EXPECT_THAT(out.nodes[0].victim_uids, ElementsAre("uid-t-new"));
+}
+
+TEST(PreemptTest, NeverEvictsEqualOrHigherPriority) {
+  Harness h({Hgx8H100("h0")}, {Running("same", "t", 8, "h0", 0xff, 100)}, QueueOptions{});
+  PodRequest p = PodBuilder("p", "t").Gpus(4).Priority(100).Build();
+  EXPECT_THAT(h.service->Preempt(Args(p, {{"h0", {"uid-t-same"}}})).nodes, IsEmpty());
+}
+
+TEST(PreemptTest, PreemptionPolicyNeverReturnsEmptyMap) {
+  Harness h({Hgx8H100("h0")}, {Running("low", "t", 8, "h0", 0xff, 1)}, QueueOptions{});
+  PodRequest p = PodBuilder("p", "t").Gpus(4).Priority(100).Build();
+  p.preempt_never = true;
+  EXPECT_THAT(h.service->Preempt(Args(p, {{"h0", {"uid-t-low"}}})).nodes, IsEmpty());
+}
+
+TEST(PreemptTest, DropsNodeWhereFreedDevicesAreNotAnNvlinkSet) {
+  // DGX-1 V100: GPUs 0 and 5 are not NVLink-connected.
+  Harness h({Dgx1V100("v0")},
+            {Running("x", "t", 2, "v0", Devices({0, 5}), 1),
+             Running("y", "t", 6, "v0", Devices({1, 2, 3, 4, 6, 7}), 1000)},
+            QueueOptions{});
+  PodRequest p =
+      PodBuilder("p", "t").Gpus(2).Priority(100).Topology(TopologyMode::kNvlinkRequired).Build();
+  EXPECT_THAT(h.service->Preempt(Args(p, {{"v0", {"uid-t-x"}}})).nodes, IsEmpty());
+  PodRequest any = PodBuilder("any", "t").Gpus(2).Priority(100).Build();
+  EXPECT_THAT(h.service->Preempt(Args(any, {{"v0", {"uid-t-x"}}})).nodes, SizeIs(1));
+}
+
+TEST(PreemptTest, EmptyVictimPlaceholderPassesOnlyWhereThePodFits) {
+  Harness h({Hgx8H100("free"), Hgx8H100("full")}, {Running("low", "t", 8, "full", 0xff, 1)},
+            QueueOptions{});
+  PodRequest p = PodBuilder("p", "t").Gpus(4).Priority(100).Build();
+  PreemptionOutcome out = h.service->Preempt(Args(p, {{"free", {}}, {"full", {}}}));
+  ASSERT_THAT(out.nodes, SizeIs(1));
+  EXPECT_EQ(out.nodes[0].node, "free");
+  EXPECT_THAT(out.nodes[0].victim_uids, IsEmpty());
+}
+
+TEST(PreemptTest, BorrowerNeverEvictsAnotherNamespaceWithinItsGuarantee) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 8, "r")}});
+  Harness h({Hgx8H100("h0"), Hgx8H100("h1")},
+            {Running("a0", "team-a", 8, "h0", 0xff, 1), Running("b0", "team-b", 8, "h1", 0xff, 1)},
+            o);
+  PodRequest p = PodBuilder("p", "team-a").Gpus(4).Priority(100).Build();
+  PreemptionOutcome out =
+      h.service->Preempt(Args(p, {{"h0", {"uid-team-a-a0"}}, {"h1", {"uid-team-b-b0"}}}));
+  ASSERT_THAT(out.nodes, SizeIs(1));
+  EXPECT_EQ(out.nodes[0].node, "h0");  // its own lower-priority pod frees its own quota
+}
+
+TEST(PreemptTest, GangsGoWholeOrNotAtAll) {
+  Harness h(
+      {Hgx8H100("h0"), Hgx8H100("h1")},
+      {Running("g0", "t", 4, "h0", 0x0f, 1, 0, "local"),
+       Running("g1", "t", 4, "h0", 0xf0, 1, 0, "local"),
+       Running("s0", "t", 4, "h1", 0x0f, 1, 0, "spread"), Running("x", "t", 4, "h1", 0xf0, 5)},
+      QueueOptions{});
+  PodRequest p = PodBuilder("p", "t").Gpus(2).Priority(100).Build();
+  auto out = h.service->Preempt(Args(p, {{"h0", {"uid-t-g0"}}, {"h1", {"uid-t-s0"}}}));
+  // h0: the whole local gang (both members); h1: the spread gang has a member
+  // elsewhere? No: its only member is here but gang-size 2 with one running,
+  // so it is whole on h1 as well.
+  ASSERT_THAT(out.nodes, SizeIs(2));
+  EXPECT_THAT(out.nodes[0].victim_uids, SizeIs(2));
+  EXPECT_THAT(out.nodes[1].victim_uids, ElementsAre("uid-t-s0"));
+}
+
+TEST(PreemptTest, GangSpanningNodesIsNotAVictim) {
+  Harness h({Hgx8H100("h0"), Hgx8H100("h1")},
+            {Running("g0", "t", 8, "h0", 0xff, 1, 0, "wide"),
+             Running("g1", "t", 8, "h1", 0xff, 1, 0, "wide")},
+            QueueOptions{});
+  PodRequest p = PodBuilder("p", "t").Gpus(2).Priority(100).Build();
+  EXPECT_THAT(h.service->Preempt(Args(p, {{"h0", {"uid-t-g0"}}})).nodes, IsEmpty());
+}
+
+}  // namespace
+}  // namespace gpusched::queue

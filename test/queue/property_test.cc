@@ -1,0 +1,39 @@
+// Invariant property test: long random sequences (simulation.h). Steps
+// default to 100,000 per seed run; GPUSCHED_QUEUE_STEPS overrides.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+
+#include "test/queue/simulation.h"
+
+namespace gpusched::queue {
+namespace {
+
+int64_t Steps() {
+  const char* env = std::getenv("GPUSCHED_QUEUE_STEPS");
+  return env != nullptr ? std::atoll(env) : 100'000;
+}
+
+TEST(QueuePropertyTest, InvariantsHoldOverLongRandomSequences) {
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t steps = Steps();
+  int64_t total = 0;
+  for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+    testing::SimulationResult r = testing::RunSimulation(steps / 4, seed);
+    total += r.steps;
+    ASSERT_EQ(r.violation, "") << "seed " << seed << " step " << r.steps;
+    std::cout << "seed " << seed << ": " << r.steps << " steps, " << r.binds << " binds, "
+              << r.rejected_binds << " rejected binds, " << r.preemptions << " preemptions, "
+              << r.evictions << " evictions, " << r.restarts << " restarts, up to "
+              << r.gang_reservations << " reserved device sets\n";
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << total << " steps in " << secs << " s\n";
+  EXPECT_GE(total, steps);
+}
+
+}  // namespace
+}  // namespace gpusched::queue

@@ -1,0 +1,272 @@
+// Queue manager: quota ledger, admission messages, queue order and backfill,
+// bind correctness, gangs, reclaim and hot reload.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test/queue/harness.h"
+
+namespace gpusched::queue {
+namespace {
+
+using ::gpusched::testing::Devices;
+using ::gpusched::testing::Hgx8H100;
+using ::gpusched::testing::Pcie4xT4;
+using ::gpusched::testing::PodBuilder;
+using ::testing::ElementsAre;
+using testing::Harness;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::Quota;
+using testing::Quotas;
+using ::testing::SizeIs;
+
+QueueOptions ResearchCohort() {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(16, 24, "research")}, {"team-b", Quota(8, 8, "research")}});
+  return o;
+}
+
+std::vector<NodeSpec> H100s(int n) {
+  std::vector<NodeSpec> out;
+  for (int i = 0; i < n; ++i) out.push_back(Hgx8H100("h" + std::to_string(i)));
+  return out;
+}
+
+PodRequest Running(const std::string& name, const std::string& ns, int gpus,
+                   const std::string& node, DeviceMask ids, int32_t priority = 0) {
+  return PodBuilder(name, ns).Gpus(gpus).OnNode(node, ids).Priority(priority).Build();
+}
+
+TEST(QuotaLedgerTest, LendsOnlyIdleGuaranteeNotAlreadyBorrowed) {
+  auto state = gpusched::testing::MakeState(
+      H100s(3), {Running("a", "team-a", 8, "h0", 0xff), Running("c", "team-c", 8, "h1", 0xff)});
+  QuotaConfig q = Quotas(
+      {{"team-a", Quota(4, 16, "r")}, {"team-b", Quota(8, 8, "r")}, {"team-c", Quota(8, 8, "r")}});
+  QuotaLedger ledger(q, *state->Snapshot());
+  // team-a borrows 4 of team-b's idle 8; team-b's idle minus that is 4.
+  EXPECT_EQ(ledger.Usage("team-a"), 8000);
+  EXPECT_EQ(ledger.Borrowed("team-a"), 4000);
+  EXPECT_EQ(ledger.Lendable("team-a"), 8000);  // b: 8 idle, c: 0
+  EXPECT_EQ(ledger.Lendable("team-b"), 0);     // c: 0, a: -4 (borrowing)
+  EXPECT_TRUE(ledger.Check("team-a", 4000).ok);
+  EXPECT_FALSE(ledger.Check("team-a", 8000).ok);  // limit 16 ok, but 12 > 8 lendable
+  EXPECT_TRUE(ledger.Check("team-b", 8000).ok);   // within guarantee: always
+}
+
+TEST(QueueTest, InadmissiblePodFailsEveryNodeWithOneMessage) {
+  Harness h(H100s(4),
+            {Running("a0", "team-a", 8, "h0", 0xff), Running("a1", "team-a", 8, "h1", 0xff),
+             Running("b0", "team-b", 8, "h2", 0xff)},
+            ResearchCohort());
+  PodRequest p1 = PodBuilder("p1", "team-a").Gpus(4).Created(1).Build();
+  PodRequest p2 = PodBuilder("p2", "team-a").Gpus(4).Created(2).Build();
+  PodRequest p3 = PodBuilder("p3", "team-a").Gpus(4).Created(3).Build();
+  std::string reason;
+  h.Filter(p2);
+  h.Filter(p3);
+  EXPECT_THAT(h.Filter(p1, &reason), IsEmpty());
+  EXPECT_EQ(reason,
+            "gpusched: namespace team-a at quota: 16/16 GPUs guaranteed, limit 24, cohort "
+            "research has 0 idle; pod needs 4; position 1 in queue");
+  h.Filter(p3, &reason);
+  EXPECT_EQ(reason,
+            "gpusched: namespace team-a at quota: 16/16 GPUs guaranteed, limit 24, cohort "
+            "research has 0 idle; pod needs 4; 2 earlier in queue need 8; position 3 in queue");
+}
+
+TEST(QueueTest, BorrowsIdleGuaranteeOfCohortUpToLimit) {
+  Harness h(H100s(4),
+            {Running("a0", "team-a", 8, "h0", 0xff), Running("a1", "team-a", 8, "h1", 0xff)},
+            ResearchCohort());
+  PodRequest p = PodBuilder("p", "team-a").Gpus(8).Build();
+  EXPECT_THAT(h.Filter(p), SizeIs(2));
+  ASSERT_EQ(h.Bind(p, "h2"), "");
+  std::string reason;
+  EXPECT_THAT(h.Filter(PodBuilder("q", "team-a").Gpus(1).Build(), &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("24/16 GPUs guaranteed, limit 24"));
+}
+
+TEST(QueueTest, NoQuotasSectionMeansNoEnforcement) {
+  Harness h(H100s(1), {}, QueueOptions{});
+  EXPECT_THAT(h.Filter(PodBuilder("p", "anyone").Gpus(8).Build()), ElementsAre("h0"));
+}
+
+TEST(QueueTest, StrictPriorityBlocksLaterPodOnSharedNodesButBackfillsDisjointOnes) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(32, 32)}});
+  Harness h({Hgx8H100("h0"), Pcie4xT4("t0")}, {Running("run", "team-a", 4, "h0", 0x0f)}, o);
+  PodRequest big = PodBuilder("big", "team-a").Gpus(8).Priority(100).Created(5).Build();
+  PodRequest small = PodBuilder("small", "team-a").Gpus(2).Priority(10).Created(1).Build();
+  PodRequest t4 = PodBuilder("t4", "team-a").Gpus(2).Models({"T4"}).Priority(10).Build();
+  std::string reason;
+  EXPECT_THAT(h.Filter(big, &reason), IsEmpty());  // waits for GPUs, not quota
+  EXPECT_THAT(reason, HasSubstr("GPUs free"));
+  EXPECT_THAT(h.Filter(small, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("waiting behind big (priority 100, needs 8 GPUs)"));
+  EXPECT_THAT(reason, HasSubstr("position 2 in queue"));
+  // big cannot use a 4-GPU T4 node at all, so a T4 pod cannot delay it.
+  EXPECT_THAT(h.Filter(t4), ElementsAre("t0"));
+}
+
+TEST(QueueTest, StalePendingPodStopsBlocking) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(32, 32)}});
+  Harness h({Hgx8H100("h0")}, {Running("run", "team-a", 4, "h0", 0x0f)}, o);
+  PodRequest big = PodBuilder("big", "team-a").Gpus(8).Priority(100).Build();
+  PodRequest small = PodBuilder("small", "team-a").Gpus(2).Build();
+  h.Filter(big);
+  EXPECT_THAT(h.Filter(small), IsEmpty());
+  h.now_ms += o.stale_after_ms + 1;
+  EXPECT_THAT(h.Filter(small), ElementsAre("h0"));
+}
+
+TEST(BindTest, RejectsUnknownBoundAndMisfitPodsWithoutChangingAnything) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 8)}});
+  Harness h(H100s(2), {Running("full", "team-x", 8, "h1", 0xff)}, o);
+  PodRequest p = PodBuilder("p", "team-a").Gpus(4).Build();
+  EXPECT_THAT(h.Bind(p, "h0"), HasSubstr("unknown"));
+  ASSERT_THAT(h.Filter(p), ElementsAre("h0"));
+  auto before = h.state().Snapshot()->generation();
+  EXPECT_THAT(h.Bind(p, "h1"), HasSubstr("GPUs free"));  // misfit node
+  EXPECT_EQ(h.state().Snapshot()->generation(), before);
+  EXPECT_FALSE(h.state().FindPod(p.uid)->HoldsGpus());
+  EXPECT_EQ(h.Bind(p, "h0"), "");
+  EXPECT_EQ(h.Bind(p, "h0"), "");  // idempotent retry
+  EXPECT_THAT(h.Bind(p, "h1"), HasSubstr("already bound to h0"));
+  EXPECT_EQ(h.state().FindPod(p.uid)->node_name, "h0");
+}
+
+TEST(BindTest, RechecksQuotaAtBind) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 8)}});
+  Harness h(H100s(2), {}, o);
+  PodRequest p = PodBuilder("p", "team-a").Gpus(8).Created(1).Build();
+  PodRequest q = PodBuilder("q", "team-a").Gpus(8).Created(2).Build();
+  ASSERT_THAT(h.Filter(p), SizeIs(2));
+  h.now_ms += o.stale_after_ms + 1;  // p stops blocking q (as if kube lost interest)
+  ASSERT_THAT(h.Filter(q), SizeIs(2));
+  EXPECT_EQ(h.Bind(q, "h0"), "");
+  EXPECT_THAT(h.Bind(p, "h1"), HasSubstr("bind rejected: namespace team-a at quota"));
+  EXPECT_FALSE(h.state().FindPod(p.uid)->HoldsGpus());
+}
+
+TEST(GangTest, ReservesDevicesForAllMembersBeforeTheFirstPasses) {
+  Harness h(H100s(2), {}, QueueOptions{});
+  PodRequest m0 = PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build();
+  PodRequest m1 = PodBuilder("m1", "team-a").Gpus(8).Gang("g", 2).Build();
+  auto n0 = h.Filter(m0);
+  ASSERT_THAT(n0, SizeIs(1));
+  EXPECT_THAT(h.queue->ReservationUids(), SizeIs(2));
+  // A non-gang pod cannot take the reserved devices.
+  EXPECT_THAT(h.Filter(PodBuilder("other", "team-a").Gpus(1).Build()), IsEmpty());
+  auto n1 = h.Filter(m1);
+  ASSERT_THAT(n1, SizeIs(1));
+  EXPECT_NE(n0[0], n1[0]);
+  EXPECT_THAT(h.Bind(m0, n1[0]), HasSubstr("reserved GPUs"));
+  EXPECT_EQ(h.Bind(m0, n0[0]), "");
+  EXPECT_EQ(h.Bind(m1, n1[0]), "");
+  EXPECT_THAT(h.queue->ReservationUids(), IsEmpty());
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 16000);
+}
+
+TEST(GangTest, ReservationExpiresAndReleasesDevices) {
+  Harness h(H100s(2), {}, QueueOptions{});
+  PodRequest m0 = PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build();
+  ASSERT_THAT(h.Filter(m0), SizeIs(1));
+  h.now_ms += 119'000;
+  h.queue->Tick();
+  EXPECT_THAT(h.queue->ReservationUids(), SizeIs(2));
+  h.now_ms += 2'000;
+  h.queue->Tick();
+  EXPECT_THAT(h.queue->ReservationUids(), IsEmpty());
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 0);
+  EXPECT_THAT(h.Bind(m0, "h0"), HasSubstr("holds no reservation"));
+}
+
+TEST(GangTest, GangThatCannotFitWholeReservesNothing) {
+  Harness h(H100s(2), {}, QueueOptions{});
+  std::string reason;
+  EXPECT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 3).Build(), &reason),
+              IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("gang g needs 3 x 8 GPUs at once; only 2 fit now"));
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 0);
+}
+
+TEST(GangTest, QuotaIsForTheWholeGang) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 8)}});
+  Harness h(H100s(2), {}, o);
+  std::string reason;
+  EXPECT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build(), &reason),
+              IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("gang g needs 16"));
+}
+
+TEST(ReclaimTest, NamespaceBelowGuaranteeEvictsLowerPriorityBorrowers) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}});
+  Harness h(
+      H100s(2),
+      {Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
+       Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)},
+      o);
+  PodRequest b = PodBuilder("b", "team-b").Gpus(4).Build();
+  EXPECT_THAT(h.Filter(b), IsEmpty());
+  EXPECT_EQ(h.queue->Tick(), 1);
+  EXPECT_THAT(h.writer.evicted, SizeIs(1));
+  EXPECT_THAT(h.Filter(b), SizeIs(1));
+  EXPECT_EQ(h.queue->Tick(), 0);  // team-a is back at its guarantee
+}
+
+TEST(ReclaimTest, LowerPriorityPolicyKeepsEqualPriorityBorrowers) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}});
+  Harness h(H100s(2),
+            {Running("a0", "team-a", 8, "h0", 0xff), Running("a1", "team-a", 8, "h1", 0xff)}, o);
+  h.Filter(PodBuilder("b", "team-b").Gpus(4).Build());
+  EXPECT_EQ(h.queue->Tick(), 0);
+  o.reclaim.only_lower_priority = false;
+  h.queue->SetOptions(o);
+  EXPECT_EQ(h.queue->Tick(), 1);
+}
+
+TEST(HotReloadTest, LoweringALimitBlocksNewPodsAndEvictsOnlyWhenAsked) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 8, "r")}});
+  Harness h(H100s(3),
+            {Running("a0", "team-a", 4, "h0", 0x0f), Running("a1", "team-a", 4, "h0", 0xf0),
+             Running("a2", "team-a", 4, "h1", 0x0f)},
+            o);
+  o.quotas.namespaces["team-a"].gpus = {4, 8};
+  h.queue->SetOptions(o);
+  EXPECT_EQ(h.queue->Tick(), 0);
+  EXPECT_THAT(h.Filter(PodBuilder("new", "team-a").Gpus(1).Build()), IsEmpty());
+  o.reclaim.evict_over_limit = true;
+  h.queue->SetOptions(o);
+  EXPECT_EQ(h.queue->Tick(), 1);
+  EXPECT_EQ(h.queue->Tick(), 0);
+}
+
+TEST(ExplainTest, ReportsQueueAndWhyAPodWaits) {
+  Harness h(H100s(4),
+            {Running("a0", "team-a", 8, "h0", 0xff), Running("a1", "team-a", 8, "h1", 0xff),
+             Running("b0", "team-b", 8, "h2", 0xff)},
+            ResearchCohort());
+  PodRequest p = PodBuilder("p", "team-a").Gpus(4).Priority(5).Build();
+  h.Filter(p);
+  QueueReport r = h.queue->Report();
+  ASSERT_THAT(r.namespaces, SizeIs(2));
+  EXPECT_EQ(r.namespaces[0].ns, "team-a");
+  EXPECT_EQ(r.namespaces[0].usage_milli, 16000);
+  ASSERT_THAT(r.namespaces[0].queue, SizeIs(1));
+  EXPECT_THAT(r.namespaces[0].queue[0].reason, HasSubstr("at quota"));
+  auto pod = h.queue->ExplainPod("team-a", "p");
+  ASSERT_TRUE(pod.has_value());
+  EXPECT_EQ(pod->state, "pending");
+  EXPECT_EQ(pod->position, 1);
+  EXPECT_FALSE(h.queue->ExplainPod("team-a", "nope").has_value());
+}
+
+}  // namespace
+}  // namespace gpusched::queue

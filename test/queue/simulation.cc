@@ -1,0 +1,276 @@
+#include "test/queue/simulation.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+
+#include "gpusched/policy/preemption_planner.h"
+#include "gpusched/util/strings.h"
+#include "test/queue/harness.h"
+
+namespace gpusched::queue::testing {
+namespace {
+
+using ::gpusched::testing::Dgx1V100;
+using ::gpusched::testing::Hgx8H100;
+using ::gpusched::testing::Pcie4xT4;
+
+const char* const kNamespaces[] = {"team-a", "team-b", "team-c", "guest"};
+
+QueueOptions InitialOptions() {
+  QueueOptions o;
+  NamespaceQuota a = Quota(8, 16, "research");
+  a.models["H100"] = {4, 8};
+  o.quotas = Quotas({{"team-a", a}, {"team-b", Quota(8, 12, "research")}, {"team-c", Quota(4, 8)}},
+                    Quota(2, 4));
+  o.gang.reservation_seconds = 30;
+  return o;
+}
+
+class Simulation {
+ public:
+  explicit Simulation(uint32_t seed)
+      : rng_(seed),
+        h_({Hgx8H100("h100-0"), Hgx8H100("h100-1"), Dgx1V100("v100-0"), Pcie4xT4("t4-0")}, {},
+           InitialOptions()) {}
+
+  SimulationResult Run(int64_t steps) {
+    for (r_.steps = 0; r_.steps < steps && r_.violation.empty(); ++r_.steps) {
+      Step();
+      Check();
+    }
+    return r_;
+  }
+
+ private:
+  int Rand(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
+
+  std::vector<PodRequest> Pods(bool pending) {
+    std::vector<PodRequest> out;
+    for (PodRequest& p : h_.state().Pods()) {
+      if (IsReservation(p.uid)) continue;
+      const bool waiting = !p.HoldsGpus() && p.phase == PodPhase::kPending;
+      const bool running = p.HoldsGpus();
+      if ((pending && waiting) || (!pending && running)) out.push_back(std::move(p));
+    }
+    return out;
+  }
+
+  void Submit() {
+    if (Pods(true).size() >= 24) return;
+    const int kind = Rand(10);
+    const std::string ns = kNamespaces[Rand(4)];
+    const int32_t priority = std::vector<int32_t>{0, 10, 100}[Rand(3)];
+    const int gpus = std::vector<int>{1, 1, 2, 4, 8}[Rand(5)];
+    const int members = kind == 0 ? 2 : 1;
+    const std::string gang = kind == 0 ? StrCat("g", next_id_) : "";
+    for (int m = 0; m < members; ++m) {
+      PodRequest p;
+      p.ns = ns;
+      p.name = StrCat("p", next_id_++);
+      p.uid = "uid-" + p.name;
+      p.priority = priority;
+      p.creation_unix = h_.now_ms / 1000;
+      p.gpu.count = kind == 0 ? 4 : gpus;
+      if (kind == 1) p.gpu.topology = TopologyMode::kNvlinkRequired;
+      if (kind == 2) p.gpu.models = {"T4"};
+      if (kind == 3 && p.gpu.count == 1) p.gpu.milli_per_gpu = 500;
+      if (kind == 4) p.preempt_never = true;
+      p.gang = gang;
+      p.gang_size = kind == 0 ? members : 0;
+      h_.state().UpsertPod(p);
+    }
+    h_.state().Commit();
+  }
+
+  void FilterAndBind() {
+    auto pending = Pods(true);
+    if (pending.empty()) return;
+    const PodRequest& p = pending[Rand(static_cast<int>(pending.size()))];
+    auto nodes = h_.Filter(p);
+    if (nodes.empty() || Rand(8) == 0) return;  // sometimes kube never binds
+    std::string err = h_.Bind(p, nodes[Rand(static_cast<int>(nodes.size()))]);
+    err.empty() ? ++r_.binds : ++r_.rejected_binds;
+  }
+
+  void BindAnywhere() {
+    auto pending = Pods(true);
+    if (pending.empty()) return;
+    const PodRequest& p = pending[Rand(static_cast<int>(pending.size()))];
+    std::string err = h_.Bind(p, h_.nodes[Rand(static_cast<int>(h_.nodes.size()))].name);
+    err.empty() ? ++r_.binds : ++r_.rejected_binds;
+  }
+
+  void Finish(bool remove) {
+    auto running = Pods(false);
+    if (running.empty()) return;
+    PodRequest p = running[Rand(static_cast<int>(running.size()))];
+    if (remove) {
+      h_.state().RemovePod(p.uid);
+    } else {
+      p.phase = PodPhase::kSucceeded;
+      h_.state().UpsertPod(p);
+    }
+    h_.state().Commit();
+  }
+
+  void ChangeQuota() {
+    QueueOptions o = h_.options;
+    const std::string ns = kNamespaces[Rand(3)];
+    NamespaceQuota& q = o.quotas.namespaces[ns];
+    q.gpus.guaranteed = Rand(12);
+    q.gpus.limit = q.gpus.guaranteed + Rand(8);
+    o.reclaim.evict_over_limit = Rand(4) == 0;
+    o.reclaim.only_lower_priority = Rand(2) == 0;
+    h_.options = o;
+    h_.queue->SetOptions(o);
+  }
+
+  void Preempt() {
+    auto pending = Pods(true);
+    if (pending.empty()) return;
+    const PodRequest& p = pending[Rand(static_cast<int>(pending.size()))];
+    PreemptionArgs args;
+    args.pod = p;
+    auto snap = h_.state().Snapshot();
+    for (const auto& node : snap->nodes()) {
+      PreemptionArgs::Candidate c{node->name, {}, 0};
+      for (const PodOnNode& v : node->pods) {
+        if (v.priority < p.priority && !IsReservation(v.uid)) c.victim_uids.push_back(v.uid);
+      }
+      args.candidates.push_back(std::move(c));
+    }
+    PreemptionOutcome out = h_.service->Preempt(args);
+    if (out.nodes.empty()) return;
+    const auto& chosen = out.nodes[Rand(static_cast<int>(out.nodes.size()))];
+    for (const std::string& uid : chosen.victim_uids) {
+      auto v = h_.state().FindPod(uid);
+      if (!v.has_value() || v->priority >= p.priority || IsReservation(uid)) {
+        r_.violation = StrCat("preempt offered victim ", uid, " for ", p.Key());
+        return;
+      }
+      h_.state().RemovePod(uid);
+    }
+    h_.state().Commit();
+    ++r_.preemptions;
+  }
+
+  void Step() {
+    const int op = Rand(100);
+    if (op < 25) {
+      Submit();
+    } else if (op < 60) {
+      FilterAndBind();
+    } else if (op < 64) {
+      BindAnywhere();
+    } else if (op < 74) {
+      Finish(false);
+    } else if (op < 80) {
+      Finish(true);
+    } else if (op < 82) {
+      ChangeQuota();
+    } else if (op < 88) {
+      Preempt();
+    } else if (op < 99) {
+      h_.now_ms += Rand(20'000);
+      r_.evictions += h_.queue->Tick();
+      ticked_ = true;
+    } else {
+      h_.Restart();
+      ++r_.restarts;
+    }
+  }
+
+  void Check() {
+    auto snap = h_.state().Snapshot();
+    std::set<std::string> placeholders;
+    for (const auto& node : snap->nodes()) {
+      if (node->device_conflicts != 0) {
+        r_.violation = StrCat("device allocated twice on ", node->name);
+        return;
+      }
+      for (const PodOnNode& p : node->pods) {
+        if (IsReservation(p.uid)) placeholders.insert(p.uid);
+      }
+    }
+    auto live = h_.queue->ReservationUids();
+    if (std::set<std::string>(live.begin(), live.end()) != placeholders) {
+      r_.violation = "reservation placeholders and live reservations differ";
+      return;
+    }
+    r_.gang_reservations = std::max<int64_t>(r_.gang_reservations, live.size());
+    QuotaLedger ledger(h_.options.quotas, *snap);
+    for (const char* ns : kNamespaces) {
+      const int64_t usage = ledger.Usage(ns);
+      if (usage > ledger.Limit(ns) && usage > prev_usage_[ns]) {
+        r_.violation =
+            StrCat("namespace ", ns, " grew to ", usage, " above its limit ", ledger.Limit(ns));
+        return;
+      }
+      prev_usage_[ns] = usage;
+    }
+    if (ticked_) {
+      ticked_ = false;
+      for (const auto& r : h_.queue->Report().reservations) {
+        if (r.expires_in_seconds < 0) {
+          r_.violation = "reservation outlived its deadline";
+          return;
+        }
+      }
+    }
+    if (r_.steps % 4 == 0) CheckGuaranteeAdmits(*snap, ledger);
+  }
+
+  // The head of a namespace's queue within its guarantee passes filter when
+  // some node has room for it.
+  void CheckGuaranteeAdmits(const ClusterSnapshot& snap, const QuotaLedger& ledger) {
+    std::map<std::string, PodRequest> heads;
+    for (PodRequest& p : Pods(true)) {
+      auto it = heads.find(p.ns);
+      auto earlier = [](const PodRequest& a, const PodRequest& b) {
+        if (a.priority != b.priority) return a.priority > b.priority;
+        if (a.creation_unix != b.creation_unix) return a.creation_unix < b.creation_unix;
+        if (a.name != b.name) return a.name < b.name;
+        return a.uid < b.uid;
+      };
+      if (it == heads.end() || earlier(p, it->second)) heads[p.ns] = std::move(p);
+    }
+    auto fw = h_.service->framework();
+    for (const auto& [ns, head] : heads) {
+      if (!head.gang.empty()) continue;
+      if (ledger.Usage(ns) + DemandMilli(head.gpu) > ledger.Guaranteed(ns)) continue;
+      policy::PodContext ctx = fw->Prepare(head, snap);
+      bool room = false;
+      for (const auto& node : snap.nodes()) {
+        if (policy::FitsWithDevices(*fw, ctx, *node) &&
+            ledger.CheckModels(ns, snap.product(*node), DemandMilli(head.gpu)).empty()) {
+          room = true;
+          break;
+        }
+      }
+      if (!room) continue;
+      std::string reason;
+      if (h_.Filter(head, &reason).empty()) {
+        r_.violation = StrCat("head ", head.Key(), " within guarantee was refused: ", reason);
+        return;
+      }
+    }
+  }
+
+  std::mt19937 rng_;
+  Harness h_;
+  SimulationResult r_;
+  int64_t next_id_ = 0;
+  bool ticked_ = false;
+  std::map<std::string, int64_t> prev_usage_;
+};
+
+}  // namespace
+
+SimulationResult RunSimulation(int64_t steps, uint32_t seed) {
+  Simulation sim(seed);
+  return sim.Run(steps);
+}
+
+}  // namespace gpusched::queue::testing

@@ -1,0 +1,31 @@
+// Randomised invariant simulation of the queue manager + ClusterState:
+// submit / filter / bind / finish / delete / quota change / preempt / tick /
+// restart, checking after every step that
+//  - no device is allocated twice (no node reports a device conflict);
+//  - no namespace grows while above its limit (lowering a limit never
+//    evicts by itself, and nothing new is admitted above it);
+//  - the head of a namespace's queue within its guarantee passes filter
+//    whenever some node has room for it;
+//  - every reservation placeholder in the state belongs to a live gang
+//    reservation, and none outlives its deadline past a tick.
+// Shared by the property test (CI) and the benchmark. Not thread-safe.
+#ifndef GPUSCHED_TEST_QUEUE_SIMULATION_H_
+#define GPUSCHED_TEST_QUEUE_SIMULATION_H_
+
+#include <cstdint>
+#include <string>
+
+namespace gpusched::queue::testing {
+
+struct SimulationResult {
+  int64_t steps = 0;
+  std::string violation;  // "" if every invariant held
+  int64_t binds = 0, rejected_binds = 0, preemptions = 0, evictions = 0, restarts = 0;
+  int64_t gang_reservations = 0;
+};
+
+SimulationResult RunSimulation(int64_t steps, uint32_t seed);
+
+}  // namespace gpusched::queue::testing
+
+#endif  // GPUSCHED_TEST_QUEUE_SIMULATION_H_
