@@ -13,6 +13,7 @@ void Usage(std::ostream& out) {
   out << "usage: gpusched <command> [flags]\n\n"
          "commands:\n"
          "  serve      run the HTTP extender (--config, --cluster, --listen)\n"
+         "  topology-agent  publish this node's nvidia-smi GPU topology (--node, --interval, --once)\n"
          "  validate   check a policy config (--config) and optionally a cluster (--cluster)\n"
          "  version    print the version\n";
 }
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (cmd == "serve") return gpusched::cli::Serve(args);
   if (cmd == "validate") return gpusched::cli::Validate(args);
+  if (cmd == "topology-agent") return gpusched::cli::TopologyAgent(args);
   if (cmd == "version" || cmd == "--version") {
     std::cout << "gpusched " << kVersion << "\n";
     return 0;

@@ -1,0 +1,415 @@
+#include "scheduler/codec/kube_codec.h"
+
+#include <simdjson.h>
+
+#include <bit>
+#include <nlohmann/json.hpp>
+
+#include "gpusched/util/status_macros.h"
+#include "gpusched/util/strings.h"
+#include "scheduler/codec/internal/dom.h"
+#include "scheduler/codec/json_writer.h"
+
+namespace gpusched::codec {
+namespace {
+
+constexpr size_t kMaxDepth = 128;
+
+absl::Status ParseError(std::string_view what, simdjson::error_code err) {
+  return absl::InvalidArgumentError(
+      StrCat(what, ": malformed JSON: ", simdjson::error_message(err)));
+}
+
+// Reads metadata.{namespace,name,uid,resourceVersion} without failing.
+void Identity(const Object& obj, std::string* ns, std::string* name, std::string* uid,
+              std::string* rv) {
+  auto meta = Member(obj, "metadata");
+  Object m;
+  if (!meta || meta->get_object().get(m) != simdjson::SUCCESS) return;
+  auto get = [&](std::string_view key, std::string* out) {
+    auto e = Member(m, key);
+    std::string_view s;
+    if (e && e->get_string().get(s) == simdjson::SUCCESS) *out = std::string(s);
+  };
+  get("namespace", ns);
+  get("name", name);
+  get("uid", uid);
+  get("resourceVersion", rv);
+}
+
+std::optional<std::string> RawGpuIds(const Object& pod) {
+  auto meta = Member(pod, "metadata");
+  Object m, ann;
+  if (!meta || meta->get_object().get(m) != simdjson::SUCCESS) return std::nullopt;
+  auto a = Member(m, "annotations");
+  if (!a || a->get_object().get(ann) != simdjson::SUCCESS) return std::nullopt;
+  auto ids = Member(ann, kAnnotationGpuIds);
+  std::string_view s;
+  if (!ids || ids->get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
+  return std::string(s);
+}
+
+// Decodes one item into `page` or records it as bad.
+void DecodeItem(const Element& item, ObjectKind kind, ListPage& page) {
+  Object obj;
+  std::string ns, name, uid, rv;
+  if (item.get_object().get(obj) == simdjson::SUCCESS) Identity(obj, &ns, &name, &uid, &rv);
+  std::string key = ns.empty() ? name : StrCat(ns, "/", name);
+  if (kind == ObjectKind::kNode) {
+    auto node = DecodeNode(item, "Node");
+    if (node.ok()) {
+      page.nodes.push_back(std::move(*node));
+    } else {
+      page.bad_items.push_back(StrCat(key, ": ", FromAbsl(node.status().message())));
+    }
+    return;
+  }
+  auto pod = DecodePod(item, "Pod");
+  if (pod.ok()) {
+    page.pods.push_back(PodItem{std::move(*pod), RawGpuIds(obj)});
+  } else {
+    page.bad_items.push_back(StrCat(key, ": ", FromAbsl(pod.status().message())));
+  }
+}
+
+KubeStatus StatusFromJson(const nlohmann::json& j) {
+  KubeStatus s;
+  if (!j.is_object() || j.value("kind", "") != "Status") return s;
+  if (j.contains("code") && j["code"].is_number_integer()) s.code = j["code"].get<int>();
+  if (j.contains("reason") && j["reason"].is_string()) s.reason = j["reason"].get<std::string>();
+  if (j.contains("message") && j["message"].is_string())
+    s.message = j["message"].get<std::string>();
+  return s;
+}
+
+}  // namespace
+
+struct KubeDecoder::Impl {
+  simdjson::dom::parser parser{size_t{1} << 30};
+  Element doc;
+
+  absl::Status Parse(std::string& body, std::string_view what) {
+    body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+    auto err = parser.parse(body.data(), body.size(), false).get(doc);
+    if (err) return ParseError(what, err);
+    return absl::OkStatus();
+  }
+};
+
+KubeDecoder::KubeDecoder() : impl_(std::make_unique<Impl>()) {
+  auto err = impl_->parser.allocate(size_t{1} << 16, kMaxDepth);
+  (void)err;  // a failed allocation surfaces as a parse error on first use
+}
+KubeDecoder::~KubeDecoder() = default;
+
+absl::StatusOr<ListPage> KubeDecoder::DecodeListPage(std::string& body, ObjectKind kind) {
+  GPUSCHED_RETURN_IF_ERROR(impl_->Parse(body, "List"));
+  Object root;
+  if (impl_->doc.get_object().get(root) != simdjson::SUCCESS) return TypeError("List", "object");
+  ListPage page;
+  GPUSCHED_ASSIGN_OR_RETURN(auto meta, OptObject(root, "metadata", "List"));
+  if (meta) {
+    GPUSCHED_ASSIGN_OR_RETURN(auto rv, OptString(*meta, "resourceVersion", "List.metadata"));
+    if (rv) page.resource_version = std::string(*rv);
+    GPUSCHED_ASSIGN_OR_RETURN(auto cont, OptString(*meta, "continue", "List.metadata"));
+    if (cont) page.continue_token = std::string(*cont);
+  }
+  auto items = Member(root, "items");
+  if (items) {
+    simdjson::dom::array arr;
+    if (items->get_array().get(arr) != simdjson::SUCCESS) return TypeError("List.items", "array");
+    for (Element item : arr) DecodeItem(item, kind, page);
+  }
+  return page;
+}
+
+absl::StatusOr<WatchEvent> KubeDecoder::DecodeWatchEvent(std::string& line, ObjectKind kind) {
+  GPUSCHED_RETURN_IF_ERROR(impl_->Parse(line, "WatchEvent"));
+  Object root;
+  if (impl_->doc.get_object().get(root) != simdjson::SUCCESS) {
+    return TypeError("WatchEvent", "object");
+  }
+  WatchEvent ev;
+  GPUSCHED_ASSIGN_OR_RETURN(auto type, OptString(root, "type", "WatchEvent"));
+  if (!type) return absl::InvalidArgumentError("WatchEvent: no type");
+  if (*type == "ADDED") {
+    ev.type = WatchEvent::Type::kAdded;
+  } else if (*type == "MODIFIED") {
+    ev.type = WatchEvent::Type::kModified;
+  } else if (*type == "DELETED") {
+    ev.type = WatchEvent::Type::kDeleted;
+  } else if (*type == "BOOKMARK") {
+    ev.type = WatchEvent::Type::kBookmark;
+  } else if (*type == "ERROR") {
+    ev.type = WatchEvent::Type::kError;
+  } else {
+    return absl::InvalidArgumentError(StrCat("WatchEvent: unknown type '", *type, "'"));
+  }
+  auto object = Member(root, "object");
+  if (!object) return absl::InvalidArgumentError("WatchEvent: no object");
+  Object obj;
+  if (object->get_object().get(obj) != simdjson::SUCCESS) {
+    return TypeError("WatchEvent.object", "object");
+  }
+  Identity(obj, &ev.ns, &ev.name, &ev.uid, &ev.resource_version);
+  if (ev.type == WatchEvent::Type::kError) {
+    ev.status.code = 500;
+    auto code = Member(obj, "code");
+    int64_t c = 0;
+    if (code && code->get_int64().get(c) == simdjson::SUCCESS) ev.status.code = static_cast<int>(c);
+    std::string_view s;
+    auto reason = Member(obj, "reason");
+    if (reason && reason->get_string().get(s) == simdjson::SUCCESS) ev.status.reason = s;
+    auto message = Member(obj, "message");
+    if (message && message->get_string().get(s) == simdjson::SUCCESS) ev.status.message = s;
+    return ev;
+  }
+  if (ev.type == WatchEvent::Type::kBookmark) return ev;
+  if (kind == ObjectKind::kNode) {
+    auto node = DecodeNode(*object, "Node");
+    if (node.ok()) {
+      ev.node = std::move(*node);
+    } else {
+      ev.decode_error = std::string(FromAbsl(node.status().message()));
+    }
+  } else {
+    auto pod = DecodePod(*object, "Pod");
+    if (pod.ok()) {
+      ev.pod = PodItem{std::move(*pod), RawGpuIds(obj)};
+    } else {
+      ev.decode_error = std::string(FromAbsl(pod.status().message()));
+    }
+  }
+  return ev;
+}
+
+KubeStatus DecodeStatus(std::string_view body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded()) return {};
+  return StatusFromJson(j);
+}
+
+absl::StatusOr<std::string> DecodePodNodeName(std::string_view body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError("Pod: malformed JSON");
+  auto spec = j.find("spec");
+  if (spec == j.end() || !spec->is_object()) return std::string();
+  auto node = spec->find("nodeName");
+  if (node == spec->end() || !node->is_string()) return std::string();
+  return node->get<std::string>();
+}
+
+absl::StatusOr<LeaseRecord> DecodeLease(std::string_view body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return absl::InvalidArgumentError("Lease: malformed JSON");
+  LeaseRecord r;
+  auto str = [](const nlohmann::json& o, const char* k) {
+    auto it = o.find(k);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto num = [](const nlohmann::json& o, const char* k) {
+    auto it = o.find(k);
+    return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{0};
+  };
+  if (auto m = j.find("metadata"); m != j.end() && m->is_object()) {
+    r.resource_version = str(*m, "resourceVersion");
+  }
+  if (auto s = j.find("spec"); s != j.end() && s->is_object()) {
+    r.holder = str(*s, "holderIdentity");
+    r.duration_seconds = num(*s, "leaseDurationSeconds");
+    r.acquire_time = str(*s, "acquireTime");
+    r.renew_time = str(*s, "renewTime");
+    r.transitions = num(*s, "leaseTransitions");
+  }
+  return r;
+}
+
+std::string EncodeLease(std::string_view ns, std::string_view name, const LeaseRecord& lease) {
+  std::string s;
+  JsonWriter w(&s);
+  w.BeginObject();
+  w.Key("apiVersion");
+  w.String("coordination.k8s.io/v1");
+  w.Key("kind");
+  w.String("Lease");
+  w.Key("metadata");
+  w.BeginObject();
+  w.Key("name");
+  w.String(name);
+  w.Key("namespace");
+  w.String(ns);
+  if (!lease.resource_version.empty()) {
+    w.Key("resourceVersion");
+    w.String(lease.resource_version);
+  }
+  w.EndObject();
+  w.Key("spec");
+  w.BeginObject();
+  w.Key("holderIdentity");
+  w.String(lease.holder);
+  w.Key("leaseDurationSeconds");
+  w.Int(lease.duration_seconds);
+  if (!lease.acquire_time.empty()) {
+    w.Key("acquireTime");
+    w.String(lease.acquire_time);
+  }
+  if (!lease.renew_time.empty()) {
+    w.Key("renewTime");
+    w.String(lease.renew_time);
+  }
+  w.Key("leaseTransitions");
+  w.Int(lease.transitions);
+  w.EndObject();
+  w.EndObject();
+  return s;
+}
+
+std::string FormatGpuIds(DeviceMask devices) {
+  std::string out;
+  for (DeviceMask m = devices; m != 0; m &= m - 1) {
+    if (!out.empty()) out.push_back(',');
+    StrAppend(&out, std::countr_zero(m));
+  }
+  return out;
+}
+
+std::string EncodeAnnotationPatch(std::string_view key, std::string_view value) {
+  std::string s;
+  JsonWriter w(&s);
+  w.BeginObject();
+  w.Key("metadata");
+  w.BeginObject();
+  w.Key("annotations");
+  w.BeginObject();
+  w.Key(key);
+  w.String(value);
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+  return s;
+}
+
+std::string EncodeGpuIdsPatch(DeviceMask devices) {
+  return EncodeAnnotationPatch(kAnnotationGpuIds, FormatGpuIds(devices));
+}
+
+std::string EncodeBinding(std::string_view ns, std::string_view name, std::string_view uid,
+                          std::string_view node) {
+  std::string s;
+  JsonWriter w(&s);
+  w.BeginObject();
+  w.Key("apiVersion");
+  w.String("v1");
+  w.Key("kind");
+  w.String("Binding");
+  w.Key("metadata");
+  w.BeginObject();
+  w.Key("name");
+  w.String(name);
+  w.Key("namespace");
+  w.String(ns);
+  if (!uid.empty()) {
+    w.Key("uid");
+    w.String(uid);
+  }
+  w.EndObject();
+  w.Key("target");
+  w.BeginObject();
+  w.Key("apiVersion");
+  w.String("v1");
+  w.Key("kind");
+  w.String("Node");
+  w.Key("name");
+  w.String(node);
+  w.EndObject();
+  w.EndObject();
+  return s;
+}
+
+std::string EncodeEviction(std::string_view ns, std::string_view name, std::string_view uid) {
+  std::string s;
+  JsonWriter w(&s);
+  w.BeginObject();
+  w.Key("apiVersion");
+  w.String("policy/v1");
+  w.Key("kind");
+  w.String("Eviction");
+  w.Key("metadata");
+  w.BeginObject();
+  w.Key("name");
+  w.String(name);
+  w.Key("namespace");
+  w.String(ns);
+  w.EndObject();
+  if (!uid.empty()) {
+    // Only evict the pod we decided about, not a same-named successor.
+    w.Key("deleteOptions");
+    w.BeginObject();
+    w.Key("preconditions");
+    w.BeginObject();
+    w.Key("uid");
+    w.String(uid);
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndObject();
+  return s;
+}
+
+std::string EncodeEvent(const EventFields& e) {
+  std::string s;
+  JsonWriter w(&s);
+  w.BeginObject();
+  w.Key("apiVersion");
+  w.String("v1");
+  w.Key("kind");
+  w.String("Event");
+  w.Key("metadata");
+  w.BeginObject();
+  w.Key("name");
+  w.String(e.name);
+  w.Key("namespace");
+  w.String(e.ns);
+  w.EndObject();
+  w.Key("involvedObject");
+  w.BeginObject();
+  w.Key("apiVersion");
+  w.String("v1");
+  w.Key("kind");
+  w.String("Pod");
+  w.Key("namespace");
+  w.String(e.ns);
+  w.Key("name");
+  w.String(e.pod_name);
+  if (!e.pod_uid.empty()) {
+    w.Key("uid");
+    w.String(e.pod_uid);
+  }
+  w.EndObject();
+  w.Key("type");
+  w.String(e.type);
+  w.Key("reason");
+  w.String(e.reason);
+  w.Key("message");
+  w.String(e.message);
+  w.Key("source");
+  w.BeginObject();
+  w.Key("component");
+  w.String("gpusched");
+  w.EndObject();
+  w.Key("reportingComponent");
+  w.String("gpusched");
+  w.Key("reportingInstance");
+  w.String(e.instance);
+  w.Key("firstTimestamp");
+  w.String(e.timestamp);
+  w.Key("lastTimestamp");
+  w.String(e.timestamp);
+  w.Key("count");
+  w.Int(1);
+  w.EndObject();
+  return s;
+}
+
+}  // namespace gpusched::codec

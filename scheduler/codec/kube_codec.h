@@ -1,0 +1,122 @@
+// The Kubernetes API codec: the JSON bodies gpusched reads from and writes to
+// the API server (scheduler/kube), kept here because scheduler/codec is the
+// only directory that touches JSON.
+//
+//  - reading: list pages (items, metadata.resourceVersion/continue), watch
+//    event lines {"type":..., "object":...}, metav1.Status bodies, Leases,
+//    and a Pod's spec.nodeName;
+//  - writing: the pod gpu-ids merge patch, Binding, policy/v1 Eviction,
+//    core/v1 Event and coordination.k8s.io/v1 Lease bodies.
+//
+// KubeDecoder owns a reusable parser: one per thread, not thread-safe. The
+// free Encode*/Decode* functions are pure and thread-safe.
+#ifndef GPUSCHED_CODEC_KUBE_CODEC_H_
+#define GPUSCHED_CODEC_KUBE_CODEC_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpusched/model/node.h"
+#include "gpusched/model/pod.h"
+
+namespace gpusched::codec {
+
+enum class ObjectKind { kNode, kPod };
+
+// A metav1.Status (error bodies, watch ERROR objects). code 0 = not a Status.
+struct KubeStatus {
+  int code = 0;
+  std::string reason;
+  std::string message;
+};
+
+// A decoded Pod plus what the model drops: the raw gpu-ids annotation, so a
+// value that does not decode can be reported.
+struct PodItem {
+  PodRequest pod;
+  std::optional<std::string> raw_gpu_ids;
+};
+
+struct ListPage {
+  std::string resource_version;
+  std::string continue_token;
+  std::vector<NodeSpec> nodes;
+  std::vector<PodItem> pods;
+  // Items that could not be decoded: "namespace/name: why".
+  std::vector<std::string> bad_items;
+};
+
+struct WatchEvent {
+  enum class Type { kAdded, kModified, kDeleted, kBookmark, kError };
+  Type type = Type::kError;
+  std::string resource_version;  // the object's (bookmarks carry only this)
+  std::string ns, name, uid;     // identity, also when the object did not decode
+  std::optional<NodeSpec> node;
+  std::optional<PodItem> pod;
+  std::string decode_error;  // set if the object is there but not decodable
+  KubeStatus status;         // for kError
+};
+
+class KubeDecoder {
+ public:
+  KubeDecoder();
+  ~KubeDecoder();
+  KubeDecoder(const KubeDecoder&) = delete;
+  KubeDecoder& operator=(const KubeDecoder&) = delete;
+
+  // A NodeList or PodList page. Bad items are listed, not fatal.
+  absl::StatusOr<ListPage> DecodeListPage(std::string& body, ObjectKind kind);
+  // One line of a watch stream.
+  absl::StatusOr<WatchEvent> DecodeWatchEvent(std::string& line, ObjectKind kind);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Returns the Status in `body`, or code 0 if it is not one.
+KubeStatus DecodeStatus(std::string_view body);
+// Returns spec.nodeName of a Pod body ("" if unset).
+absl::StatusOr<std::string> DecodePodNodeName(std::string_view body);
+
+// coordination.k8s.io/v1 Lease spec plus metadata.resourceVersion.
+struct LeaseRecord {
+  std::string holder;
+  int64_t duration_seconds = 0;
+  std::string acquire_time;  // RFC 3339 MicroTime as sent
+  std::string renew_time;
+  int64_t transitions = 0;
+  std::string resource_version;
+};
+absl::StatusOr<LeaseRecord> DecodeLease(std::string_view body);
+std::string EncodeLease(std::string_view ns, std::string_view name, const LeaseRecord& lease);
+
+// {"metadata":{"annotations":{"gpusched.io/gpu-ids":"0,3"}}}
+std::string EncodeGpuIdsPatch(DeviceMask devices);
+// "0,3"
+std::string FormatGpuIds(DeviceMask devices);
+// {"metadata":{"annotations":{key:value}}}
+std::string EncodeAnnotationPatch(std::string_view key, std::string_view value);
+std::string EncodeBinding(std::string_view ns, std::string_view name, std::string_view uid,
+                          std::string_view node);
+std::string EncodeEviction(std::string_view ns, std::string_view name, std::string_view uid);
+
+struct EventFields {
+  std::string ns, pod_name, pod_uid;
+  std::string name;  // unique event name
+  std::string type;  // "Normal" | "Warning"
+  std::string reason;
+  std::string message;
+  std::string timestamp;  // RFC 3339
+  std::string instance;   // reporting instance (pod name)
+};
+std::string EncodeEvent(const EventFields& e);
+
+}  // namespace gpusched::codec
+
+#endif  // GPUSCHED_CODEC_KUBE_CODEC_H_

@@ -1,0 +1,64 @@
+// KubeConfig: where the API server is and how to authenticate to it, from
+// either the in-cluster service account (--kube) or a kubeconfig file
+// (--kubeconfig). TokenSource hands out the bearer token and re-reads the
+// token file when it changes (projected service-account tokens rotate).
+//
+// Kubeconfig files are read with a small parser for the block-style YAML
+// that kubectl writes (maps, "- " lists, plain and quoted scalars, comments);
+// flow style other than empty {} / [] and block scalars (| >) are not
+// supported. Relative file paths are resolved against the file's folder.
+//
+// Loading is for start-up (not thread-safe); TokenSource::Get is thread-safe.
+#ifndef GPUSCHED_KUBE_KUBE_CONFIG_H_
+#define GPUSCHED_KUBE_KUBE_CONFIG_H_
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace gpusched::kube {
+
+struct KubeConfig {
+  std::string host;  // DNS name or IP literal (no brackets)
+  std::string port = "443";
+  std::string ca_pem;  // trusted CAs; empty = the system's default paths
+  bool insecure_skip_verify = false;
+  std::string token;       // a static bearer token
+  std::string token_file;  // or a file holding it (preferred; re-read)
+  std::string client_cert_pem;
+  std::string client_key_pem;
+};
+
+inline constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+// In-cluster: KUBERNETES_SERVICE_HOST/PORT, the service account's token and
+// ca.crt under `sa_dir`.
+absl::StatusOr<KubeConfig> InClusterConfig(const std::string& sa_dir = kServiceAccountDir);
+
+// The current context of a kubeconfig (or `context` if not empty).
+absl::StatusOr<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& context = "");
+
+// Fills host/port from "https://host[:port][/]". Only https is accepted.
+absl::Status ParseServerUrl(std::string_view url, KubeConfig* cfg);
+
+class TokenSource {
+ public:
+  TokenSource(std::string token, std::string token_file)
+      : token_(std::move(token)), file_(std::move(token_file)) {}
+  // The current token ("" if none). Checks the file at most once a second.
+  std::string Get() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  absl::Mutex mu_;
+  std::string token_ ABSL_GUARDED_BY(mu_);
+  const std::string file_;
+  std::chrono::steady_clock::time_point checked_ ABSL_GUARDED_BY(mu_);
+  std::string stamp_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gpusched::kube
+
+#endif  // GPUSCHED_KUBE_KUBE_CONFIG_H_

@@ -1,0 +1,385 @@
+#include "scheduler/kube/kube_source.h"
+
+#include <iostream>
+
+#include "gpusched/util/strings.h"
+
+namespace gpusched::kube {
+namespace {
+
+constexpr const char* kPaths[2] = {"/api/v1/nodes", "/api/v1/pods"};
+constexpr const char* kNames[2] = {"nodes", "pods"};
+
+int Index(codec::ObjectKind kind) { return kind == codec::ObjectKind::kNode ? 0 : 1; }
+
+DeviceMask LowMask(int n) { return n >= 64 ? ~DeviceMask{0} : (DeviceMask{1} << n) - 1; }
+
+}  // namespace
+
+struct KubeClusterSource::Watch {
+  StreamCanceller canceller;
+  std::thread thread;
+};
+
+KubeClusterSource::KubeClusterSource(KubeHttpClient* client, SourceOptions options,
+                                     Metrics* metrics, BadIdsReporter on_bad_ids)
+    : client_(client),
+      options_(std::move(options)),
+      metrics_(metrics),
+      on_bad_ids_(std::move(on_bad_ids)) {}
+
+KubeClusterSource::~KubeClusterSource() { Stop(); }
+
+absl::Status KubeClusterSource::Start(ClusterState* state, std::function<void(bool)> on_synced) {
+  if (thread_.joinable()) return absl::FailedPreconditionError("source already started");
+  state_ = state;
+  on_synced_ = std::move(on_synced);
+  thread_ = std::thread([this] { Run(); });
+  return absl::OkStatus();
+}
+
+void KubeClusterSource::Stop() {
+  {
+    absl::MutexLock lock(&ctl_mu_);
+    stopping_ = true;
+    for (Watch* w : watches_) {
+      if (w != nullptr) w->canceller.Cancel();
+    }
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+std::chrono::milliseconds KubeClusterSource::Jitter(std::chrono::milliseconds d) {
+  absl::MutexLock lock(&rng_mu_);
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  // [d/2, d): "full jitter" would risk near-zero waits in a tight loop.
+  return d / 2 + std::chrono::milliseconds(rng_ % std::max<int64_t>(1, d.count() / 2));
+}
+
+bool KubeClusterSource::Sleep(std::chrono::milliseconds d) {
+  absl::MutexLock lock(&ctl_mu_);
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctl_mu_) { return stopping_ || relist_; };
+  ctl_mu_.AwaitWithTimeout(absl::Condition(&done), absl::Milliseconds(d.count()));
+  return !stopping_ && !relist_;
+}
+
+void KubeClusterSource::RequestRelist(const char* why) {
+  absl::MutexLock lock(&ctl_mu_);
+  if (relist_) return;
+  relist_ = true;
+  std::cerr << "gpusched: kube: relist (" << why << ")\n";
+  for (Watch* w : watches_) {
+    if (w != nullptr) w->canceller.Cancel();
+  }
+}
+
+absl::StatusOr<codec::ListPage> KubeClusterSource::List(codec::KubeDecoder& dec,
+                                                        codec::ObjectKind kind) {
+  codec::ListPage all;
+  std::string cont;
+  do {
+    std::string target = StrCat(kPaths[Index(kind)], "?limit=", options_.page_size);
+    if (!cont.empty()) StrAppend(&target, "&continue=", cont);
+    auto res = client_->Do("GET", target, "", "", options_.list_timeout);
+    if (!res.ok()) return res.status();
+    if (res->status == 410 && !cont.empty()) {
+      return absl::AbortedError("list continuation expired");  // restart the list
+    }
+    if (res->status != 200) {
+      codec::KubeStatus st = codec::DecodeStatus(res->body);
+      return absl::UnavailableError(
+          StrCat("list ", kNames[Index(kind)], ": HTTP ", res->status, " ", st.message));
+    }
+    auto page = dec.DecodeListPage(res->body, kind);
+    if (!page.ok()) return page.status();
+    for (auto& n : page->nodes) all.nodes.push_back(std::move(n));
+    for (auto& p : page->pods) all.pods.push_back(std::move(p));
+    for (auto& b : page->bad_items) all.bad_items.push_back(std::move(b));
+    all.resource_version = page->resource_version;
+    cont = page->continue_token;
+  } while (!cont.empty());
+  return all;
+}
+
+bool KubeClusterSource::ListAll(std::string* node_rv, std::string* pod_rv) {
+  codec::KubeDecoder dec;
+  auto backoff = options_.backoff_initial;
+  while (true) {
+    {
+      absl::MutexLock lock(&ctl_mu_);
+      if (stopping_) return false;
+      relist_ = false;
+    }
+    auto nodes = List(dec, codec::ObjectKind::kNode);
+    absl::StatusOr<codec::ListPage> pods = nodes.ok()
+                                               ? List(dec, codec::ObjectKind::kPod)
+                                               : absl::StatusOr<codec::ListPage>(nodes.status());
+    if (pods.ok()) {
+      for (const auto& b : nodes->bad_items)
+        std::cerr << "gpusched: kube: skipping node " << b << "\n";
+      for (const auto& b : pods->bad_items)
+        std::cerr << "gpusched: kube: skipping pod " << b << "\n";
+      std::vector<PodRequest> list;
+      list.reserve(pods->pods.size());
+      {
+        absl::MutexLock lock(&mu_);
+        absl::flat_hash_map<std::string, PodRequest> still;
+        api_node_.clear();
+        for (auto& item : pods->pods) {
+          api_node_[item.pod.uid] = item.pod.node_name;
+          auto it = assumed_.find(item.pod.uid);
+          if (it != assumed_.end() && item.pod.node_name.empty() && !item.pod.deleting) {
+            still.emplace(it->first, it->second);
+            list.push_back(Merge(item.pod, it->second));
+          } else {
+            list.push_back(item.pod);
+          }
+        }
+        assumed_ = std::move(still);
+        state_->Reset(std::move(nodes->nodes), std::move(list));
+        state_->Commit();
+      }
+      for (const auto& item : pods->pods) CheckIds(item);
+      *node_rv = nodes->resource_version;
+      *pod_rv = pods->resource_version;
+      relists_.fetch_add(1);
+      if (metrics_ != nullptr) metrics_->Inc("gpusched_kube_lists_total", "Full relists.", {});
+      return true;
+    }
+    std::cerr << "gpusched: kube: list failed, retrying: " << pods.status().message() << "\n";
+    if (metrics_ != nullptr) {
+      metrics_->Inc("gpusched_kube_list_errors_total", "Failed list attempts.", {});
+    }
+    if (pods.status().code() != absl::StatusCode::kAborted) {
+      {
+        absl::MutexLock lock(&ctl_mu_);
+        if (stopping_) return false;
+      }
+      Sleep(Jitter(backoff));
+      backoff = std::min(backoff * 2, options_.backoff_max);
+    }
+  }
+}
+
+void KubeClusterSource::Run() {
+  while (true) {
+    std::string rv[2];
+    if (!ListAll(&rv[0], &rv[1])) break;
+    synced_ = true;
+    if (on_synced_) on_synced_(true);
+    Watch w[2];
+    {
+      absl::MutexLock lock(&ctl_mu_);
+      if (stopping_) break;
+      watches_[0] = &w[0];
+      watches_[1] = &w[1];
+    }
+    for (int i = 0; i < 2; ++i) {
+      auto kind = i == 0 ? codec::ObjectKind::kNode : codec::ObjectKind::kPod;
+      w[i].thread = std::thread([this, kind, r = rv[i], wp = &w[i]] { WatchLoop(kind, r, wp); });
+    }
+    for (auto& x : w) x.thread.join();
+    bool stop;
+    {
+      absl::MutexLock lock(&ctl_mu_);
+      watches_[0] = watches_[1] = nullptr;
+      stop = stopping_;
+    }
+    if (stop) break;
+    // A relist: the view is stale until the new list is in.
+    synced_ = false;
+    if (on_synced_) on_synced_(false);
+  }
+  synced_ = false;
+  if (on_synced_) on_synced_(false);
+}
+
+void KubeClusterSource::WatchLoop(codec::ObjectKind kind, std::string rv, Watch* w) {
+  const int k = Index(kind);
+  codec::KubeDecoder dec;
+  auto backoff = options_.backoff_initial;
+  uint64_t round = 0;
+  while (true) {
+    {
+      absl::MutexLock lock(&ctl_mu_);
+      if (stopping_ || relist_) return;
+    }
+    int timeout = options_.watch_timeout_seconds;
+    timeout += static_cast<int>((round++ * 7919 + k * 104729) % std::max(1, timeout));
+    std::string target = StrCat(kPaths[k], "?watch=1&allowWatchBookmarks=true&resourceVersion=", rv,
+                                "&timeoutSeconds=", timeout);
+    bool gone = false;
+    std::string error_event;
+    auto on_line = [&](std::string& line) {
+      auto ev = dec.DecodeWatchEvent(line, kind);
+      if (!ev.ok()) {
+        error_event = std::string(FromAbsl(ev.status().message()));
+        return false;
+      }
+      if (ev->type == codec::WatchEvent::Type::kError) {
+        if (ev->status.code == 410) {
+          gone = true;
+        } else {
+          error_event = StrCat("HTTP ", ev->status.code, " ", ev->status.message);
+        }
+        return false;
+      }
+      backoff = options_.backoff_initial;
+      if (!ev->resource_version.empty()) rv = ev->resource_version;
+      if (ev->type == codec::WatchEvent::Type::kBookmark) return true;
+      if (metrics_ != nullptr) {
+        metrics_->Inc("gpusched_kube_watch_events_total", "Watch events applied.",
+                      {{"resource", kNames[k]}});
+      }
+      if (kind == codec::ObjectKind::kNode) {
+        ApplyNode(*ev);
+      } else {
+        ApplyPod(*ev);
+      }
+      return true;
+    };
+    std::string error_body;
+    auto status = client_->Stream(target, std::chrono::seconds(timeout + 30), on_line, &error_body,
+                                  &w->canceller);
+    if (!status.ok() && status.status().code() == absl::StatusCode::kCancelled) return;
+    if ((status.ok() && *status == 410) || gone) {
+      RequestRelist(StrCat(kNames[k], " watch: resource version ", rv, " expired").c_str());
+      if (metrics_ != nullptr) {
+        metrics_->Inc("gpusched_kube_watch_restarts_total", "Watch restarts.",
+                      {{"resource", kNames[k]}, {"reason", "gone"}});
+      }
+      return;
+    }
+    std::string why;
+    if (!status.ok()) {
+      why = std::string(FromAbsl(status.status().message()));
+    } else if (*status != 200) {
+      why = StrCat("HTTP ", *status, " ", codec::DecodeStatus(error_body).message);
+    } else {
+      why = error_event;
+    }
+    if (why.empty()) continue;  // the server ended the watch (timeout): resume at once
+    if (metrics_ != nullptr) {
+      metrics_->Inc("gpusched_kube_watch_restarts_total", "Watch restarts.",
+                    {{"resource", kNames[k]}, {"reason", "error"}});
+    }
+    std::cerr << "gpusched: kube: " << kNames[k] << " watch: " << why << "; retrying\n";
+    if (!Sleep(Jitter(backoff))) return;
+    backoff = std::min(backoff * 2, options_.backoff_max);
+  }
+}
+
+PodRequest KubeClusterSource::Merge(const PodRequest& api, const PodRequest& assumed) const {
+  PodRequest p = api;
+  p.node_name = assumed.node_name;
+  p.gpu_ids = assumed.gpu_ids;
+  p.has_gpu_ids = assumed.has_gpu_ids;
+  return p;
+}
+
+void KubeClusterSource::ApplyPod(codec::WatchEvent& ev) {
+  if (!ev.pod.has_value()) {
+    if (ev.type == codec::WatchEvent::Type::kDeleted && !ev.uid.empty()) {
+      absl::MutexLock lock(&mu_);
+      assumed_.erase(ev.uid);
+      api_node_.erase(ev.uid);
+      state_->RemovePod(ev.uid);
+      state_->Commit();
+      return;
+    }
+    std::cerr << "gpusched: kube: pod " << ev.ns << "/" << ev.name
+              << " not decodable, keeping the last version: " << ev.decode_error << "\n";
+    if (metrics_ != nullptr) {
+      metrics_->Inc("gpusched_kube_decode_errors_total", "Objects that could not be decoded.",
+                    {{"resource", "pods"}});
+    }
+    return;
+  }
+  PodRequest& pod = ev.pod->pod;
+  {
+    absl::MutexLock lock(&mu_);
+    if (ev.type == codec::WatchEvent::Type::kDeleted) {
+      assumed_.erase(pod.uid);
+      api_node_.erase(pod.uid);
+      state_->RemovePod(pod.uid);
+    } else {
+      api_node_[pod.uid] = pod.node_name;
+      auto it = assumed_.find(pod.uid);
+      if (it == assumed_.end()) {
+        state_->UpsertPod(pod);
+      } else if (!pod.node_name.empty() || pod.deleting) {
+        assumed_.erase(it);
+        state_->UpsertPod(pod);
+      } else {
+        state_->UpsertPod(Merge(pod, it->second));
+      }
+    }
+    state_->Commit();
+  }
+  if (ev.type != codec::WatchEvent::Type::kDeleted) CheckIds(*ev.pod);
+}
+
+void KubeClusterSource::ApplyNode(codec::WatchEvent& ev) {
+  if (ev.type == codec::WatchEvent::Type::kDeleted) {
+    state_->RemoveNode(ev.name);
+  } else if (ev.node.has_value()) {
+    state_->UpsertNode(std::move(*ev.node));
+  } else {
+    std::cerr << "gpusched: kube: node " << ev.name << " not decodable: " << ev.decode_error
+              << "\n";
+    if (metrics_ != nullptr) {
+      metrics_->Inc("gpusched_kube_decode_errors_total", "Objects that could not be decoded.",
+                    {{"resource", "nodes"}});
+    }
+    return;
+  }
+  state_->Commit();
+}
+
+void KubeClusterSource::CheckIds(const codec::PodItem& item) {
+  const PodRequest& pod = item.pod;
+  if (!item.raw_gpu_ids.has_value() || !pod.HoldsGpus()) return;
+  std::string why;
+  if (!pod.has_gpu_ids) {
+    why = StrCat("gpusched.io/gpu-ids '", *item.raw_gpu_ids, "' cannot be decoded");
+  } else {
+    auto snap = state_->Snapshot();
+    const NodeInfo* node = snap->Find(pod.node_name);
+    if (node != nullptr && (pod.gpu_ids & ~LowMask(node->gpu_count)) != 0) {
+      why = StrCat("gpusched.io/gpu-ids '", *item.raw_gpu_ids, "' names devices node ",
+                   pod.node_name, " does not have (", node->gpu_count, " GPUs)");
+    }
+  }
+  if (why.empty()) return;
+  {
+    absl::MutexLock lock(&report_mu_);
+    if (!reported_.insert(StrCat(pod.uid, "|", *item.raw_gpu_ids)).second) return;
+  }
+  StrAppend(&why, "; its devices are treated as used");
+  std::cerr << "gpusched: kube: pod " << pod.Key() << ": " << why << "\n";
+  if (metrics_ != nullptr) {
+    metrics_->Inc("gpusched_bad_gpu_ids_total",
+                  "Pods whose gpusched.io/gpu-ids annotation could not be honoured.", {});
+  }
+  if (on_bad_ids_) on_bad_ids_(pod, why);
+}
+
+void KubeClusterSource::NoteAssumed(const PodRequest& bound) {
+  absl::MutexLock lock(&mu_);
+  assumed_[bound.uid] = bound;
+}
+
+void KubeClusterSource::ForgetAssumed(const std::string& uid) {
+  absl::MutexLock lock(&mu_);
+  assumed_.erase(uid);
+}
+
+bool KubeClusterSource::ApiBound(const std::string& uid, const std::string& node) const {
+  absl::MutexLock lock(&mu_);
+  auto it = api_node_.find(uid);
+  return it != api_node_.end() && it->second == node;
+}
+
+}  // namespace gpusched::kube

@@ -1,0 +1,118 @@
+// KubeClusterSource: ClusterState fed by list+watch of Nodes and Pods (all
+// namespaces) from the API server, with client-go reflector semantics:
+//
+//  - a full, paginated (limit/continue) list of both kinds replaces the state
+//    (ClusterState::Reset), then one watch per kind continues from the list's
+//    resourceVersion with bookmarks and a server-side timeout;
+//  - a watch that ends or breaks is resumed from the last resourceVersion
+//    seen (events or bookmarks), with exponential backoff and jitter on
+//    errors (5xx, 429, transport);
+//  - 410 Gone (HTTP or a watch ERROR event) means the version is too old:
+//    on_synced(false), then a full relist; no decision is made on the stale
+//    view meanwhile.
+//
+// Binds in flight: the bind write-back registers the pod it assumed
+// (NoteAssumed). Until the watch shows the pod bound (or deleted), pod
+// events and relists that still show it pending keep the assumption, so the
+// devices cannot be handed out twice in between.
+//
+// Bad gpu-ids annotations (undecodable, or naming devices the node does not
+// have) are reported once per pod and value through `on_bad_ids`; the state
+// fails closed on them (see cluster_state.h).
+//
+// Threading: Start spawns a list thread and one watch thread per kind; all
+// public methods are thread-safe. Stop joins them.
+#ifndef GPUSCHED_KUBE_KUBE_SOURCE_H_
+#define GPUSCHED_KUBE_KUBE_SOURCE_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "gpusched/core/cluster_source.h"
+#include "gpusched/util/metrics.h"
+#include "scheduler/codec/kube_codec.h"
+#include "scheduler/kube/http_client.h"
+
+namespace gpusched::kube {
+
+struct SourceOptions {
+  int64_t page_size = 500;
+  int watch_timeout_seconds = 300;  // randomised in [t, 2t) per watch, as client-go does
+  std::chrono::milliseconds backoff_initial{250};
+  std::chrono::milliseconds backoff_max{30000};
+  std::chrono::milliseconds list_timeout{60000};
+};
+
+// Called for a pod whose gpu-ids annotation is unusable: (pod, why).
+using BadIdsReporter = std::function<void(const PodRequest&, const std::string&)>;
+
+class KubeClusterSource final : public ClusterSource {
+ public:
+  KubeClusterSource(KubeHttpClient* client, SourceOptions options, Metrics* metrics,
+                    BadIdsReporter on_bad_ids = nullptr);
+  ~KubeClusterSource() override;
+
+  // Returns at once; the first list happens on the source's thread.
+  absl::Status Start(ClusterState* state, std::function<void(bool)> on_synced) override;
+  void Stop() override;
+
+  bool synced() const { return synced_.load(); }
+  int64_t relists() const { return relists_.load(); }
+
+  // The bind write-back's assumption of `bound` (node_name and gpu_ids set).
+  void NoteAssumed(const PodRequest& bound) ABSL_LOCKS_EXCLUDED(mu_);
+  void ForgetAssumed(const std::string& uid) ABSL_LOCKS_EXCLUDED(mu_);
+  // True if the API (as watched) shows the pod bound to `node`.
+  bool ApiBound(const std::string& uid, const std::string& node) const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Watch;
+  void Run();
+  bool ListAll(std::string* node_rv, std::string* pod_rv);
+  absl::StatusOr<codec::ListPage> List(codec::KubeDecoder& dec, codec::ObjectKind kind);
+  void WatchLoop(codec::ObjectKind kind, std::string rv, Watch* w);
+  void ApplyPod(codec::WatchEvent& ev) ABSL_LOCKS_EXCLUDED(mu_);
+  void ApplyNode(codec::WatchEvent& ev);
+  void CheckIds(const codec::PodItem& item) ABSL_LOCKS_EXCLUDED(report_mu_);
+  PodRequest Merge(const PodRequest& api, const PodRequest& assumed) const;
+  // Sleeps up to `d`; returns false if stopping or a relist was requested.
+  bool Sleep(std::chrono::milliseconds d) ABSL_LOCKS_EXCLUDED(ctl_mu_);
+  void RequestRelist(const char* why) ABSL_LOCKS_EXCLUDED(ctl_mu_);
+  std::chrono::milliseconds Jitter(std::chrono::milliseconds d);
+
+  KubeHttpClient* client_;
+  const SourceOptions options_;
+  Metrics* metrics_;
+  BadIdsReporter on_bad_ids_;
+  ClusterState* state_ = nullptr;
+  std::function<void(bool)> on_synced_;
+
+  std::atomic<bool> synced_{false};
+  std::atomic<int64_t> relists_{0};
+  std::thread thread_;
+
+  mutable absl::Mutex ctl_mu_;
+  bool stopping_ ABSL_GUARDED_BY(ctl_mu_) = false;
+  bool relist_ ABSL_GUARDED_BY(ctl_mu_) = false;
+  Watch* watches_[2] ABSL_GUARDED_BY(ctl_mu_) = {nullptr, nullptr};
+
+  mutable absl::Mutex mu_;  // serialises pod updates against assumptions
+  absl::flat_hash_map<std::string, PodRequest> assumed_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::string> api_node_ ABSL_GUARDED_BY(mu_);  // uid -> nodeName
+
+  absl::Mutex report_mu_;
+  absl::flat_hash_set<std::string> reported_ ABSL_GUARDED_BY(report_mu_);
+  absl::Mutex rng_mu_;
+  uint64_t rng_ ABSL_GUARDED_BY(rng_mu_) = 0x9e3779b97f4a7c15ULL;
+};
+
+}  // namespace gpusched::kube
+
+#endif  // GPUSCHED_KUBE_KUBE_SOURCE_H_
