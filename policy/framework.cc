@@ -24,7 +24,8 @@ absl::StatusOr<std::unique_ptr<Framework>> Framework::Create(const ScoringConfig
     int weight;
   };
   for (Entry e : {Entry{"GpuTopology", scoring.topology_weight},
-                  Entry{"GpuPacking", scoring.packing_weight}}) {
+                  Entry{"GpuPacking", scoring.packing_weight},
+                  Entry{"Fgd", scoring.fragmentation_weight}}) {
     if (e.weight < 0) {
       return absl::InvalidArgumentError(StrCat("weight of ", e.name, " is negative"));
     }

@@ -10,6 +10,7 @@ namespace gpusched::cli {
 
 int Serve(const std::vector<std::string>& args);
 int Validate(const std::vector<std::string>& args);
+int Simulate(const std::vector<std::string>& args);
 int TopologyAgent(const std::vector<std::string>& args);
 
 }  // namespace gpusched::cli

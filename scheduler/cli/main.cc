@@ -15,6 +15,7 @@ void Usage(std::ostream& out) {
          "  serve      run the HTTP extender (--config, --cluster, --listen)\n"
          "  topology-agent  publish this node's nvidia-smi GPU topology (--node, --interval, --once)\n"
          "  validate   check a policy config (--config) and optionally a cluster (--cluster)\n"
+         "  simulate   run the simulator (--protocol fgd|replay; see docs/simulator.md)\n"
          "  version    print the version\n";
 }
 
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (cmd == "serve") return gpusched::cli::Serve(args);
   if (cmd == "validate") return gpusched::cli::Validate(args);
+  if (cmd == "simulate") return gpusched::cli::Simulate(args);
   if (cmd == "topology-agent") return gpusched::cli::TopologyAgent(args);
   if (cmd == "version" || cmd == "--version") {
     std::cout << "gpusched " << kVersion << "\n";

@@ -87,12 +87,49 @@ absl::Status DecodeServer(const json& j, ServerConfig& s) {
 
 absl::Status DecodeScoring(const json& j, ScoringConfig& s) {
   const std::string p = "scoring";
-  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, p, {"topologyWeight", "packingWeight", "spread"}));
+  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, p, {"topologyWeight", "packingWeight", "spread",
+                                             "fragmentationWeight", "fragmentationScale",
+                                             "fragmentationTarget"}));
+  GPUSCHED_RETURN_IF_ERROR(
+      GetIntAs(j, "fragmentationWeight", p, 0, 100, &s.fragmentation_weight));
+  if (j.contains("fragmentationScale")) {
+    const json& v = j.at("fragmentationScale");
+    if (!v.is_number() || v.get<double>() <= 0) {
+      return FieldError("scoring.fragmentationScale", "must be a positive number");
+    }
+    s.fragmentation_scale = v.get<double>();
+  }
+  if (j.contains("fragmentationTarget")) {
+    const json& t = j.at("fragmentationTarget");
+    if (!t.is_array()) return FieldError("scoring.fragmentationTarget", "must be an array");
+    for (size_t i = 0; i < t.size(); ++i) {
+      const std::string q = StrCat("scoring.fragmentationTarget[", i, "]");
+      GPUSCHED_RETURN_IF_ERROR(CheckKeys(t[i], q, {"cpuMilli", "gpus", "gpuMilli", "models",
+                                                   "weight"}));
+      FragmentationShape f;
+      GPUSCHED_RETURN_IF_ERROR(GetInt(t[i], "cpuMilli", q, 0, int64_t{1} << 40, &f.cpu_milli));
+      GPUSCHED_RETURN_IF_ERROR(GetIntAs(t[i], "gpus", q, 0, kMaxGpusPerNode, &f.gpu_count));
+      GPUSCHED_RETURN_IF_ERROR(GetIntAs(t[i], "gpuMilli", q, 1, 1000, &f.gpu_milli));
+      if (t[i].contains("models")) {
+        for (const json& m : t[i].at("models")) {
+          if (!m.is_string()) return FieldError(q + ".models", "must be strings");
+          f.models.push_back(m.get<std::string>());
+        }
+      }
+      if (!t[i].contains("weight") || !t[i].at("weight").is_number() ||
+          t[i].at("weight").get<double>() < 0) {
+        return FieldError(q + ".weight", "must be a non-negative number");
+      }
+      f.weight = t[i].at("weight").get<double>();
+      s.fragmentation_target.push_back(std::move(f));
+    }
+  }
   GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "topologyWeight", p, 0, 100, &s.topology_weight));
   GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "packingWeight", p, 0, 100, &s.packing_weight));
   GPUSCHED_RETURN_IF_ERROR(GetBool(j, "spread", p, &s.spread));
-  if (s.topology_weight + s.packing_weight == 0) {
-    return FieldError("scoring", "topologyWeight and packingWeight cannot both be 0");
+  if (s.topology_weight + s.packing_weight + s.fragmentation_weight == 0) {
+    return FieldError("scoring",
+                      "topologyWeight, packingWeight and fragmentationWeight cannot all be 0");
   }
   return absl::OkStatus();
 }

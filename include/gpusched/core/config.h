@@ -31,12 +31,29 @@ struct TopologyTemplate {
   std::string uniform;             // e.g. "NV12": every pair alike, any count
 };
 
+// One pod shape of a fragmentation target workload (FGD): what a typical
+// future pod asks for, and how often it comes (weights need not sum to 1).
+struct FragmentationShape {
+  int64_t cpu_milli = 0;
+  int32_t gpu_count = 0;
+  int32_t gpu_milli = 1000;  // per GPU
+  std::vector<std::string> models;  // allowed products; empty = any
+  double weight = 0;
+};
+
 struct ScoringConfig {
   // Relative weights of the topology and packing scores (0 disables one).
   int topology_weight = 3;
   int packing_weight = 2;
   // Spread instead of pack: prefer emptier nodes (e.g. for inference).
   bool spread = false;
+  // Weight of the fragmentation (FGD-class) scorer "Fgd"; 0 disables it.
+  int fragmentation_weight = 0;
+  // Divisor of the fragmentation change in the sigmoid (milli-GPU).
+  double fragmentation_scale = 1000;
+  // The target workload; empty = a built-in default (one shape per common
+  // request: 1 whole GPU, halves and quarters, 2/4/8 GPUs, CPU-only).
+  std::vector<FragmentationShape> fragmentation_target;
 };
 
 // One quota: GPUs a namespace (or a GPU model within it) may hold.

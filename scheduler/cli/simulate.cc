@@ -1,0 +1,102 @@
+// `gpusched simulate`: runs the simulator (scheduler/sim) from the command
+// line: one fgd run, a grid of runs, or a replay. See docs/simulator.md.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "gpusched/util/strings.h"
+#include "scheduler/cli/commands.h"
+#include "scheduler/cli/flags.h"
+#include "scheduler/codec/config_codec.h"
+#include "scheduler/sim/driver.h"
+
+namespace gpusched::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gpusched simulate --protocol fgd|replay [flags]\n"
+    "  cluster:  --nodes-csv FILE | --cluster LIST.json | --nodes dgx-a100:100,t4x4:200\n"
+    "  workload: --pods-csv FILE (openb) | --jobs-csv FILE (Philly) | --jobs-json FILE\n"
+    "  fgd:      --policy NAME --seed N --tune 1.3 --out result.json [--html report.html]\n"
+    "            --grid --policies a,b --traces f1.csv,f2.csv --seeds 42-51 --out-dir DIR\n"
+    "  replay:   --vc-nodes FILE --load K --policy fifo|sjf|srtf|gpusched --out r.json\n"
+    "  common:   --config FILE (gpusched policy) --extender URL --threads 2 --quiet\n";
+
+}  // namespace
+
+int Simulate(const std::vector<std::string>& args) {
+  Flags flags({"protocol",  "nodes-csv", "cluster",  "nodes",     "pods-csv", "jobs-csv",
+               "jobs-json", "policy",    "policies", "seed",      "seeds",    "tune",
+               "out",       "out-dir",   "html",     "traces",    "config",   "extender",
+               "threads",   "vc-nodes",  "load",     "trace-name"},
+              {"grid", "quiet", "help"});
+  if (auto st = flags.Parse(args); !st.ok()) {
+    std::cerr << "gpusched simulate: " << st.message() << "\n" << kUsage;
+    return 2;
+  }
+  if (flags.Has("help")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  sim::DriverOptions o;
+  o.protocol = flags.Get("protocol", "fgd");
+  o.nodes_csv = flags.Get("nodes-csv");
+  o.cluster_json = flags.Get("cluster");
+  o.nodes_spec = flags.Get("nodes");
+  o.pods_csv = flags.Get("pods-csv");
+  o.jobs_csv = flags.Get("jobs-csv");
+  o.jobs_json = flags.Get("jobs-json");
+  o.vc_nodes = flags.Get("vc-nodes");
+  o.policy = flags.Get("policy", "bestfit");
+  o.out = flags.Get("out");
+  o.out_dir = flags.Get("out-dir", ".");
+  o.html = flags.Get("html");
+  o.extender = flags.Get("extender");
+  o.trace_name = flags.Get("trace-name");
+  o.grid = flags.Has("grid");
+  o.progress = !flags.Has("quiet");
+  bool ok = absl::SimpleAtoi(ToAbsl(flags.Get("seed", "42")), &o.seed) &&
+            absl::SimpleAtod(ToAbsl(flags.Get("tune", "1.3")), &o.tune) &&
+            absl::SimpleAtod(ToAbsl(flags.Get("load", "1")), &o.load) &&
+            absl::SimpleAtoi(ToAbsl(flags.Get("threads", "2")), &o.threads);
+  if (!ok) {
+    std::cerr << "gpusched simulate: bad number in --seed/--tune/--load/--threads\n";
+    return 2;
+  }
+  const std::string policies = flags.Get("policies");
+  const std::string traces = flags.Get("traces");
+  for (absl::string_view s : absl::StrSplit(ToAbsl(policies), ',', absl::SkipEmpty())) {
+    o.policies.emplace_back(s);
+  }
+  for (absl::string_view s : absl::StrSplit(ToAbsl(traces), ',', absl::SkipEmpty())) {
+    o.traces.emplace_back(s);
+  }
+  const std::string seeds = flags.Get("seeds", "42-51");
+  std::vector<std::string> range = absl::StrSplit(ToAbsl(seeds), '-');
+  uint64_t lo = 0, hi = 0;
+  if (range.size() != 2 || !absl::SimpleAtoi(range[0], &lo) || !absl::SimpleAtoi(range[1], &hi) ||
+      hi < lo) {
+    std::cerr << "gpusched simulate: --seeds must be LO-HI\n";
+    return 2;
+  }
+  for (uint64_t s = lo; s <= hi; ++s) o.seeds.push_back(s);
+  const std::string config_path = flags.Get("config", "config/scheduler-policy.json");
+  if (flags.Has("config") || std::ifstream(config_path).good()) {
+    auto cfg = codec::LoadConfigFile(config_path);
+    if (!cfg.ok()) {
+      std::cerr << "gpusched simulate: " << cfg.status().message() << "\n";
+      return 2;
+    }
+    o.config = *cfg;
+  }
+  absl::Status st = sim::RunDriver(o);
+  if (!st.ok()) {
+    std::cerr << "gpusched simulate: " << st.message() << "\n";
+    return absl::IsInvalidArgument(st) || absl::IsNotFound(st) ? 2 : 1;
+  }
+  return 0;
+}
+
+}  // namespace gpusched::cli

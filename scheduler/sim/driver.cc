@@ -1,0 +1,132 @@
+#include "scheduler/sim/driver.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "gpusched/util/status_macros.h"
+#include "gpusched/util/strings.h"
+#include "scheduler/sim/extender_mode.h"
+#include "scheduler/sim/fgd_protocol.h"
+#include "scheduler/sim/grid.h"
+#include "scheduler/sim/inputs.h"
+#include "scheduler/sim/replay.h"
+#include "scheduler/sim/report.h"
+#include "scheduler/sim/sim_cluster.h"
+#include "scheduler/sim/sim_policy.h"
+
+namespace gpusched::sim {
+namespace {
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return absl::NotFoundError(StrCat("cannot write ", path));
+  out << text;
+  return out.good() ? absl::OkStatus() : absl::InternalError(StrCat("write failed: ", path));
+}
+
+absl::StatusOr<std::vector<NodeSpec>> LoadNodes(const DriverOptions& o) {
+  if (!o.nodes_csv.empty()) {
+    auto text = ReadFile(o.nodes_csv);
+    if (!text.ok()) return text.status();
+    return ParseOpenbNodes(*text);
+  }
+  if (!o.cluster_json.empty()) {
+    auto text = ReadFile(o.cluster_json);
+    if (!text.ok()) return text.status();
+    return ParseClusterList(std::move(*text));
+  }
+  if (!o.nodes_spec.empty()) return GenerateNodes(o.nodes_spec);
+  return absl::InvalidArgumentError("give a cluster: --nodes-csv, --cluster or --nodes");
+}
+
+absl::StatusOr<std::vector<PodRequest>> LoadPods(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseOpenbPods(*text);
+}
+
+// The authors' cached results beside the trace, if present.
+std::optional<AuthorsResults> FindAuthors(const std::string& trace_path) {
+  namespace fs = std::filesystem;
+  fs::path p =
+      fs::path(trace_path).parent_path() / "expected_results" / "analysis_allo_discrete.csv";
+  auto text = ReadFile(p.string());
+  if (!text.ok()) return std::nullopt;
+  auto a = ParseAuthorsAllocation(*text);
+  if (!a.ok()) return std::nullopt;
+  return *a;
+}
+
+absl::Status RunFgdDriver(const DriverOptions& o) {
+  auto nodes = LoadNodes(o);
+  if (!nodes.ok()) return nodes.status();
+  auto cluster = SimCluster::Create(*nodes, o.config.topology_templates);
+  if (!cluster.ok()) return cluster.status();
+  if (!o.grid) {
+    if (o.pods_csv.empty()) return absl::InvalidArgumentError("--pods-csv is required");
+    auto pods = LoadPods(o.pods_csv);
+    if (!pods.ok()) return pods.status();
+    FgdOptions fo;
+    fo.policy = o.policy;
+    fo.seed = o.seed;
+    fo.tune = o.tune;
+    fo.trace = o.trace_name.empty() ? TraceNameFromPath(o.pods_csv) : o.trace_name;
+    fo.progress = o.progress;
+    absl::StatusOr<FgdResult> r;
+    if (!o.extender.empty()) {
+      if (!o.transport) return absl::InvalidArgumentError("--extender: no HTTP transport");
+      r = RunFgdViaExtender(*cluster, *pods, o.config, fo, o.transport);
+    } else {
+      r = RunFgd(*cluster, *pods, o.config, fo);
+    }
+    if (!r.ok()) return r.status();
+    std::fprintf(stderr, "%s %s seed %llu: unallocated@100 %.2f%%, allocated@130 %.2f%% (%.2fs)\n",
+                 r->trace.c_str(), r->policy.c_str(), static_cast<unsigned long long>(r->seed),
+                 r->unallocated_at_100, r->allocated_at_130, r->seconds);
+    if (!o.out.empty()) GPUSCHED_RETURN_IF_ERROR(WriteText(o.out, FgdResultJson(*r)));
+    if (!o.html.empty()) {
+      GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml({*r})));
+    }
+    return absl::OkStatus();
+  }
+  std::vector<std::string> trace_paths = o.traces;
+  if (trace_paths.empty() && !o.pods_csv.empty()) trace_paths.push_back(o.pods_csv);
+  if (trace_paths.empty()) return absl::InvalidArgumentError("--grid needs --traces");
+  std::vector<GridTrace> traces;
+  for (const std::string& p : trace_paths) {
+    auto pods = LoadPods(p);
+    if (!pods.ok()) return pods.status();
+    traces.push_back({TraceNameFromPath(p), std::move(*pods)});
+  }
+  std::vector<std::string> policies = o.policies;
+  if (policies.empty()) policies = PolicyNames();
+  std::vector<uint64_t> seeds = o.seeds;
+  if (seeds.empty()) seeds.push_back(o.seed);
+  auto runs = RunGrid(*cluster, traces, policies, seeds, o.config, o.threads, o.progress);
+  if (!runs.ok()) return runs.status();
+  std::filesystem::create_directories(o.out_dir);
+  auto authors = FindAuthors(trace_paths[0]);
+  const std::string dir = o.out_dir + "/";
+  GPUSCHED_RETURN_IF_ERROR(WriteText(dir + "grid.csv", GridCsv(*runs)));
+  std::string md = "## Unallocated GPU % at 100 % arrival (mean ± sd over seeds)\n\n" +
+                   GridMarkdown(*runs, authors ? &*authors : nullptr);
+  if (authors) {
+    md += "\n## Calibration against the authors' results\n\n" +
+          CalibrationMarkdown(Calibrate(*runs, *authors, policies));
+  }
+  GPUSCHED_RETURN_IF_ERROR(WriteText(dir + "grid.md", md));
+  std::fputs(md.c_str(), stdout);
+  if (!o.html.empty()) GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml(*runs)));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunDriver(const DriverOptions& o) {
+  if (o.protocol == "fgd") return RunFgdDriver(o);
+  if (o.protocol == "replay") return RunReplayDriver(o);
+  return absl::InvalidArgumentError(StrCat("unknown --protocol '", o.protocol, "'"));
+}
+
+}  // namespace gpusched::sim

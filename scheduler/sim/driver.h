@@ -1,0 +1,43 @@
+// The `gpusched simulate` driver: loads the cluster and workload named by
+// the options, runs the chosen protocol (one fgd run, a grid, or a replay)
+// and writes result.json / CSV / markdown / HTML. Progress goes to stderr.
+//
+// Callers: scheduler/cli/simulate.cc. Single call per process; the grid
+// uses worker threads internally.
+#ifndef GPUSCHED_SIM_DRIVER_H_
+#define GPUSCHED_SIM_DRIVER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gpusched/core/config.h"
+#include "scheduler/sim/extender_mode.h"
+
+namespace gpusched::sim {
+
+struct DriverOptions {
+  std::string protocol = "fgd";
+  std::string nodes_csv, cluster_json, nodes_spec;
+  std::string pods_csv, jobs_csv, jobs_json, vc_nodes;
+  std::string policy = "bestfit";
+  std::vector<std::string> policies;
+  std::vector<std::string> traces;
+  std::vector<uint64_t> seeds;
+  uint64_t seed = 42;
+  double tune = 1.3;
+  double load = 1;
+  int threads = 2;
+  bool grid = false;
+  bool progress = true;
+  std::string out, out_dir = ".", html, extender, trace_name;
+  SchedulerConfig config;
+  ExtenderTransport transport;  // for --extender (set by the CLI)
+};
+
+absl::Status RunDriver(const DriverOptions& options);
+
+}  // namespace gpusched::sim
+
+#endif  // GPUSCHED_SIM_DRIVER_H_

@@ -1,0 +1,144 @@
+#include "scheduler/sim/sim_policy.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "gpusched/policy/placement.h"
+#include "gpusched/util/strings.h"
+#include "policy/fgd_scorer.h"
+
+namespace gpusched::sim {
+
+const std::vector<std::string>& PolicyNames() {
+  static const auto* names = new std::vector<std::string>{
+      "random", "dotprod", "clustering", "packing", "bestfit", "fgd", "k8s-default", "gpusched"};
+  return *names;
+}
+
+absl::StatusOr<SimPolicy> MakeSimPolicy(std::string_view name, const SchedulerConfig& config,
+                                        const std::vector<FragmentationShape>& target) {
+  SimPolicy p;
+  p.name = std::string(name);
+  ScoringConfig scoring = config.scoring;
+  if (scoring.fragmentation_target.empty()) scoring.fragmentation_target = target;
+  auto single = [&](std::string_view scorer) -> absl::Status {
+    auto s = policy::MakeScorer(scorer, scoring);
+    if (!s.ok()) return s.status();
+    std::vector<policy::WeightedScorer> v;
+    v.push_back({std::move(*s), 1});
+    p.framework = policy::Framework::WithScorers(std::move(v));
+    return absl::OkStatus();
+  };
+  absl::Status st;
+  if (name == "random") {
+    p.framework = policy::Framework::WithScorers({});
+    p.random_node = true;
+    p.devices = DeviceRule::kRandom;
+  } else if (name == "bestfit") {
+    st = single("BestFit");
+  } else if (name == "dotprod") {
+    st = single("DotProd");
+  } else if (name == "packing") {
+    st = single("GpuSharePacking");
+  } else if (name == "clustering") {
+    st = single("GpuClustering");
+  } else if (name == "k8s-default") {
+    st = single("LeastAllocated");
+  } else if (name == "fgd") {
+    scoring.fragmentation_scale = 1000;  // the paper's score
+    scoring.fragmentation_target = target;
+    st = single("Fgd");
+    p.devices = DeviceRule::kFgd;
+  } else if (name == "gpusched") {
+    auto fw = policy::Framework::Create(scoring);
+    if (!fw.ok()) return fw.status();
+    p.framework = std::move(*fw);
+    p.extender_scoring = true;
+  } else {
+    return absl::InvalidArgumentError(StrCat("unknown policy '", name, "'"));
+  }
+  if (!st.ok()) return st;
+  for (const auto& ws : p.framework->scorers()) {
+    if (auto* f = dynamic_cast<const policy::FgdScorer*>(ws.scorer.get())) p.fgd = f;
+  }
+  return p;
+}
+
+Placer::Placer(const SimPolicy& policy, SimCluster* cluster, int shapes, std::mt19937_64* rng)
+    : policy_(policy), cluster_(cluster), rng_(rng), cache_(shapes) {
+  rank_.resize(cluster->size());
+  for (int i = 0; i < cluster->size(); ++i) rank_[i] = i;
+}
+
+int16_t Placer::Evaluate(const policy::PodContext& ctx, int i) {
+  const NodeInfo& node = cluster_->node(i);
+  if (!cluster_->ResourcesFit(i, *ctx.pod)) return -1;
+  if (!policy_.framework->Filter(ctx, node).fits()) return -1;
+  if (policy_.random_node) return 0;
+  if (policy_.extender_scoring) return static_cast<int16_t>(policy_.framework->Score(ctx, node));
+  // Baselines score every pod (CPU-only ones too), as the authors' plugins do.
+  int64_t sum = 0, total = 0;
+  for (const auto& ws : policy_.framework->scorers()) {
+    if (ws.weight <= 0) continue;
+    sum += ws.weight *
+           std::clamp(ws.scorer->Score(ctx, node), policy::kMinNodeScore, policy::kMaxNodeScore);
+    total += ws.weight;
+  }
+  return static_cast<int16_t>(total == 0 ? 0 : sum / total);
+}
+
+int Placer::Choose(const PodRequest& pod, int shape, DeviceMask* devices) {
+  const policy::PodContext ctx = policy_.framework->Prepare(pod, cluster_->snapshot());
+  std::vector<Entry>& cache = cache_[shape];
+  if (cache.empty()) cache.resize(cluster_->size());
+  int best = -1;
+  int16_t best_score = -1;
+  feasible_.clear();
+  for (int i = 0; i < cluster_->size(); ++i) {
+    Entry& e = cache[i];
+    if (e.version != cluster_->version(i)) {
+      e.score = Evaluate(ctx, i);
+      e.version = cluster_->version(i);
+    }
+    if (e.score < 0) continue;
+    if (policy_.random_node) {
+      feasible_.push_back(i);
+    } else if (e.score > best_score || (e.score == best_score && rank_[i] < rank_[best])) {
+      best = i;
+      best_score = e.score;
+    }
+  }
+  if (policy_.random_node) {
+    if (feasible_.empty()) return -1;
+    best = feasible_[Uniform(*rng_, feasible_.size())];
+  }
+  if (best < 0) return -1;
+  const NodeInfo& node = cluster_->node(best);
+  *devices = 0;
+  if (pod.gpu.count == 0) return best;
+  if (pod.gpu.shared() && policy_.devices == DeviceRule::kRandom) {
+    const DeviceMask ok = policy::DevicesWithFreeMilli(node, pod.gpu.milli_per_gpu);
+    std::vector<int> ids = MaskToIndices(ok);
+    if (ids.empty()) return -1;
+    *devices = DeviceMask{1} << ids[Uniform(*rng_, ids.size())];
+    return best;
+  }
+  if (pod.gpu.shared() && policy_.devices == DeviceRule::kFgd && policy_.fgd != nullptr) {
+    const int d = policy_.fgd->SharedDevice(ctx, node);
+    if (d < 0) return -1;
+    *devices = DeviceMask{1} << d;
+    return best;
+  }
+  auto p = policy::ChoosePlacement(pod.gpu, node);
+  if (!p.has_value()) return -1;
+  *devices = p->devices;
+  return best;
+}
+
+int Placer::Schedule(const PodRequest& pod, int shape, DeviceMask* devices) {
+  const int n = Choose(pod, shape, devices);
+  if (n >= 0) cluster_->Place(n, pod, *devices);
+  return n;
+}
+
+}  // namespace gpusched::sim
