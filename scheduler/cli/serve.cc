@@ -14,6 +14,7 @@
 #include "scheduler/codec/config_codec.h"
 #include "scheduler/http/extender_routes.h"
 #include "scheduler/http/server.h"
+#include "scheduler/queue/queue_wiring.h"
 #include "scheduler/kube/runtime.h"
 #include "scheduler/source/file_source.h"
 
@@ -125,6 +126,10 @@ int Serve(const std::vector<std::string> &args) {
     kube_rt = *std::move(rt);
   }
 
+  ClusterWriter* writer = &source;
+  if (kube_rt) writer = kube_rt->writer();
+  auto queue_mgr = queue::InstallQueue(&service, &state, writer, *config, &metrics);
+
   http::ServerOptions opt;
   const std::string listen = flags.Get("listen", config->server.listen);
   if (auto s = http::ParseListen(listen, &opt.host, &opt.port); !s.ok()) {
@@ -145,7 +150,7 @@ int Serve(const std::vector<std::string> &args) {
     return 2;
   }
 
-  auto reload = [&service, config_path] {
+  auto reload = [&service, &queue_mgr, config_path] {
     auto next = codec::LoadConfigFile(config_path);
     if (!next.ok()) {
       std::cerr << "gpusched: config reload rejected, keeping the old one: "
@@ -160,9 +165,11 @@ int Serve(const std::vector<std::string> &args) {
     }
     service.SetFramework(
         std::shared_ptr<const policy::Framework>(std::move(*next_fw)));
+    queue_mgr->SetOptions(queue::QueueOptionsFrom(*next));
     std::cerr << "gpusched: config " << config_path << " reloaded\n";
   };
   opt.on_sighup = reload;
+  opt.periodic.push_back({std::chrono::milliseconds(1000), queue::QueueTicker(queue_mgr.get())});
   auto stamp = std::make_shared<FileStamp>(Stamp(config_path));
   opt.periodic.push_back(
       {std::chrono::milliseconds(2000), [stamp, config_path, reload] {
@@ -186,6 +193,10 @@ int Serve(const std::vector<std::string> &args) {
     };
     deps.after_bind = kube_rt->AfterBindFn();
   }
+  deps.debug_queues = [&queue_mgr] { return queue_mgr->Report(); };
+  deps.debug_pod = [&queue_mgr](const std::string& ns, const std::string& name) {
+    return queue_mgr->ExplainPod(ns, name);
+  };
   http::AddExtenderRoutes(router, deps);
   if (auto s = server.Listen(); !s.ok()) {
     std::cerr << "gpusched serve: " << s.message() << "\n";

@@ -1,0 +1,34 @@
+// Wiring of the queue manager into a running extender (gpusched serve):
+// options from the config file, the gate, the quota and queue gauges, and
+// the periodic tick. Called once at start-up by the serve command and on
+// every config reload (SetOptions). Thread-safe as QueueManager.
+#ifndef GPUSCHED_QUEUE_QUEUE_WIRING_H_
+#define GPUSCHED_QUEUE_QUEUE_WIRING_H_
+
+#include <functional>
+#include <memory>
+
+#include "gpusched/core/cluster_source.h"
+#include "gpusched/core/config.h"
+#include "gpusched/core/extender_service.h"
+#include "gpusched/util/metrics.h"
+#include "scheduler/queue/queue_manager.h"
+
+namespace gpusched::queue {
+
+QueueOptions QueueOptionsFrom(const SchedulerConfig& config);
+
+// Returns a QueueManager installed as `service`'s gate, its queue filled from
+// `state`, its gauges added to `metrics`. `writer` (may be null) receives
+// reclaim and over-limit evictions. The manager must outlive the service.
+std::unique_ptr<QueueManager> InstallQueue(ExtenderService* service, ClusterState* state,
+                                           ClusterWriter* writer, const SchedulerConfig& config,
+                                           Metrics* metrics);
+
+// Returns the periodic job: Tick every call, a Resync from the cluster
+// state every `resync_every` calls.
+std::function<void()> QueueTicker(QueueManager* queue, int resync_every = 30);
+
+}  // namespace gpusched::queue
+
+#endif  // GPUSCHED_QUEUE_QUEUE_WIRING_H_
