@@ -65,6 +65,40 @@ FilterResult Framework::Filter(const PodContext& ctx, const NodeInfo& node) cons
   return worst;
 }
 
+const FilterResult& FilterMemo::Filter(const NodeInfo& node) {
+  if (node.partial_share) {
+    scratch_ = framework_.Filter(ctx_, node);
+    return scratch_;
+  }
+  Key key{node.topology.get(), node.product_id, node.gpu_memory_mib, node.healthy, node.whole_free};
+  auto it = memo_.find(key);
+  if (it == memo_.end()) it = memo_.emplace(key, framework_.Filter(ctx_, node)).first;
+  return it->second;
+}
+
+const FilterResult& FilterMemo::Filter(const NodeHot& node) {
+  if (node.partial_share) {
+    scratch_ = framework_.Filter(ctx_, *node.info);
+    return scratch_;
+  }
+  Key key{node.topology, node.product_id, node.gpu_memory_mib, node.healthy, node.whole_free};
+  auto it = memo_.find(key);
+  if (it == memo_.end()) it = memo_.emplace(key, framework_.Filter(ctx_, *node.info)).first;
+  return it->second;
+}
+
+int64_t FilterMemo::Score(const NodeHot& node) {
+  bool cacheable = !node.partial_share;
+  for (const WeightedScorer& s : framework_.scorers()) {
+    cacheable = cacheable && s.scorer->DependsOnlyOnGpuState();
+  }
+  if (!cacheable) return framework_.Score(ctx_, *node.info);
+  Key key{node.topology, node.product_id, node.gpu_memory_mib, node.healthy, node.whole_free};
+  auto it = scores_.find(key);
+  if (it == scores_.end()) it = scores_.emplace(key, framework_.Score(ctx_, *node.info)).first;
+  return it->second;
+}
+
 int64_t Framework::Score(const PodContext& ctx, const NodeInfo& node) const {
   if (total_weight_ == 0 || !ctx.wants_gpus()) return kMinNodeScore;
   int64_t sum = 0;

@@ -29,6 +29,7 @@ class GpuTopologyScorer final : public ScorePolicy {
   static constexpr char kName[] = "GpuTopology";
   std::string_view Name() const override { return kName; }
   int64_t Score(const PodContext& ctx, const NodeInfo& node) const override;
+  bool DependsOnlyOnGpuState() const override { return true; }
 };
 
 class GpuPackingScorer final : public ScorePolicy {
@@ -37,6 +38,7 @@ class GpuPackingScorer final : public ScorePolicy {
   explicit GpuPackingScorer(bool spread) : spread_(spread) {}
   std::string_view Name() const override { return kName; }
   int64_t Score(const PodContext& ctx, const NodeInfo& node) const override;
+  bool DependsOnlyOnGpuState() const override { return true; }
 
  private:
   bool spread_;

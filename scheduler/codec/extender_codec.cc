@@ -225,7 +225,14 @@ absl::StatusOr<NodeSpec> RequestDecoder::DecodeNodeObject(std::string& body) {
 
 std::string EncodeFilterResult(const ExtenderArgs& args, const FilterOutcome& out) {
   std::string s;
-  s.reserve(64 + args.node_names.size() * 24);
+  size_t size = 128 + out.error.size();
+  for (std::string_view n : args.node_names) size += n.size() + 4;
+  for (const auto& [i, reason] : out.failed) size += reason.size() + 4;
+  for (const auto& [i, reason] : out.unresolvable) size += reason.size() + 4;
+  if (!args.cache_mode) {
+    for (int32_t i : out.passed) size += args.node_json[i].size() + 1;
+  }
+  s.reserve(size);
   JsonWriter w(&s);
   w.BeginObject();
   w.Key("Nodes");

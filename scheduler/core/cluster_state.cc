@@ -82,6 +82,7 @@ NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> 
   for (DeviceMask m = n.healthy; m != 0; m &= m - 1) {
     int d = std::countr_zero(m);
     if (n.used_milli[d] == 0) n.whole_free |= DeviceMask{1} << d;
+    if (n.used_milli[d] != 0 && n.used_milli[d] != 1000) n.partial_share = true;
   }
   std::sort(n.pods.begin(), n.pods.end(),
             [](const PodOnNode& a, const PodOnNode& b) { return a.uid < b.uid; });
@@ -284,20 +285,16 @@ std::shared_ptr<const ClusterSnapshot> ClusterState::CommitLocked() {
     names.reserve(nodes_.size());
     for (const auto& [name, spec] : nodes_) names.push_back(name);
     std::sort(names.begin(), names.end());
-    auto index = std::make_shared<ClusterSnapshot::NodeIndex>();
-    index->reserve(names.size());
     order_.clear();
     order_.reserve(names.size());
-    for (const std::string& name : names) {
-      index->emplace(name, static_cast<int32_t>(order_.size()));
-      order_.push_back(built_[name]);
-    }
+    for (const std::string& name : names) order_.push_back(built_[name]);
+    auto index = std::make_shared<const ClusterSnapshot::NodeIndex>(names);
     index_ = std::move(index);
     topology_changed_ = false;
   } else {
     for (const std::string& name : dirty_) {
-      auto it = index_->find(name);
-      if (it != index_->end()) order_[it->second] = built_[name];
+      const int32_t i = index_->Find(name);
+      if (i >= 0) order_[i] = built_[name];
     }
   }
   dirty_.clear();

@@ -77,20 +77,22 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
     }
     const NodeHot& hot = snapshot->hot(idx);
     const NodeInfo* node = hot.info;
-    policy::FilterResult r = memo.Filter(hot);
-    if (r.fits() && gate != nullptr) {
+    const policy::FilterResult& memo_result = memo.Filter(hot);
+    policy::FilterResult gated;
+    if (memo_result.fits() && gate != nullptr) {
       std::string why = gate->AdmitNode(pod, *node, *snapshot);
-      if (!why.empty()) r = policy::FilterResult::Unschedulable(std::move(why));
+      if (!why.empty()) gated = policy::FilterResult::Unschedulable(std::move(why));
     }
+    const policy::FilterResult& r = gated.fits() ? memo_result : gated;
     switch (r.verdict) {
       case policy::Verdict::kFits:
         out.passed.push_back(i);
         break;
       case policy::Verdict::kUnschedulable:
-        out.failed.emplace_back(i, std::move(r.reason));
+        out.failed.emplace_back(i, r.reason);
         break;
       case policy::Verdict::kUnresolvable:
-        out.unresolvable.emplace_back(i, std::move(r.reason));
+        out.unresolvable.emplace_back(i, r.reason);
         break;
     }
   }

@@ -64,6 +64,7 @@ struct NodeInfo {
   int64_t memory_used_mib = 0;
   bool unschedulable = false;
   int32_t device_conflicts = 0;  // claims that could not all be honoured
+  bool partial_share = false;    // some device is partly used by shared pods
   std::vector<PodOnNode> pods;
 
   int healthy_count() const { return PopCount(healthy); }

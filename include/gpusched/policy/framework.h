@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "gpusched/core/config.h"
 #include "gpusched/policy/policy.h"
@@ -47,6 +48,42 @@ class Framework {
   std::vector<std::unique_ptr<FilterPolicy>> filters_;
   std::vector<WeightedScorer> scorers_;
   int64_t total_weight_ = 0;
+};
+
+// FilterMemo: Framework::Filter for one request, computed once per node
+// state. Nodes with the same topology, product, GPU memory, healthy and free
+// devices (and no partly shared device) get the same verdict for the same
+// pod, so a 5,000-node request formats a handful of reasons, not thousands.
+// Valid for one PodContext; not thread-safe.
+class FilterMemo {
+ public:
+  FilterMemo(const Framework& framework, const PodContext& ctx)
+      : framework_(framework), ctx_(ctx) {}
+  const FilterResult& Filter(const NodeInfo& node);
+  // Same, reading only the packed fields unless the result is not cached.
+  const FilterResult& Filter(const NodeHot& node);
+  // Returns Framework::Score, cached per node state when every scorer
+  // allows it (ScorePolicy::DependsOnlyOnGpuState). REQUIRES: node fits.
+  int64_t Score(const NodeHot& node);
+
+ private:
+  struct Key {
+    const GpuTopology* topology;
+    uint16_t product_id;
+    int64_t memory;
+    DeviceMask healthy;
+    DeviceMask whole_free;
+    bool operator==(const Key&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& k) {
+      return H::combine(std::move(h), k.topology, k.product_id, k.memory, k.healthy, k.whole_free);
+    }
+  };
+  const Framework& framework_;
+  const PodContext& ctx_;
+  absl::flat_hash_map<Key, FilterResult> memo_;
+  absl::flat_hash_map<Key, int64_t> scores_;
+  FilterResult scratch_;
 };
 
 // Returns the built-in scorer named `name` ("GpuTopology", "GpuPacking").

@@ -75,6 +75,10 @@ class ScorePolicy {
   // Returns a value in [kMinNodeScore, kMaxNodeScore]; higher is better.
   // Called only for nodes that passed every filter.
   virtual int64_t Score(const PodContext& ctx, const NodeInfo& node) const = 0;
+  // True if Score reads only the node's topology, product, GPU memory and
+  // which devices are healthy/free/shared (not CPU, memory or pods), so two
+  // nodes equal in those get equal scores (lets FilterMemo cache scores).
+  virtual bool DependsOnlyOnGpuState() const { return false; }
 };
 
 }  // namespace gpusched::policy

@@ -1,0 +1,128 @@
+// The pure pipeline on a synthetic cluster (mixed DGX-1 V100 / DGX A100 /
+// HGX H100 / 4xT4, about half the GPUs in use): filter, prioritize, the whole
+// decode+filter+encode path of one request, device-set choice, and the
+// precomputed topology tables.
+#include <benchmark/benchmark.h>
+
+#include "gpusched/core/extender_service.h"
+#include "scheduler/codec/extender_codec.h"
+#include "test/testing/builders.h"
+
+namespace gpusched {
+namespace {
+
+struct Fixture {
+  explicit Fixture(int nodes) {
+    std::string cluster = testing::SyntheticClusterJson(nodes, 7);
+    codec::RequestDecoder d(256);
+    auto objs = d.DecodeClusterList(cluster);
+    state = std::make_unique<ClusterState>(testing::ShippedTemplates());
+    state->Reset(std::move(objs->nodes), std::move(objs->pods));
+    state->Commit();
+    service = std::make_unique<ExtenderService>(state.get(), *policy::Framework::Create(ScoringConfig{}));
+    service->SetReady(true);
+    body = testing::SyntheticFilterRequest(nodes, 4);
+  }
+  std::unique_ptr<ClusterState> state;
+  std::unique_ptr<ExtenderService> service;
+  std::string body;
+};
+
+void BM_Filter(benchmark::State& st) {
+  Fixture f(static_cast<int>(st.range(0)));
+  codec::RequestDecoder d;
+  std::string body = f.body;
+  auto args = d.DecodeExtenderArgs(body);
+  for (auto _ : st) benchmark::DoNotOptimize(f.service->Filter(*args));
+  st.SetItemsProcessed(st.iterations() * st.range(0));
+}
+BENCHMARK(BM_Filter)->Arg(500)->Arg(5000)->Arg(20000)->Unit(benchmark::kMicrosecond);
+
+void BM_Prioritize(benchmark::State& st) {
+  Fixture f(static_cast<int>(st.range(0)));
+  codec::RequestDecoder d;
+  std::string body = f.body;
+  auto args = d.DecodeExtenderArgs(body);
+  for (auto _ : st) benchmark::DoNotOptimize(f.service->Prioritize(*args));
+  st.SetItemsProcessed(st.iterations() * st.range(0));
+}
+BENCHMARK(BM_Prioritize)->Arg(500)->Arg(5000)->Arg(20000)->Unit(benchmark::kMicrosecond);
+
+// Decode + filter + encode + decode + prioritize + encode: one scheduling cycle
+// as the HTTP handlers run it, without sockets.
+void BM_FilterPrioritizeCycle(benchmark::State& st) {
+  Fixture f(static_cast<int>(st.range(0)));
+  codec::RequestDecoder d;
+  for (auto _ : st) {
+    std::string body = f.body;
+    auto args = d.DecodeExtenderArgs(body);
+    benchmark::DoNotOptimize(codec::EncodeFilterResult(*args, f.service->Filter(*args)));
+    std::string body2 = f.body;
+    auto args2 = d.DecodeExtenderArgs(body2);
+    benchmark::DoNotOptimize(codec::EncodePrioritizeResult(*args2, f.service->Prioritize(*args2)));
+  }
+}
+BENCHMARK(BM_FilterPrioritizeCycle)->Arg(500)->Arg(5000)->Arg(20000)->Unit(benchmark::kMicrosecond);
+
+void BM_TopologyChoose(benchmark::State& st) {
+  auto t = *GpuTopology::FromCodes(testing::Dgx1V100Codes());
+  DeviceMask free = 0;
+  for (auto _ : st) {
+    free = (free * 37 + 11) & 0xff;
+    benchmark::DoNotOptimize(t->Choose(free, 4, false));
+  }
+}
+BENCHMARK(BM_TopologyChoose);
+
+void BM_TopologyTableBuild(benchmark::State& st) {
+  auto codes = testing::Dgx1V100Codes();
+  for (auto _ : st) benchmark::DoNotOptimize(GpuTopology::FromCodes(codes));
+}
+BENCHMARK(BM_TopologyTableBuild)->Unit(benchmark::kMicrosecond);
+
+void BM_SnapshotPublishAfterBind(benchmark::State& st) {
+  Fixture f(5000);
+  int i = 0;
+  for (auto _ : st) {
+    PodRequest p = testing::PodBuilder("p" + std::to_string(i++)).Gpus(1).Build();
+    f.state->UpsertPod(p);
+    benchmark::DoNotOptimize(f.state->Commit());
+    f.state->RemovePod(p.uid);
+  }
+}
+BENCHMARK(BM_SnapshotPublishAfterBind)->Unit(benchmark::kMicrosecond);
+
+void BM_CacheBytesPerNode(benchmark::State& st) {
+  Fixture f(5000);
+  size_t bytes = 0;
+  for (auto _ : st) {
+    bytes = 0;
+    for (const auto& n : f.state->Snapshot()->nodes()) bytes += n->MemoryBytes();
+  }
+  st.counters["bytes_per_node"] = static_cast<double>(bytes) / 5000.0;
+}
+BENCHMARK(BM_CacheBytesPerNode)->Iterations(1);
+
+}  // namespace
+}  // namespace gpusched
+
+
+namespace gpusched {
+namespace {
+void BM_SnapshotFind(benchmark::State& st) {
+  Fixture f(static_cast<int>(st.range(0)));
+  codec::RequestDecoder d;
+  std::string body = f.body;
+  auto args = d.DecodeExtenderArgs(body);
+  auto snap = f.state->Snapshot();
+  for (auto _ : st) {
+    int64_t sum = 0;
+    for (auto name : args->node_names) sum += snap->Find(name)->gpu_count;
+    benchmark::DoNotOptimize(sum);
+  }
+}
+BENCHMARK(BM_SnapshotFind)->Arg(5000)->Unit(benchmark::kMicrosecond);
+}  // namespace
+}  // namespace gpusched
+
+BENCHMARK_MAIN();
