@@ -98,4 +98,15 @@ int64_t LeastAllocatedScorer::Score(const PodContext& ctx, const NodeInfo& node)
   return (c + m) / 2;
 }
 
+int64_t MostAllocatedScorer::Score(const PodContext& ctx, const NodeInfo& node) const {
+  const PodRequest& pod = *ctx.pod;
+  auto part = [](int64_t alloc, int64_t used) -> int64_t {
+    if (alloc <= 0 || used > alloc) return 0;
+    return used * 100 / alloc;
+  };
+  const int64_t c = part(node.cpu_milli, node.cpu_used_milli + pod.cpu_milli);
+  const int64_t m = part(node.memory_mib, node.memory_used_mib + pod.memory_mib);
+  return (c + m) / 2;
+}
+
 }  // namespace gpusched::policy

@@ -15,6 +15,8 @@
 //            plus 25*(8000 - free GPU milli)/8000. CPU-only: 0.
 // LeastAllocated: kube-scheduler's default: mean over CPU and memory of
 //            (allocatable - requested after placement) * 100 / allocatable.
+// MostAllocated: kube-scheduler's bin-packing strategy: mean over CPU and
+//            memory of requested after placement * 100 / allocatable.
 //
 // Private to policy/; reached through the registry. Pure; thread-safe.
 #ifndef GPUSCHED_POLICY_BASELINE_SCORERS_H_
@@ -37,6 +39,7 @@ GPUSCHED_DECLARE_SCORER(DotProdScorer, "DotProd")
 GPUSCHED_DECLARE_SCORER(GpuSharePackingScorer, "GpuSharePacking")
 GPUSCHED_DECLARE_SCORER(GpuClusteringScorer, "GpuClustering")
 GPUSCHED_DECLARE_SCORER(LeastAllocatedScorer, "LeastAllocated")
+GPUSCHED_DECLARE_SCORER(MostAllocatedScorer, "MostAllocated")
 
 #undef GPUSCHED_DECLARE_SCORER
 

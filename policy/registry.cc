@@ -32,6 +32,7 @@ absl::StatusOr<std::unique_ptr<ScorePolicy>> MakeScorer(std::string_view name,
   if (name == GpuSharePackingScorer::kName) return std::make_unique<GpuSharePackingScorer>();
   if (name == GpuClusteringScorer::kName) return std::make_unique<GpuClusteringScorer>();
   if (name == LeastAllocatedScorer::kName) return std::make_unique<LeastAllocatedScorer>();
+  if (name == MostAllocatedScorer::kName) return std::make_unique<MostAllocatedScorer>();
   if (name == FgdScorer::kName) {
     return std::make_unique<FgdScorer>(
         std::make_shared<const std::vector<FragmentationShape>>(

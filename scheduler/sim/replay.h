@@ -1,10 +1,75 @@
-// placeholder, replaced below
+// The `replay` protocol: event-driven replay of a job trace (Philly) on per-
+// virtual-cluster pools of 8-GPU nodes, with the semantics of the Helios
+// artifact's FIFO / SJF / SRTF (philly-calibration.md §2): consolidate
+// placement, strict head-of-line blocking for FIFO/SJF, SRTF's greedy
+// per-VC quota with 7/30/60 s restart penalties and 1 s release delay.
+// Policy "gpusched": one shared pool; each VC's size is its guaranteed quota;
+// idle GPUs may be borrowed; a VC below its guarantee reclaims borrowed GPUs
+// by preempting the youngest borrowing jobs; per-VC FIFO with backfill; no
+// oracle durations. (The queue manager in scheduler/queue implements the
+// same rules for serve; this loop should call it once it exposes a
+// simulation entry point.)
+//
+// Callers: driver, tests, benchmarks. Pure function of its inputs;
+// thread-safe.
 #ifndef GPUSCHED_SIM_REPLAY_H_
 #define GPUSCHED_SIM_REPLAY_H_
-#include "absl/status/status.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/sim/inputs.h"
+
 namespace gpusched::sim {
+
 struct DriverOptions;
-struct ReplayResult {};
+
+struct ReplayOptions {
+  std::string policy = "fifo";  // fifo | sjf | srtf | gpusched
+  double load = 1;              // every duration x load
+  int gpus_per_node = 8;
+  double sample_every = 3600;  // timeline resolution (s)
+};
+
+struct NamespaceStats {
+  int64_t jobs = 0;
+  double avg_jct = 0, avg_queue = 0, avg_slowdown = 0;
+  int64_t quota_gpus = 0;
+  int64_t max_borrowed = 0;  // most GPUs held above the guarantee
+};
+
+struct TimelinePoint {
+  double t = 0;
+  double utilisation = 0;                    // allocated / capacity
+  std::map<std::string, double> queue_wait;  // mean wait of waiting jobs per ns
+};
+
+struct ReplayResult {
+  std::string policy;
+  double load = 1;
+  int64_t jobs = 0;
+  double avg_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0;
+  double avg_queue = 0, makespan = 0, utilisation = 0;
+  int64_t preemptions = 0;
+  double lost_gpu_seconds = 0;
+  int64_t quota_violations = 0;  // times a guaranteed share was not honoured
+  double fairness = 0;           // max/min average slowdown over namespaces
+  std::map<std::string, NamespaceStats> per_ns;
+  std::vector<TimelinePoint> timeline;
+};
+
+// `pools`: (namespace, nodes). Jobs of other namespaces are ignored.
+absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
+                                       const std::vector<std::pair<std::string, int>>& pools,
+                                       const ReplayOptions& options);
+
+std::string ReplayResultJson(const ReplayResult& r);
+
 absl::Status RunReplayDriver(const DriverOptions& o);
+
 }  // namespace gpusched::sim
-#endif
+
+#endif  // GPUSCHED_SIM_REPLAY_H_

@@ -53,6 +53,12 @@ absl::StatusOr<SimPolicy> MakeSimPolicy(std::string_view name, const SchedulerCo
     auto fw = policy::Framework::Create(scoring);
     if (!fw.ok()) return fw.status();
     p.framework = std::move(*fw);
+  } else if (name == "gpusched-extender") {
+    // Exactly what serve answers: Framework::Score (0 for CPU-only pods),
+    // as kube-scheduler would combine it with no in-tree score plugins.
+    auto fw = policy::Framework::Create(scoring);
+    if (!fw.ok()) return fw.status();
+    p.framework = std::move(*fw);
     p.extender_scoring = true;
   } else {
     return absl::InvalidArgumentError(StrCat("unknown policy '", name, "'"));
@@ -75,7 +81,11 @@ int16_t Placer::Evaluate(const policy::PodContext& ctx, int i) {
   if (!cluster_->ResourcesFit(i, *ctx.pod)) return -1;
   if (!policy_.framework->Filter(ctx, node).fits()) return -1;
   if (policy_.random_node) return 0;
-  if (policy_.extender_scoring) return static_cast<int16_t>(policy_.framework->Score(ctx, node));
+  if (policy_.extender_scoring) {
+    int64_t s = policy_.framework->Score(ctx, node) * 10 * policy_.extender_weight;
+    if (policy_.in_tree != nullptr) s += policy_.in_tree->Score(ctx, node);
+    return static_cast<int16_t>(s);
+  }
   // Baselines score every pod (CPU-only ones too), as the authors' plugins do.
   int64_t sum = 0, total = 0;
   for (const auto& ws : policy_.framework->scorers()) {

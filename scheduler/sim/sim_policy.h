@@ -42,6 +42,10 @@ struct SimPolicy {
   // them (CPU-only pods score 0 everywhere); baselines score every pod.
   bool extender_scoring = false;
   const policy::FgdScorer* fgd = nullptr;  // owned by framework
+  // kube-scheduler's in-tree score added to extender score x 10 x weight
+  // (extender_scoring only); null = none.
+  std::unique_ptr<policy::ScorePolicy> in_tree;
+  int extender_weight = 10;
 };
 
 // The policy names, in table order.

@@ -1,0 +1,101 @@
+// replay result JSON and the replay half of the driver.
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "gpusched/util/strings.h"
+#include "scheduler/sim/driver.h"
+#include "scheduler/sim/replay.h"
+#include "scheduler/sim/report.h"
+
+namespace gpusched::sim {
+
+std::string ReplayResultJson(const ReplayResult& r) {
+  nlohmann::ordered_json j;
+  j["policy"] = r.policy;
+  j["load"] = r.load;
+  j["jobs"] = r.jobs;
+  j["avg_jct_s"] = r.avg_jct;
+  j["p50_jct_s"] = r.p50_jct;
+  j["p95_jct_s"] = r.p95_jct;
+  j["p99_jct_s"] = r.p99_jct;
+  j["avg_queueing_s"] = r.avg_queue;
+  j["makespan_s"] = r.makespan;
+  j["gpu_utilisation"] = r.utilisation;
+  j["preemptions"] = r.preemptions;
+  j["lost_gpu_seconds"] = r.lost_gpu_seconds;
+  j["quota_violations"] = r.quota_violations;
+  j["fairness_max_min_slowdown"] = r.fairness;
+  nlohmann::ordered_json ns = nlohmann::ordered_json::object();
+  for (const auto& [name, s] : r.per_ns) {
+    ns[name] = {{"jobs", s.jobs},
+                {"quota_gpus", s.quota_gpus},
+                {"avg_jct_s", s.avg_jct},
+                {"avg_queueing_s", s.avg_queue},
+                {"avg_slowdown", s.avg_slowdown},
+                {"max_borrowed_gpus", s.max_borrowed}};
+  }
+  j["namespaces"] = std::move(ns);
+  return j.dump(1);
+}
+
+absl::Status RunReplayDriver(const DriverOptions& o) {
+  std::vector<Job> jobs;
+  std::vector<std::pair<std::string, int>> pools;
+  if (!o.vc_nodes.empty()) {
+    auto text = ReadFile(o.vc_nodes);
+    if (!text.ok()) return text.status();
+    auto p = ParseVcNodes(*text);
+    if (!p.ok()) return p.status();
+    pools = std::move(*p);
+  }
+  std::vector<std::string> vcs;
+  for (const auto& [ns, n] : pools) vcs.push_back(ns);
+  if (!o.jobs_csv.empty()) {
+    auto text = ReadFile(o.jobs_csv);
+    if (!text.ok()) return text.status();
+    auto j = ParsePhillyJobs(*text, vcs);
+    if (!j.ok()) return j.status();
+    jobs = std::move(*j);
+  } else if (!o.jobs_json.empty()) {
+    auto text = ReadFile(o.jobs_json);
+    if (!text.ok()) return text.status();
+    auto j = ParseJobsJson(std::move(*text));
+    if (!j.ok()) return j.status();
+    jobs = std::move(*j);
+  } else {
+    return absl::InvalidArgumentError("replay needs --jobs-csv or --jobs-json");
+  }
+  if (pools.empty()) return absl::InvalidArgumentError("replay needs --vc-nodes");
+  std::vector<std::string> policies = o.policies;
+  if (policies.empty()) policies.push_back(o.policy);
+  std::vector<ReplayResult> results;
+  for (const std::string& p : policies) {
+    ReplayOptions ro;
+    ro.policy = p;
+    ro.load = o.load;
+    if (o.progress)
+      std::fprintf(stderr, "[replay] %s x%.1f: %zu jobs...\n", p.c_str(), o.load, jobs.size());
+    auto r = RunReplay(jobs, pools, ro);
+    if (!r.ok()) return r.status();
+    std::fprintf(stderr,
+                 "%s x%.1f: avg JCT %.0f s, avg queueing %.0f s, p99 %.0f s, preemptions %lld, "
+                 "quota violations %lld\n",
+                 p.c_str(), o.load, r->avg_jct, r->avg_queue, r->p99_jct,
+                 static_cast<long long>(r->preemptions),
+                 static_cast<long long>(r->quota_violations));
+    results.push_back(std::move(*r));
+  }
+  if (!o.out.empty()) {
+    std::string text = "[";
+    for (size_t i = 0; i < results.size(); ++i) {
+      text += (i ? ",\n" : "") + ReplayResultJson(results[i]);
+    }
+    text += "]\n";
+    std::ofstream(o.out) << text;
+  }
+  if (!o.html.empty()) std::ofstream(o.html) << ReplayReportHtml(results);
+  return absl::OkStatus();
+}
+
+}  // namespace gpusched::sim
