@@ -3,8 +3,6 @@
 #include "scheduler/sim/replay.h"
 #include "scheduler/sim/report.h"
 namespace gpusched::sim {
-std::string FgdReportHtml(const std::vector<FgdResult>&) { return ""; }
-std::string ReplayReportHtml(const std::vector<ReplayResult>&) { return ""; }
 absl::StatusOr<FgdResult> RunFgdViaExtender(const SimCluster&, const std::vector<PodRequest>&,
                                             const SchedulerConfig&, const FgdOptions&,
                                             const ExtenderTransport&) {
