@@ -19,7 +19,8 @@ struct Fixture {
     state = std::make_unique<ClusterState>(testing::ShippedTemplates());
     state->Reset(std::move(objs->nodes), std::move(objs->pods));
     state->Commit();
-    service = std::make_unique<ExtenderService>(state.get(), *policy::Framework::Create(ScoringConfig{}));
+    service =
+        std::make_unique<ExtenderService>(state.get(), *policy::Framework::Create(ScoringConfig{}));
     service->SetReady(true);
     body = testing::SyntheticFilterRequest(nodes, 4);
   }
@@ -105,7 +106,6 @@ BENCHMARK(BM_CacheBytesPerNode)->Iterations(1);
 
 }  // namespace
 }  // namespace gpusched
-
 
 namespace gpusched {
 namespace {

@@ -14,9 +14,9 @@ namespace {
 
 gpusched::ExtenderService& Service() {
   static gpusched::ClusterState* state = [] {
-    auto s = gpusched::testing::MakeState(
-        {gpusched::testing::Dgx1V100("gpu-h100-001"), gpusched::testing::Pcie4xT4("t4-01"),
-         gpusched::testing::Hgx8H100("gpu-h100-007")});
+    auto s = gpusched::testing::MakeState({gpusched::testing::Dgx1V100("gpu-h100-001"),
+                                           gpusched::testing::Pcie4xT4("t4-01"),
+                                           gpusched::testing::Hgx8H100("gpu-h100-007")});
     return s.release();
   }();
   static gpusched::ExtenderService* svc = [] {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "gpusched/util/strings.h"
 #include "absl/strings/str_join.h"
+#include "gpusched/util/strings.h"
 
 namespace gpusched::policy {
 
@@ -23,9 +23,9 @@ absl::StatusOr<std::unique_ptr<Framework>> Framework::Create(const ScoringConfig
     std::string_view name;
     int weight;
   };
-  for (Entry e : {Entry{"GpuTopology", scoring.topology_weight},
-                  Entry{"GpuPacking", scoring.packing_weight},
-                  Entry{"Fgd", scoring.fragmentation_weight}}) {
+  for (Entry e :
+       {Entry{"GpuTopology", scoring.topology_weight}, Entry{"GpuPacking", scoring.packing_weight},
+        Entry{"Fgd", scoring.fragmentation_weight}}) {
     if (e.weight < 0) {
       return absl::InvalidArgumentError(StrCat("weight of ", e.name, " is negative"));
     }

@@ -1,7 +1,7 @@
 #include "policy/gpu_filters.h"
 
-#include "gpusched/util/strings.h"
 #include "gpusched/policy/placement.h"
+#include "gpusched/util/strings.h"
 
 namespace gpusched::policy {
 
@@ -11,8 +11,8 @@ FilterResult GpuModelFilter::Filter(const PodContext& ctx, const NodeInfo& node)
   if (!ctx.ProductAllowed(node.product_id)) {
     const std::string& product = ctx.snapshot->product(node);
     return FilterResult::Unresolvable(StrCat("gpusched: GPU ",
-                                                   product.empty() ? "(unlabelled)" : product,
-                                                   " not in requested models ", ctx.models_text));
+                                             product.empty() ? "(unlabelled)" : product,
+                                             " not in requested models ", ctx.models_text));
   }
   return FilterResult::Fits();
 }
@@ -22,8 +22,8 @@ FilterResult GpuMemoryFilter::Filter(const PodContext& ctx, const NodeInfo& node
   if (gpu.count == 0 || gpu.min_memory_mib == 0) return FilterResult::Fits();
   if (node.gpu_memory_mib < gpu.min_memory_mib) {
     return FilterResult::Unresolvable(StrCat("gpusched: GPU memory ", node.gpu_memory_mib,
-                                                   " MiB per GPU, pod needs ",
-                                                   gpu.min_memory_mib, " MiB"));
+                                             " MiB per GPU, pod needs ", gpu.min_memory_mib,
+                                             " MiB"));
   }
   return FilterResult::Fits();
 }
@@ -33,13 +33,13 @@ FilterResult GpuCountFilter::Filter(const PodContext& ctx, const NodeInfo& node)
   if (gpu.count == 0) return FilterResult::Fits();
   const int healthy = node.healthy_count();
   if (healthy < gpu.count) {
-    return FilterResult::Unresolvable(StrCat("gpusched: node has ", healthy,
-                                                   " healthy GPUs, pod needs ", gpu.count));
+    return FilterResult::Unresolvable(
+        StrCat("gpusched: node has ", healthy, " healthy GPUs, pod needs ", gpu.count));
   }
   if (gpu.shared()) {
     if (DevicesWithFreeMilli(node, gpu.milli_per_gpu) == 0) {
-      return FilterResult::Unschedulable(StrCat(
-          "gpusched: no GPU with ", gpu.milli_per_gpu, " milli free (shared pod)"));
+      return FilterResult::Unschedulable(
+          StrCat("gpusched: no GPU with ", gpu.milli_per_gpu, " milli free (shared pod)"));
     }
     return FilterResult::Fits();
   }
@@ -62,8 +62,7 @@ FilterResult GpuTopologyFilter::Filter(const PodContext& ctx, const NodeInfo& no
   if (node.free_count() < gpu.count) return FilterResult::Fits();  // GpuCount reports it
   if (node.topology->Choose(node.whole_free, gpu.count, true).devices == 0) {
     return FilterResult::Unschedulable(StrCat("gpusched: no all-NVLink set of ", gpu.count,
-                                                    " among free GPUs ",
-                                                    FormatMask(node.whole_free)));
+                                              " among free GPUs ", FormatMask(node.whole_free)));
   }
   return FilterResult::Fits();
 }

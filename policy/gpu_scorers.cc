@@ -41,7 +41,8 @@ int64_t GpuPackingScorer::Score(const PodContext& ctx, const NodeInfo& node) con
   auto p = ChoosePlacement(gpu, node);
   if (!p.has_value()) return kMinNodeScore;
   int64_t used = 0;
-  for (DeviceMask m = node.healthy; m != 0; m &= m - 1) used += node.used_milli[std::countr_zero(m)];
+  for (DeviceMask m = node.healthy; m != 0; m &= m - 1)
+    used += node.used_milli[std::countr_zero(m)];
   const int64_t after = std::min(capacity, used + gpu.total_milli());
   int64_t fill = (80 * after) / capacity;
   if (spread_) fill = 80 - (80 * (used + gpu.total_milli())) / capacity;

@@ -97,9 +97,11 @@ int main(int argc, char** argv) {
   }
   double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::sort(us.begin(), us.end());
-  auto pct = [&](double p) { return us[std::min(us.size() - 1, static_cast<size_t>(p * us.size()))]; };
-  std::printf("cycles=%d p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f cycles_per_s=%.0f\n", cycles,
-              pct(0.50) / 1000, pct(0.90) / 1000, pct(0.99) / 1000, us.back() / 1000,
+  auto pct = [&](double p) {
+    return us[std::min(us.size() - 1, static_cast<size_t>(p * us.size()))];
+  };
+  std::printf("cycles=%d p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f cycles_per_s=%.0f\n",
+              cycles, pct(0.50) / 1000, pct(0.90) / 1000, pct(0.99) / 1000, us.back() / 1000,
               cycles / total);
   close(fd);
   return 0;

@@ -25,7 +25,8 @@ absl::Status Flags::Parse(const std::vector<std::string>& args) {
     }
     if (!valued_.count(name)) return absl::InvalidArgumentError(StrCat("unknown flag --", name));
     if (!has_value) {
-      if (i + 1 >= args.size()) return absl::InvalidArgumentError(StrCat("flag --", name, " needs a value"));
+      if (i + 1 >= args.size())
+        return absl::InvalidArgumentError(StrCat("flag --", name, " needs a value"));
       value = args[++i];
     }
     values_[name] = value;

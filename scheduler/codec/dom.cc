@@ -20,7 +20,8 @@ absl::StatusOr<std::optional<Object>> OptObject(const Object& obj, std::string_v
   auto e = Member(obj, key);
   if (!e) return std::optional<Object>();
   Object o;
-  if (e->get_object().get(o) != simdjson::SUCCESS) return TypeError(StrCat(path, ".", key), "object");
+  if (e->get_object().get(o) != simdjson::SUCCESS)
+    return TypeError(StrCat(path, ".", key), "object");
   return std::optional<Object>(o);
 }
 
@@ -29,7 +30,8 @@ absl::StatusOr<std::optional<std::string_view>> OptString(const Object& obj, std
   auto e = Member(obj, key);
   if (!e) return std::optional<std::string_view>();
   std::string_view s;
-  if (e->get_string().get(s) != simdjson::SUCCESS) return TypeError(StrCat(path, ".", key), "string");
+  if (e->get_string().get(s) != simdjson::SUCCESS)
+    return TypeError(StrCat(path, ".", key), "string");
   return std::optional<std::string_view>(s);
 }
 
@@ -38,7 +40,8 @@ absl::StatusOr<std::optional<int64_t>> OptInt(const Object& obj, std::string_vie
   auto e = Member(obj, key);
   if (!e) return std::optional<int64_t>();
   int64_t v = 0;
-  if (e->get_int64().get(v) != simdjson::SUCCESS) return TypeError(StrCat(path, ".", key), "integer");
+  if (e->get_int64().get(v) != simdjson::SUCCESS)
+    return TypeError(StrCat(path, ".", key), "integer");
   return std::optional<int64_t>(v);
 }
 
@@ -47,7 +50,8 @@ absl::StatusOr<std::optional<bool>> OptBool(const Object& obj, std::string_view 
   auto e = Member(obj, key);
   if (!e) return std::optional<bool>();
   bool v = false;
-  if (e->get_bool().get(v) != simdjson::SUCCESS) return TypeError(StrCat(path, ".", key), "boolean");
+  if (e->get_bool().get(v) != simdjson::SUCCESS)
+    return TypeError(StrCat(path, ".", key), "boolean");
   return std::optional<bool>(v);
 }
 

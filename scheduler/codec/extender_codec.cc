@@ -16,8 +16,8 @@ namespace {
 constexpr char kMalformedPayload[] = "gpusched.io/malformed-json";
 
 absl::Status Malformed(std::string_view what, simdjson::error_code code) {
-  absl::Status s = absl::InvalidArgumentError(
-      StrCat(what, ": malformed JSON: ", simdjson::error_message(code)));
+  absl::Status s =
+      absl::InvalidArgumentError(StrCat(what, ": malformed JSON: ", simdjson::error_message(code)));
   s.SetPayload(kMalformedPayload, absl::Cord("1"));
   return s;
 }
@@ -26,9 +26,7 @@ absl::Status Shape(std::string_view msg) { return absl::InvalidArgumentError(ToA
 
 }  // namespace
 
-bool IsMalformedJson(const absl::Status& s) {
-  return s.GetPayload(kMalformedPayload).has_value();
-}
+bool IsMalformedJson(const absl::Status& s) { return s.GetPayload(kMalformedPayload).has_value(); }
 
 struct RequestDecoder::Impl {
   simdjson::dom::parser parser;
@@ -163,13 +161,15 @@ absl::StatusOr<PreemptionArgs> RequestDecoder::DecodePreemptionArgs(std::string&
       auto pods = Member(v, "Pods");
       if (pods) {
         simdjson::dom::array arr;
-        if (pods->get_array().get(arr) != simdjson::SUCCESS) return TypeError(StrCat(path, ".Pods"), "array");
+        if (pods->get_array().get(arr) != simdjson::SUCCESS)
+          return TypeError(StrCat(path, ".Pods"), "array");
         size_t i = 0;
         for (Element p : arr) {
           std::string ppath = StrCat(path, ".Pods[", i++, "]");
           if (meta) {
             Object mp;
-            if (p.get_object().get(mp) != simdjson::SUCCESS) return TypeError(ppath, "MetaPod object");
+            if (p.get_object().get(mp) != simdjson::SUCCESS)
+              return TypeError(ppath, "MetaPod object");
             GPUSCHED_ASSIGN_OR_RETURN(auto uid, OptString(mp, "UID", ppath));
             if (!uid || uid->empty()) return Shape(StrCat(ppath, ".UID: missing"));
             c.victim_uids.emplace_back(*uid);

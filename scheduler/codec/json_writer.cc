@@ -37,11 +37,21 @@ void JsonWriter::WriteString(std::string_view s) {
     out_->append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {
-      case '"': out_->append("\\\""); break;
-      case '\\': out_->append("\\\\"); break;
-      case '\n': out_->append("\\n"); break;
-      case '\r': out_->append("\\r"); break;
-      case '\t': out_->append("\\t"); break;
+      case '"':
+        out_->append("\\\"");
+        break;
+      case '\\':
+        out_->append("\\\\");
+        break;
+      case '\n':
+        out_->append("\\n");
+        break;
+      case '\r':
+        out_->append("\\r");
+        break;
+      case '\t':
+        out_->append("\\t");
+        break;
       default:
         out_->append("\\u00");
         out_->push_back(kHex[c >> 4]);

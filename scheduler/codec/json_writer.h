@@ -14,10 +14,24 @@ class JsonWriter {
  public:
   explicit JsonWriter(std::string* out) : out_(out) {}
 
-  void BeginObject() { Sep(); out_->push_back('{'); first_ = true; }
-  void EndObject() { out_->push_back('}'); first_ = false; }
-  void BeginArray() { Sep(); out_->push_back('['); first_ = true; }
-  void EndArray() { out_->push_back(']'); first_ = false; }
+  void BeginObject() {
+    Sep();
+    out_->push_back('{');
+    first_ = true;
+  }
+  void EndObject() {
+    out_->push_back('}');
+    first_ = false;
+  }
+  void BeginArray() {
+    Sep();
+    out_->push_back('[');
+    first_ = true;
+  }
+  void EndArray() {
+    out_->push_back(']');
+    first_ = false;
+  }
   void Key(std::string_view k) {
     Sep();
     WriteString(k);
@@ -29,10 +43,19 @@ class JsonWriter {
     WriteString(s);
   }
   void Int(int64_t v);
-  void Bool(bool v) { Sep(); out_->append(v ? "true" : "false"); }
-  void Null() { Sep(); out_->append("null"); }
+  void Bool(bool v) {
+    Sep();
+    out_->append(v ? "true" : "false");
+  }
+  void Null() {
+    Sep();
+    out_->append("null");
+  }
   // Appends already-encoded JSON (e.g. an echoed Node object).
-  void Raw(std::string_view json) { Sep(); out_->append(json); }
+  void Raw(std::string_view json) {
+    Sep();
+    out_->append(json);
+  }
 
  private:
   void WriteString(std::string_view s);

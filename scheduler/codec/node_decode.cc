@@ -67,7 +67,8 @@ absl::StatusOr<int64_t> ResourceValue(const std::optional<Object>& list, std::st
   GPUSCHED_ASSIGN_OR_RETURN(auto v, OptString(*list, key, path));
   if (!v) return int64_t{0};
   auto q = memory ? ParseQuantityMiB(*v) : milli ? ParseQuantityMilli(*v) : ParseQuantityValue(*v);
-  if (!q.ok()) return absl::InvalidArgumentError(StrCat(path, "[\"", key, "\"]: ", q.status().message()));
+  if (!q.ok())
+    return absl::InvalidArgumentError(StrCat(path, "[\"", key, "\"]: ", q.status().message()));
   return *q;
 }
 
@@ -94,13 +95,14 @@ absl::StatusOr<NodeSpec> DecodeNode(const Element& e, std::string_view path) {
   }
   GPUSCHED_ASSIGN_OR_RETURN(auto ann, OptObject(*meta, "annotations", mpath));
   if (ann) {
-    GPUSCHED_ASSIGN_OR_RETURN(auto topo, OptString(*ann, kAnnotationTopologyMatrix,
-                                                   StrCat(mpath, ".annotations")));
+    GPUSCHED_ASSIGN_OR_RETURN(
+        auto topo, OptString(*ann, kAnnotationTopologyMatrix, StrCat(mpath, ".annotations")));
     if (topo) DecodeTopology(*topo, spec);
   }
   GPUSCHED_ASSIGN_OR_RETURN(auto nspec, OptObject(node, "spec", path));
   if (nspec) {
-    GPUSCHED_ASSIGN_OR_RETURN(auto unsched, OptBool(*nspec, "unschedulable", StrCat(path, ".spec")));
+    GPUSCHED_ASSIGN_OR_RETURN(auto unsched,
+                              OptBool(*nspec, "unschedulable", StrCat(path, ".spec")));
     spec.unschedulable = unsched.value_or(false);
   }
   GPUSCHED_ASSIGN_OR_RETURN(auto status, OptObject(node, "status", path));
@@ -109,12 +111,15 @@ absl::StatusOr<NodeSpec> DecodeNode(const Element& e, std::string_view path) {
     GPUSCHED_ASSIGN_OR_RETURN(auto alloc, OptObject(*status, "allocatable", spath));
     GPUSCHED_ASSIGN_OR_RETURN(auto cap, OptObject(*status, "capacity", spath));
     std::string apath = StrCat(spath, ".allocatable");
-    GPUSCHED_ASSIGN_OR_RETURN(int64_t gpus, ResourceValue(alloc, kResourceGpu, apath, false, false));
-    GPUSCHED_ASSIGN_OR_RETURN(int64_t cap_gpus,
-                              ResourceValue(cap, kResourceGpu, StrCat(spath, ".capacity"), false, false));
+    GPUSCHED_ASSIGN_OR_RETURN(int64_t gpus,
+                              ResourceValue(alloc, kResourceGpu, apath, false, false));
+    GPUSCHED_ASSIGN_OR_RETURN(
+        int64_t cap_gpus,
+        ResourceValue(cap, kResourceGpu, StrCat(spath, ".capacity"), false, false));
     spec.gpu_allocatable = static_cast<int32_t>(std::min<int64_t>(gpus, kMaxGpusPerNode));
     if (spec.gpu_count == 0) {
-      spec.gpu_count = static_cast<int32_t>(std::min<int64_t>(std::max(gpus, cap_gpus), kMaxGpusPerNode));
+      spec.gpu_count =
+          static_cast<int32_t>(std::min<int64_t>(std::max(gpus, cap_gpus), kMaxGpusPerNode));
     }
     GPUSCHED_ASSIGN_OR_RETURN(spec.cpu_milli, ResourceValue(alloc, "cpu", apath, false, true));
     GPUSCHED_ASSIGN_OR_RETURN(spec.memory_mib, ResourceValue(alloc, "memory", apath, true, false));

@@ -45,8 +45,8 @@ absl::StatusOr<Resources> ContainerResources(const Element& c, std::string_view 
     auto text = gpu_limit ? *gpu_limit : *gpu_request;
     auto n = ParseQuantityInteger(text);
     if (!n.ok()) {
-      return absl::InvalidArgumentError(StrCat(gpu_limit ? lpath : qpath, "[\"", kResourceGpu,
-                                               "\"]: ", n.status().message()));
+      return absl::InvalidArgumentError(
+          StrCat(gpu_limit ? lpath : qpath, "[\"", kResourceGpu, "\"]: ", n.status().message()));
     }
     r.gpus = *n;
   }
@@ -69,7 +69,8 @@ absl::StatusOr<Resources> ContainerResources(const Element& c, std::string_view 
 absl::StatusOr<Resources> EffectiveResources(const Object& spec, std::string_view path) {
   Resources sum;
   Resources init_max;
-  for (std::string_view list : {std::string_view("containers"), std::string_view("initContainers")}) {
+  for (std::string_view list :
+       {std::string_view("containers"), std::string_view("initContainers")}) {
     auto e = Member(spec, list);
     if (!e) continue;
     simdjson::dom::array arr;
@@ -133,8 +134,9 @@ absl::Status ApplyAnnotations(const Object& ann, std::string_view path, PodReque
     } else if (*topo == "none") {
       pod.gpu.topology = TopologyMode::kNone;
     } else {
-      return absl::InvalidArgumentError(StrCat(path, "[\"", kAnnotationTopology, "\"]: '", *topo,
-                                               "' is not nvlink-required, nvlink-preferred or none"));
+      return absl::InvalidArgumentError(
+          StrCat(path, "[\"", kAnnotationTopology, "\"]: '", *topo,
+                 "' is not nvlink-required, nvlink-preferred or none"));
     }
   }
   GPUSCHED_ASSIGN_OR_RETURN(auto milli, str(kAnnotationGpuMilli));
@@ -241,7 +243,8 @@ absl::StatusOr<PodRequest> DecodePod(const Element& e, std::string_view path) {
     if (phase) pod.phase = ParsePhase(*phase);
     GPUSCHED_ASSIGN_OR_RETURN(auto start, OptString(*status, "startTime", stpath));
     if (start) {
-      GPUSCHED_ASSIGN_OR_RETURN(pod.start_unix, ParseTimestamp(*start, StrCat(stpath, ".startTime")));
+      GPUSCHED_ASSIGN_OR_RETURN(pod.start_unix,
+                                ParseTimestamp(*start, StrCat(stpath, ".startTime")));
     }
   }
   if (pod.start_unix == 0) pod.start_unix = pod.creation_unix;

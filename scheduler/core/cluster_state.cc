@@ -33,8 +33,9 @@ NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> 
     n.cpu_used_milli += p->cpu_milli;
     n.memory_used_mib += p->memory_mib;
     if (p->gpu.count == 0) continue;
-    PodOnNode on{p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count,
-                 p->gpu.milli_per_gpu, 0, true, p->gang, {}, p->cpu_milli, p->memory_mib};
+    PodOnNode on{
+        p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count, p->gpu.milli_per_gpu,
+        0,      true,  p->gang, {},          p->cpu_milli,  p->memory_mib};
     if (!p->has_gpu_ids) {
       unknown.push_back(p);
       continue;
@@ -56,8 +57,9 @@ NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> 
     n.pods.push_back(std::move(on));
   }
   for (const PodRequest* p : unknown) {
-    PodOnNode on{p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count,
-                 p->gpu.milli_per_gpu, 0, false, p->gang, {}, p->cpu_milli, p->memory_mib};
+    PodOnNode on{
+        p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count, p->gpu.milli_per_gpu,
+        0,      false, p->gang, {},          p->cpu_milli,  p->memory_mib};
     int need = p->gpu.count;
     // Healthy devices first, then the rest: the pod holds devices regardless.
     for (DeviceMask pool : {n.healthy, all & ~n.healthy}) {
@@ -198,8 +200,8 @@ absl::Status ClusterState::Assume(const PodRequest& pod, std::string_view node,
   absl::MutexLock l(&mu_);
   auto known = pods_.find(pod.uid);
   if (known != pods_.end() && known->second.HoldsGpus()) {
-    return absl::FailedPreconditionError(StrCat("pod ", pod.Key(), " is already bound to ",
-                                                      known->second.node_name));
+    return absl::FailedPreconditionError(
+        StrCat("pod ", pod.Key(), " is already bound to ", known->second.node_name));
   }
   if (!nodes_.contains(ToAbsl(node))) {
     return absl::NotFoundError(StrCat("node '", node, "' is not known"));
@@ -209,8 +211,8 @@ absl::Status ClusterState::Assume(const PodRequest& pod, std::string_view node,
   if (info == nullptr) return absl::NotFoundError(StrCat("node '", node, "' is not known"));
   if (pod.gpu.count > 0) {
     if (PopCount(devices) != pod.gpu.count || (devices & ~info->healthy) != 0) {
-      return absl::InvalidArgumentError(StrCat("device set ", FormatMask(devices),
-                                                     " does not fit node '", node, "'"));
+      return absl::InvalidArgumentError(
+          StrCat("device set ", FormatMask(devices), " does not fit node '", node, "'"));
     }
     for (DeviceMask m = devices; m != 0; m &= m - 1) {
       int d = std::countr_zero(m);
@@ -272,8 +274,8 @@ std::shared_ptr<const ClusterSnapshot> ClusterState::CommitLocked() {
     int gpus = std::clamp(std::max(s.gpu_count, s.gpu_allocatable), 0, kMaxGpusPerNode);
     std::string topo_error;
     auto topo = catalog_.ForNode(s, gpus, &topo_error);
-    auto info = std::make_shared<NodeInfo>(
-        BuildNodeInfo(s, std::move(topo), pods, ProductId(s.product)));
+    auto info =
+        std::make_shared<NodeInfo>(BuildNodeInfo(s, std::move(topo), pods, ProductId(s.product)));
     if (!topo_error.empty()) spec->second.topology_error = topo_error;
     built_[name] = std::move(info);
   }

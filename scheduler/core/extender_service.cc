@@ -144,13 +144,15 @@ std::string ExtenderService::Bind(const BindingArgs& args, DeviceMask* devices) 
   }
   auto snapshot = state_->Snapshot();
   const NodeInfo* node = snapshot->Find(args.node);
-  if (node == nullptr) return StrCat("gpusched: node ", args.node, " is not in gpusched's cluster view");
+  if (node == nullptr)
+    return StrCat("gpusched: node ", args.node, " is not in gpusched's cluster view");
   auto fw = framework();
   policy::PodContext ctx = fw->Prepare(*pod, *snapshot);
   policy::FilterResult fit = fw->Filter(ctx, *node);
   if (!fit.fits()) return StrCat(fit.reason, " (bind to ", args.node, ")");
   auto placement = policy::ChoosePlacement(pod->gpu, *node);
-  if (!placement.has_value()) return StrCat("gpusched: no devices for ", pod->Key(), " on ", args.node);
+  if (!placement.has_value())
+    return StrCat("gpusched: no devices for ", pod->Key(), " on ", args.node);
   DeviceMask chosen = placement->devices;
   if (gate != nullptr) {
     std::string err = gate->AssumeForBind(*state_, *pod, args.node, &chosen);

@@ -55,15 +55,15 @@ void GaugeWriter::Gauge(std::string_view name, std::string_view help, const Labe
 }
 
 Metrics::Metrics()
-    : bounds_{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-              0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,    5,     10} {}
+    : bounds_{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+              0.05,    0.1,    0.25,    0.5,    1,     2.5,    5,     10} {}
 
-void Metrics::Inc(std::string_view name, std::string_view help, const Labels& labels,
-                  int64_t by) {
+void Metrics::Inc(std::string_view name, std::string_view help, const Labels& labels, int64_t by) {
   std::string key = RenderLabels(labels);
   absl::MutexLock l(&mu_);
   auto it = families_.find(name);
-  if (it == families_.end()) it = families_.emplace(std::string(name), Family{std::string(help)}).first;
+  if (it == families_.end())
+    it = families_.emplace(std::string(name), Family{std::string(help)}).first;
   it->second.counters[key] += by;
 }
 
@@ -108,7 +108,8 @@ std::string Metrics::Render() const {
       for (const auto& [labels, v] : f.counters) StrAppend(&out, name, labels, " ", v, "\n");
       for (const auto& [labels, h] : f.histograms) {
         for (size_t i = 0; i < bounds_.size(); ++i) {
-          StrAppend(&out, name, "_bucket", WithLe(labels, Num(bounds_[i])), " ", h.buckets[i], "\n");
+          StrAppend(&out, name, "_bucket", WithLe(labels, Num(bounds_[i])), " ", h.buckets[i],
+                    "\n");
         }
         StrAppend(&out, name, "_bucket", WithLe(labels, "+Inf"), " ", h.count, "\n");
         StrAppend(&out, name, "_sum", labels, " ", Num(h.sum), "\n");

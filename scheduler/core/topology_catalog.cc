@@ -1,8 +1,8 @@
 #include "gpusched/core/topology_catalog.h"
 
-#include "gpusched/util/strings.h"
 #include "absl/strings/str_join.h"
 #include "gpusched/model/snapshot.h"
+#include "gpusched/util/strings.h"
 
 namespace gpusched {
 
@@ -52,7 +52,7 @@ std::shared_ptr<const GpuTopology> TopologyCatalog::ForNode(const NodeSpec& spec
     if (static_cast<int>(spec.topology_codes.size()) != gpus) {
       if (error != nullptr) {
         *error = StrCat("topology annotation has ", spec.topology_codes.size(),
-                              " rows but the node has ", gpus, " GPUs");
+                        " rows but the node has ", gpus, " GPUs");
       }
     } else if (auto topo = Intern(spec.topology_codes, error)) {
       return topo;

@@ -28,75 +28,72 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
     FilterOutcome out = svc->Filter(*args);
     return HttpResponse{200, "application/json", codec::EncodeFilterResult(*args, out)};
   });
-  router.Add("POST", "/scheduler/prioritize", "prioritize",
-             [svc](HttpRequest& req, RequestContext& ctx) {
-               auto args = ctx.decoder.DecodeExtenderArgs(req.body);
-               if (!args.ok()) {
-                 return JsonError(400, StrCat("gpusched: bad ExtenderArgs: ",
-                                              FromAbsl(args.status().message())));
-               }
-               return HttpResponse{200, "application/json",
-                                   codec::EncodePrioritizeResult(*args, svc->Prioritize(*args))};
-             });
-  router.Add("POST", "/scheduler/bind", "bind",
-             [svc, deps](HttpRequest& req, RequestContext& ctx) {
-               auto args = ctx.decoder.DecodeBindingArgs(req.body);
-               if (!args.ok()) {
-                 return DecodeFailure(
-                     args.status(),
-                     HttpResponse{200, "application/json",
-                                  codec::EncodeBindingResult(StrCat(
-                                      "gpusched: bad ExtenderBindingArgs: ",
-                                      FromAbsl(args.status().message())))});
-               }
-               DeviceMask devices = 0;
-               std::string err = svc->Bind(*args, &devices);
-               if (err.empty() && deps.after_bind) {
-                 err = deps.after_bind(*args, devices);
-                 if (!err.empty()) {
-                   auto pod = svc->state()->FindPodByName(args->pod_namespace, args->pod_name);
-                   if (pod.has_value()) svc->state()->Forget(pod->uid);
-                 }
-               }
-               if (deps.metrics != nullptr) {
-                 deps.metrics->Inc("gpusched_binds_total", "Bind results.",
-                                   {{"result", err.empty() ? "ok" : "error"}});
-               }
-               return HttpResponse{200, "application/json", codec::EncodeBindingResult(err)};
-             });
-  router.Add("POST", "/scheduler/preempt", "preempt",
-             [svc](HttpRequest& req, RequestContext& ctx) {
-               auto args = ctx.decoder.DecodePreemptionArgs(req.body);
-               if (!args.ok()) {
-                 // ExtenderPreemptionResult has no Error field: a non-200
-                 // makes kube-scheduler skip preemption for this attempt.
-                 return JsonError(400, StrCat("gpusched: bad ExtenderPreemptionArgs: ",
-                                              FromAbsl(args.status().message())));
-               }
-               return HttpResponse{200, "application/json",
-                                   codec::EncodePreemptionResult(svc->Preempt(*args))};
-             });
+  router.Add(
+      "POST", "/scheduler/prioritize", "prioritize", [svc](HttpRequest& req, RequestContext& ctx) {
+        auto args = ctx.decoder.DecodeExtenderArgs(req.body);
+        if (!args.ok()) {
+          return JsonError(
+              400, StrCat("gpusched: bad ExtenderArgs: ", FromAbsl(args.status().message())));
+        }
+        return HttpResponse{200, "application/json",
+                            codec::EncodePrioritizeResult(*args, svc->Prioritize(*args))};
+      });
+  router.Add("POST", "/scheduler/bind", "bind", [svc, deps](HttpRequest& req, RequestContext& ctx) {
+    auto args = ctx.decoder.DecodeBindingArgs(req.body);
+    if (!args.ok()) {
+      return DecodeFailure(
+          args.status(),
+          HttpResponse{200, "application/json",
+                       codec::EncodeBindingResult(StrCat("gpusched: bad ExtenderBindingArgs: ",
+                                                         FromAbsl(args.status().message())))});
+    }
+    DeviceMask devices = 0;
+    std::string err = svc->Bind(*args, &devices);
+    if (err.empty() && deps.after_bind) {
+      err = deps.after_bind(*args, devices);
+      if (!err.empty()) {
+        auto pod = svc->state()->FindPodByName(args->pod_namespace, args->pod_name);
+        if (pod.has_value()) svc->state()->Forget(pod->uid);
+      }
+    }
+    if (deps.metrics != nullptr) {
+      deps.metrics->Inc("gpusched_binds_total", "Bind results.",
+                        {{"result", err.empty() ? "ok" : "error"}});
+    }
+    return HttpResponse{200, "application/json", codec::EncodeBindingResult(err)};
+  });
+  router.Add("POST", "/scheduler/preempt", "preempt", [svc](HttpRequest& req, RequestContext& ctx) {
+    auto args = ctx.decoder.DecodePreemptionArgs(req.body);
+    if (!args.ok()) {
+      // ExtenderPreemptionResult has no Error field: a non-200
+      // makes kube-scheduler skip preemption for this attempt.
+      return JsonError(
+          400, StrCat("gpusched: bad ExtenderPreemptionArgs: ", FromAbsl(args.status().message())));
+    }
+    return HttpResponse{200, "application/json",
+                        codec::EncodePreemptionResult(svc->Preempt(*args))};
+  });
   auto debug_queues = deps.debug_queues;
   router.Add("GET", "/debug/queues", "debug_queues", [debug_queues](HttpRequest&, RequestContext&) {
     if (!debug_queues) return JsonError(404, "gpusched: no queue manager");
     return HttpResponse{200, "application/json", codec::EncodeQueueReport(debug_queues())};
   });
   auto debug_pod = deps.debug_pod;
-  router.AddPrefix("GET", "/debug/pods/", "debug_pods", [debug_pod](HttpRequest& req,
-                                                                     RequestContext&) {
-    std::string rest = req.target.substr(std::string("/debug/pods/").size());
-    rest = rest.substr(0, rest.find('?'));
-    const size_t slash = rest.find('/');
-    if (!debug_pod) return JsonError(404, "gpusched: no queue manager");
-    if (slash == std::string::npos || slash == 0 || slash + 1 == rest.size()) {
-      return JsonError(400, "gpusched: use /debug/pods/<namespace>/<name>");
-    }
-    auto report = debug_pod(rest.substr(0, slash), rest.substr(slash + 1));
-    if (!report.has_value()) {
-      return JsonError(404, StrCat("gpusched: pod ", rest, " is not known to gpusched"));
-    }
-    return HttpResponse{200, "application/json", codec::EncodePodReport(*report)};
-  });
+  router.AddPrefix(
+      "GET", "/debug/pods/", "debug_pods", [debug_pod](HttpRequest& req, RequestContext&) {
+        std::string rest = req.target.substr(std::string("/debug/pods/").size());
+        rest = rest.substr(0, rest.find('?'));
+        const size_t slash = rest.find('/');
+        if (!debug_pod) return JsonError(404, "gpusched: no queue manager");
+        if (slash == std::string::npos || slash == 0 || slash + 1 == rest.size()) {
+          return JsonError(400, "gpusched: use /debug/pods/<namespace>/<name>");
+        }
+        auto report = debug_pod(rest.substr(0, slash), rest.substr(slash + 1));
+        if (!report.has_value()) {
+          return JsonError(404, StrCat("gpusched: pod ", rest, " is not known to gpusched"));
+        }
+        return HttpResponse{200, "application/json", codec::EncodePodReport(*report)};
+      });
   router.Add("GET", "/healthz", "healthz", [](HttpRequest&, RequestContext&) {
     return HttpResponse{200, "text/plain", "ok\n"};
   });

@@ -66,8 +66,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       ReadHeader();
     } else {
       beast::get_lowest_layer(stream_).expires_after(shared_->opt.read_timeout);
-      stream_.async_handshake(ssl::stream_base::server,
-                              beast::bind_front_handler(&Session::OnHandshake, this->shared_from_this()));
+      stream_.async_handshake(
+          ssl::stream_base::server,
+          beast::bind_front_handler(&Session::OnHandshake, this->shared_from_this()));
     }
   }
 
@@ -90,8 +91,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     idle_ = true;
     if (shared_->stopping && buffer_.size() == 0) return Close();
     beast::get_lowest_layer(stream_).expires_after(shared_->opt.idle_timeout);
-    bhttp::async_read_header(stream_, buffer_, *parser_,
-                             beast::bind_front_handler(&Session::OnHeader, this->shared_from_this()));
+    bhttp::async_read_header(
+        stream_, buffer_, *parser_,
+        beast::bind_front_handler(&Session::OnHeader, this->shared_from_this()));
   }
 
   void OnHeader(beast::error_code ec, std::size_t) {
@@ -154,9 +156,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     res_->keep_alive(keep_alive);
     res_->body() = std::move(res.body);
     res_->prepare_payload();
-    bhttp::async_write(stream_, *res_,
-                       beast::bind_front_handler(&Session::OnWrite, this->shared_from_this(),
-                                                 keep_alive));
+    bhttp::async_write(
+        stream_, *res_,
+        beast::bind_front_handler(&Session::OnWrite, this->shared_from_this(), keep_alive));
   }
 
   void OnWrite(bool keep_alive, beast::error_code ec, std::size_t) {
@@ -285,13 +287,16 @@ absl::Status HttpServer::Listen() {
                             ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
                             ssl::context::no_tlsv1_1);
     impl_->tls->use_certificate_chain_file(opt.tls_cert, ec);
-    if (ec) return absl::InvalidArgumentError(StrCat("--tls-cert ", opt.tls_cert, ": ", ec.message()));
+    if (ec)
+      return absl::InvalidArgumentError(StrCat("--tls-cert ", opt.tls_cert, ": ", ec.message()));
     impl_->tls->use_private_key_file(opt.tls_key, ssl::context::pem, ec);
-    if (ec) return absl::InvalidArgumentError(StrCat("--tls-key ", opt.tls_key, ": ", ec.message()));
+    if (ec)
+      return absl::InvalidArgumentError(StrCat("--tls-key ", opt.tls_key, ": ", ec.message()));
     if (!opt.tls_client_ca.empty()) {
       impl_->tls->load_verify_file(opt.tls_client_ca, ec);
       if (ec) {
-        return absl::InvalidArgumentError(StrCat("--tls-client-ca ", opt.tls_client_ca, ": ", ec.message()));
+        return absl::InvalidArgumentError(
+            StrCat("--tls-client-ca ", opt.tls_client_ca, ": ", ec.message()));
       }
       impl_->tls->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
     }
@@ -305,7 +310,8 @@ absl::Status HttpServer::Listen() {
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
   if (ec) {
-    return absl::UnavailableError(StrCat("listen on ", opt.host, ":", opt.port, ": ", ec.message()));
+    return absl::UnavailableError(
+        StrCat("listen on ", opt.host, ":", opt.port, ": ", ec.message()));
   }
   return absl::OkStatus();
 }

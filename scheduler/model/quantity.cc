@@ -53,10 +53,10 @@ absl::StatusOr<Parsed> Parse(std::string_view text) {
     int exp10;
     int exp2;
   };
-  static constexpr S kSuffixes[] = {
-      {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50},
-      {"Ei", 0, 60}, {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},
-      {"M", 6, 0},   {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0}};
+  static constexpr S kSuffixes[] = {{"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40},
+                                    {"Pi", 0, 50}, {"Ei", 0, 60}, {"n", -9, 0},  {"u", -6, 0},
+                                    {"m", -3, 0},  {"k", 3, 0},   {"M", 6, 0},   {"G", 9, 0},
+                                    {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0}};
   for (const S& s : kSuffixes) {
     if (suffix == s.s) {
       p.exp10 += s.exp10;

@@ -5,8 +5,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
-#include "gpusched/util/strings.h"
 #include "absl/strings/str_join.h"
+#include "gpusched/util/strings.h"
 
 namespace gpusched {
 
@@ -270,24 +270,21 @@ std::string GpuTopology::ToString() const {
   std::string out;
   for (int a = 0; a < n_; ++a) {
     for (int b = 0; b < n_; ++b) {
+      if (b > 0) out.push_back(' ');
       const Link& l = link(a, b);
-      std::string cell;
       if (a == b) {
-        cell = "X";
+        out.push_back('X');
       } else if (l.nvlinks > 0) {
-        cell = StrCat("NV", l.nvlinks);
+        StrAppend(&out, "NV", l.nvlinks);
       } else {
-        switch (l.pcie) {
-          case 50: cell = "PIX"; break;
-          case 40: cell = "PXB"; break;
-          case 30: cell = "PHB"; break;
-          case 20: cell = "NODE"; break;
-          default: cell = "SYS"; break;
-        }
+        out.append(l.pcie == 50   ? "PIX"
+                   : l.pcie == 40 ? "PXB"
+                   : l.pcie == 30 ? "PHB"
+                   : l.pcie == 20 ? "NODE"
+                                  : "SYS");
       }
-      StrAppend(&out, b ? " " : "", cell);
     }
-    out += "\n";
+    out.push_back('\n');
   }
   return out;
 }

@@ -23,7 +23,8 @@ absl::Status FileClusterSource::Start(ClusterState* state, std::function<void(bo
   codec::RequestDecoder decoder(256);
   auto objects = decoder.DecodeClusterList(*text);
   if (!objects.ok()) {
-    return absl::InvalidArgumentError(StrCat("cluster ", path_, ": ", FromAbsl(objects.status().message())));
+    return absl::InvalidArgumentError(
+        StrCat("cluster ", path_, ": ", FromAbsl(objects.status().message())));
   }
   state->Reset(std::move(objects->nodes), std::move(objects->pods));
   state->Commit();

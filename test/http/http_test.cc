@@ -76,8 +76,8 @@ class Client {
 
   Response Post(const std::string& path, const std::string& body, bool keep_alive = true) {
     SendRaw("POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
-            (keep_alive ? "" : "Connection: close\r\n") + "Content-Length: " +
-            std::to_string(body.size()) + "\r\n\r\n" + body);
+            (keep_alive ? "" : "Connection: close\r\n") +
+            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
     return Read();
   }
   Response Get(const std::string& path) {
@@ -120,7 +120,8 @@ class HttpTest : public ::testing::Test {
     state_ = std::make_unique<ClusterState>(testing::ShippedTemplates());
     state_->Reset(objs->nodes, objs->pods);
     state_->Commit();
-    service_ = std::make_unique<ExtenderService>(state_.get(), *policy::Framework::Create(ScoringConfig{}));
+    service_ = std::make_unique<ExtenderService>(state_.get(),
+                                                 *policy::Framework::Create(ScoringConfig{}));
     service_->SetReady(true);
     ServerOptions opt;
     opt.port = 0;
@@ -176,22 +177,27 @@ TEST_F(HttpTest, FilterPrioritizeBindOnOneKeepAliveConnection) {
   // The assumption is visible to the next filter: dgx-a100-02 has 4 free now.
   EXPECT_EQ(state_->Snapshot()->Find("dgx-a100-02")->free_count(), 4);
   // Binding the same pod elsewhere changes nothing.
-  auto b2 = c.Post("/scheduler/bind",
-                   R"({"PodName":"llm-pretrain-0-7xq2d","PodNamespace":"team-a","PodUID":"uid-team-a-llm-pretrain-0-7xq2d","Node":"dgx-a100-01"})");
+  auto b2 = c.Post(
+      "/scheduler/bind",
+      R"({"PodName":"llm-pretrain-0-7xq2d","PodNamespace":"team-a","PodUID":"uid-team-a-llm-pretrain-0-7xq2d","Node":"dgx-a100-01"})");
   EXPECT_NE(json::parse(b2.body)["Error"], "");
   EXPECT_EQ(state_->Snapshot()->Find("dgx-a100-01")->free_count(), 6);
-  EXPECT_EQ(metrics_.CounterValue("gpusched_requests_total", {{"verb", "filter"}, {"code", "200"}}), 1);
-  EXPECT_EQ(metrics_.CounterValue("gpusched_requests_total", {{"verb", "bind"}, {"code", "200"}}), 2);
+  EXPECT_EQ(metrics_.CounterValue("gpusched_requests_total", {{"verb", "filter"}, {"code", "200"}}),
+            1);
+  EXPECT_EQ(metrics_.CounterValue("gpusched_requests_total", {{"verb", "bind"}, {"code", "200"}}),
+            2);
 }
 
 TEST_F(HttpTest, BadInputGetsJsonErrorsAndServerKeepsServing) {
   Client c(port_);
   auto r = c.Post("/scheduler/filter", R"({"Pod": {"metadata": )");
   EXPECT_EQ(r.status, 400);
-  EXPECT_NE(json::parse(r.body)["Error"].get<std::string>().find("malformed JSON"), std::string::npos);
+  EXPECT_NE(json::parse(r.body)["Error"].get<std::string>().find("malformed JSON"),
+            std::string::npos);
   r = c.Post("/scheduler/filter", R"({"Pod": 5, "NodeNames": ["a"]})");
   EXPECT_EQ(r.status, 200);
-  EXPECT_NE(json::parse(r.body)["Error"].get<std::string>().find("ExtenderArgs.Pod"), std::string::npos);
+  EXPECT_NE(json::parse(r.body)["Error"].get<std::string>().find("ExtenderArgs.Pod"),
+            std::string::npos);
   r = c.Post("/scheduler/prioritize", "[]");
   EXPECT_EQ(r.status, 400);
   r = c.Get("/no/such/path");
@@ -203,7 +209,9 @@ TEST_F(HttpTest, BadInputGetsJsonErrorsAndServerKeepsServing) {
   r = c.Get("/healthz");
   EXPECT_EQ(r.status, 200);
   // Unknown node is failed, never passed.
-  r = c.Post("/scheduler/filter", R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}},"Nodes":null,"NodeNames":["ghost","t4-01"]})");
+  r = c.Post(
+      "/scheduler/filter",
+      R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}},"Nodes":null,"NodeNames":["ghost","t4-01"]})");
   json fr = json::parse(r.body);
   EXPECT_EQ(fr["NodeNames"], json({"t4-01"}));
   EXPECT_TRUE(fr["FailedAndUnresolvableNodes"].contains("ghost"));

@@ -22,15 +22,17 @@ TEST(ClusterStateTest, KnownIdsMarkDevicesUsed) {
 }
 
 TEST(ClusterStateTest, BoundPodWithoutIdsStillHoldsGpus) {
-  auto state = MakeState({testing::Pcie4xT4("t4")}, {PodBuilder("a").Gpus(3).OnNodeUnknownIds("t4").Build()});
+  auto state = MakeState({testing::Pcie4xT4("t4")},
+                         {PodBuilder("a").Gpus(3).OnNodeUnknownIds("t4").Build()});
   const NodeInfo* n = state->Snapshot()->Find("t4");
   EXPECT_EQ(n->free_count(), 1);  // never counted as free
 }
 
 TEST(ClusterStateTest, FinishedPodsReleaseGpus) {
-  auto state = MakeState({testing::Hgx8H100("h")},
-                         {PodBuilder("done").Gpus(8).OnNode("h", 0xff).Phase(PodPhase::kSucceeded).Build(),
-                          PodBuilder("failed").Gpus(8).OnNode("h", 0xff).Phase(PodPhase::kFailed).Build()});
+  auto state =
+      MakeState({testing::Hgx8H100("h")},
+                {PodBuilder("done").Gpus(8).OnNode("h", 0xff).Phase(PodPhase::kSucceeded).Build(),
+                 PodBuilder("failed").Gpus(8).OnNode("h", 0xff).Phase(PodPhase::kFailed).Build()});
   EXPECT_EQ(state->Snapshot()->Find("h")->free_count(), 8);
 }
 
@@ -64,7 +66,8 @@ TEST(ClusterStateTest, SharedDevicesAccumulateMilli) {
 }
 
 TEST(ClusterStateTest, AssumeRejectsTakenDevicesAndChangesNothing) {
-  auto state = MakeState({testing::Pcie4xT4("t4")}, {PodBuilder("a").Gpus(1).OnNode("t4", Devices({0})).Build()});
+  auto state = MakeState({testing::Pcie4xT4("t4")},
+                         {PodBuilder("a").Gpus(1).OnNode("t4", Devices({0})).Build()});
   auto before = state->Snapshot();
   PodRequest b = PodBuilder("b").Gpus(2).Build();
   EXPECT_FALSE(state->Assume(b, "t4", Devices({0, 1})).ok());
@@ -105,8 +108,10 @@ TEST(ClusterStateTest, SnapshotsAreImmutable) {
 
 TEST(ClusterStateTest, AnnotationTopologyWinsOverTemplate) {
   NodeSpec spec = testing::Pcie4xT4("t4");
-  spec.topology_codes = {{"X", "NV1", "SYS", "SYS"}, {"NV1", "X", "SYS", "SYS"},
-                         {"SYS", "SYS", "X", "NV1"}, {"SYS", "SYS", "NV1", "X"}};
+  spec.topology_codes = {{"X", "NV1", "SYS", "SYS"},
+                         {"NV1", "X", "SYS", "SYS"},
+                         {"SYS", "SYS", "X", "NV1"},
+                         {"SYS", "SYS", "NV1", "X"}};
   NodeSpec bad = testing::Pcie4xT4("t4b");
   bad.topology_codes = {{"X"}};
   auto state = MakeState({spec, bad});

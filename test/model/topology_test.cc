@@ -9,7 +9,9 @@ namespace {
 
 using testing::Devices;
 
-std::shared_ptr<const GpuTopology> Dgx1() { return *GpuTopology::FromCodes(testing::Dgx1V100Codes()); }
+std::shared_ptr<const GpuTopology> Dgx1() {
+  return *GpuTopology::FromCodes(testing::Dgx1V100Codes());
+}
 
 TEST(TopologyTest, ParsesCodesAndPairScores) {
   auto t = Dgx1();
@@ -29,8 +31,8 @@ TEST(TopologyTest, RejectsBadMatrices) {
   EXPECT_FALSE(GpuTopology::FromCodes({{"X", "NV1"}, {"NV2", "X"}}).ok());  // asymmetric
   EXPECT_FALSE(GpuTopology::FromCodes({{"X", "FOO"}, {"FOO", "X"}}).ok());
   EXPECT_FALSE(GpuTopology::FromCodes({{"NV1", "NV1"}, {"NV1", "X"}}).ok());  // diagonal
-  EXPECT_FALSE(GpuTopology::FromCodes({{"X", "NV1"}, {"NV1"}}).ok());        // ragged
-  EXPECT_TRUE(GpuTopology::FromCodes({{"X", "SOC"}, {"SOC", "X"}}).ok());    // legacy SYS
+  EXPECT_FALSE(GpuTopology::FromCodes({{"X", "NV1"}, {"NV1"}}).ok());         // ragged
+  EXPECT_TRUE(GpuTopology::FromCodes({{"X", "SOC"}, {"SOC", "X"}}).ok());     // legacy SYS
 }
 
 // Table: best device set for k GPUs among free devices on a DGX-1 V100.

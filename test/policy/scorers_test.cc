@@ -38,14 +38,24 @@ TEST(ScorersTest, TopologyTable) {
       // DGX-1 with 1,2,5,6 busy: free {0,3,4,7}: pairs 0-3 NV2, 0-4 NV2, 3-7 NV1, 4-7 NV2,
       // 0-7 SYS, 3-4 SYS: nvl 4/6 -> 46; internal 200+200+100+200+10+10 = 720 ->
       // 30*720/1200 = 18. = 64.
-      {"dgx1 cross-socket", gpusched::testing::Dgx1V100("v"),
-       {PodBuilder("r").Gpus(4).OnNode("v", Devices({1, 2, 5, 6})).Build()}, four, 64},
+      {"dgx1 cross-socket",
+       gpusched::testing::Dgx1V100("v"),
+       {PodBuilder("r").Gpus(4).OnNode("v", Devices({1, 2, 5, 6})).Build()},
+       four,
+       64},
       // 4xT4: PIX pairs 0-1, 2-3 (50), SYS otherwise (10): internal 50+50+4*10 = 140;
       // best pair 50: 0 + 30*140/(6*50) = 14.
       {"t4 four", gpusched::testing::Pcie4xT4("t"), {}, four, 14},
-      {"one gpu is neutral", gpusched::testing::Pcie4xT4("t"), {}, PodBuilder("p").Gpus(1).Build(), 100},
-      {"topology none is neutral", gpusched::testing::Pcie4xT4("t"), {},
-       PodBuilder("p").Gpus(4).Topology(TopologyMode::kNone).Build(), 100},
+      {"one gpu is neutral",
+       gpusched::testing::Pcie4xT4("t"),
+       {},
+       PodBuilder("p").Gpus(1).Build(),
+       100},
+      {"topology none is neutral",
+       gpusched::testing::Pcie4xT4("t"),
+       {},
+       PodBuilder("p").Gpus(4).Topology(TopologyMode::kNone).Build(),
+       100},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -76,7 +86,8 @@ TEST(ScorersTest, KeepsNvlinkQuadForBigJobs) {
   // DGX-1 V100 with GPUs 4,6,7 busy: free {0,1,2,3,5}. A 1-GPU pod must take 5 and
   // leave the quad {0,1,2,3} intact.
   auto state = gpusched::testing::MakeState(
-      {gpusched::testing::Dgx1V100("v")}, {PodBuilder("r").Gpus(3).OnNode("v", Devices({4, 6, 7})).Build()});
+      {gpusched::testing::Dgx1V100("v")},
+      {PodBuilder("r").Gpus(3).OnNode("v", Devices({4, 6, 7})).Build()});
   auto p = ChoosePlacement(PodBuilder("p").Gpus(1).Build().gpu, *state->Snapshot()->Find("v"));
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->devices, Devices({5}));
@@ -89,7 +100,8 @@ TEST(ScorersTest, SharedPodBestFit) {
       {gpusched::testing::Pcie4xT4("t")},
       {PodBuilder("a").Gpus(1).Milli(400).OnNode("t", Devices({3})).Build(),
        PodBuilder("b").Gpus(1).Milli(700).OnNode("t", Devices({2})).Build()});
-  auto p = ChoosePlacement(PodBuilder("p").Gpus(1).Milli(300).Build().gpu, *state->Snapshot()->Find("t"));
+  auto p = ChoosePlacement(PodBuilder("p").Gpus(1).Milli(300).Build().gpu,
+                           *state->Snapshot()->Find("t"));
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->devices, Devices({2}));
 }

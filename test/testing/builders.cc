@@ -61,12 +61,30 @@ PodBuilder::PodBuilder(std::string name, std::string ns) {
   pod_.ns = std::move(ns);
   pod_.uid = "uid-" + pod_.ns + "-" + pod_.name;
 }
-PodBuilder& PodBuilder::Gpus(int n) { pod_.gpu.count = n; return *this; }
-PodBuilder& PodBuilder::Milli(int milli) { pod_.gpu.milli_per_gpu = milli; return *this; }
-PodBuilder& PodBuilder::Models(std::vector<std::string> m) { pod_.gpu.models = std::move(m); return *this; }
-PodBuilder& PodBuilder::MemoryMiB(int64_t mib) { pod_.gpu.min_memory_mib = mib; return *this; }
-PodBuilder& PodBuilder::Topology(TopologyMode mode) { pod_.gpu.topology = mode; return *this; }
-PodBuilder& PodBuilder::Priority(int32_t p) { pod_.priority = p; return *this; }
+PodBuilder& PodBuilder::Gpus(int n) {
+  pod_.gpu.count = n;
+  return *this;
+}
+PodBuilder& PodBuilder::Milli(int milli) {
+  pod_.gpu.milli_per_gpu = milli;
+  return *this;
+}
+PodBuilder& PodBuilder::Models(std::vector<std::string> m) {
+  pod_.gpu.models = std::move(m);
+  return *this;
+}
+PodBuilder& PodBuilder::MemoryMiB(int64_t mib) {
+  pod_.gpu.min_memory_mib = mib;
+  return *this;
+}
+PodBuilder& PodBuilder::Topology(TopologyMode mode) {
+  pod_.gpu.topology = mode;
+  return *this;
+}
+PodBuilder& PodBuilder::Priority(int32_t p) {
+  pod_.priority = p;
+  return *this;
+}
 PodBuilder& PodBuilder::OnNode(std::string node, DeviceMask ids) {
   pod_.node_name = std::move(node);
   pod_.phase = PodPhase::kRunning;
@@ -80,8 +98,15 @@ PodBuilder& PodBuilder::OnNodeUnknownIds(std::string node) {
   pod_.has_gpu_ids = false;
   return *this;
 }
-PodBuilder& PodBuilder::Phase(PodPhase phase) { pod_.phase = phase; return *this; }
-PodBuilder& PodBuilder::Created(int64_t t) { pod_.creation_unix = t; pod_.start_unix = t; return *this; }
+PodBuilder& PodBuilder::Phase(PodPhase phase) {
+  pod_.phase = phase;
+  return *this;
+}
+PodBuilder& PodBuilder::Created(int64_t t) {
+  pod_.creation_unix = t;
+  pod_.start_unix = t;
+  return *this;
+}
 PodBuilder& PodBuilder::Gang(std::string gang, int size) {
   pod_.gang = std::move(gang);
   pod_.gang_size = size;
@@ -110,7 +135,8 @@ std::string SyntheticClusterJson(int nodes, uint32_t seed) {
     int mem;
     int gpus;
   };
-  const Machine machines[] = {{kV100, 32510, 8}, {kA100, 81920, 8}, {kH100, 81559, 8}, {kT4, 15360, 4}};
+  const Machine machines[] = {
+      {kV100, 32510, 8}, {kA100, 81920, 8}, {kH100, 81559, 8}, {kT4, 15360, 4}};
   std::string out = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[";
   for (int i = 0; i < nodes; ++i) {
     const Machine& m = machines[i % 4];
@@ -119,7 +145,8 @@ std::string SyntheticClusterJson(int nodes, uint32_t seed) {
               "\",\"labels\":{\"kubernetes.io/hostname\":\"", name,
               "\",\"nvidia.com/gpu.product\":\"", m.product, "\",\"nvidia.com/gpu.memory\":\"",
               m.mem, "\",\"nvidia.com/gpu.count\":\"", m.gpus,
-              "\"}},\"status\":{\"allocatable\":{\"cpu\":\"95\",\"memory\":\"1000Gi\",\"nvidia.com/gpu\":\"",
+              "\"}},\"status\":{\"allocatable\":{\"cpu\":\"95\",\"memory\":\"1000Gi\",\"nvidia.com/"
+              "gpu\":\"",
               m.gpus, "\"},\"capacity\":{\"nvidia.com/gpu\":\"", m.gpus, "\"}}}");
   }
   for (int i = 0; i < nodes; ++i) {
@@ -142,12 +169,13 @@ std::string SyntheticClusterJson(int nodes, uint32_t seed) {
 
 std::string SyntheticFilterRequest(int names, int gpus) {
   std::string out = StrCat(
-      "{\"Pod\":{\"metadata\":{\"name\":\"bench-pod\",\"namespace\":\"team-a\",\"uid\":\"uid-bench\","
-      "\"creationTimestamp\":\"2026-11-02T10:15:02Z\",\"annotations\":{}},\"spec\":{\"containers\":[{"
+      "{\"Pod\":{\"metadata\":{\"name\":\"bench-pod\",\"namespace\":\"team-a\",\"uid\":\"uid-"
+      "bench\","
+      "\"creationTimestamp\":\"2026-11-02T10:15:02Z\",\"annotations\":{}},\"spec\":{\"containers\":"
+      "[{"
       "\"name\":\"trainer\",\"resources\":{\"limits\":{\"cpu\":\"32\",\"memory\":\"256Gi\","
       "\"nvidia.com/gpu\":\"",
-      gpus,
-      "\"},\"requests\":{\"cpu\":\"32\",\"memory\":\"256Gi\",\"nvidia.com/gpu\":\"", gpus,
+      gpus, "\"},\"requests\":{\"cpu\":\"32\",\"memory\":\"256Gi\",\"nvidia.com/gpu\":\"", gpus,
       "\"}}}],\"priority\":100000,\"priorityClassName\":\"training-high\"},\"status\":{\"phase\":"
       "\"Pending\"}},\"Nodes\":null,\"NodeNames\":[");
   for (int i = 0; i < names; ++i) StrAppend(&out, i ? "," : "", "\"", SyntheticNodeName(i), "\"");

@@ -42,9 +42,11 @@ class WireTest : public ::testing::Test {
     NodeSpec h7 = testing::Hgx8H100("gpu-h100-007");
     NodeSpec mig = testing::DgxA100("gpu-a100-mig-003");
     mig.gpu_allocatable = 4;
-    state_ = testing::MakeState({h1, h2, h7, mig},
-                                {PodBuilder("busy", "ml-team-b").Gpus(6).OnNode("gpu-h100-001", 0x3f).Build()});
-    service_ = std::make_unique<ExtenderService>(state_.get(), *policy::Framework::Create(ScoringConfig{}));
+    state_ = testing::MakeState(
+        {h1, h2, h7, mig},
+        {PodBuilder("busy", "ml-team-b").Gpus(6).OnNode("gpu-h100-001", 0x3f).Build()});
+    service_ = std::make_unique<ExtenderService>(state_.get(),
+                                                 *policy::Framework::Create(ScoringConfig{}));
     service_->SetReady(true);
   }
   std::unique_ptr<ClusterState> state_;
@@ -81,7 +83,8 @@ TEST_F(WireTest, FilterNodeListModeEchoesNodes) {
   ASSERT_EQ(response["Nodes"]["items"].size(), 2u);
   // Echoed verbatim: the same objects kube-scheduler sent, including the "Port" quirk.
   EXPECT_EQ(response["Nodes"]["items"], request["Nodes"]["items"]);
-  EXPECT_EQ(response["Nodes"]["items"][0]["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"], 10250);
+  EXPECT_EQ(response["Nodes"]["items"][0]["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"],
+            10250);
   EXPECT_EQ(response["Error"], "");
 }
 
@@ -127,7 +130,8 @@ TEST(WireKeysTest, GoldenEncodingsFromUpstream) {
   // '%' is doubled: kube-scheduler uses Error as a printf format.
   EXPECT_EQ(codec::EncodeBindingResult("100% full"), R"({"Error":"100%% full"})");
   EXPECT_EQ(codec::EncodeErrorBody("a\"b\n"), R"({"Error":"a\"b\n"})");
-  std::string bind = R"({"PodName":"mypodname","PodNamespace":"mypodnamespace","PodUID":"mypoduid","Node":"mynode"})";
+  std::string bind =
+      R"({"PodName":"mypodname","PodNamespace":"mypodnamespace","PodUID":"mypoduid","Node":"mynode"})";
   codec::RequestDecoder d;
   auto b = d.DecodeBindingArgs(bind);
   ASSERT_TRUE(b.ok());
@@ -144,9 +148,10 @@ TEST(WireKeysTest, FilterResultAlwaysHasEveryKey) {
   out.passed = {0};
   out.failed = {{1, "gpusched: 2 of 8 GPUs free, pod needs 4"}};
   out.unresolvable = {{2, "gpusched: node has no GPUs"}};
-  EXPECT_EQ(codec::EncodeFilterResult(args, out),
-            R"({"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"gpusched: 2 of 8 GPUs free, pod needs 4"},)"
-            R"("FailedAndUnresolvableNodes":{"c":"gpusched: node has no GPUs"},"Error":""})");
+  EXPECT_EQ(
+      codec::EncodeFilterResult(args, out),
+      R"({"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"gpusched: 2 of 8 GPUs free, pod needs 4"},)"
+      R"("FailedAndUnresolvableNodes":{"c":"gpusched: node has no GPUs"},"Error":""})");
 }
 
 // Bad input: malformed JSON is a framing error (HTTP 400); well-formed nonsense is not.
@@ -165,7 +170,8 @@ TEST(WireBadInputTest, Table) {
       {"pod not object", R"({"Pod":5,"NodeNames":["a"]})", false, false},
       {"names not array", R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":"a"})", false, false},
       {"name not string", R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":[1]})", false, false},
-      {"neither names nor nodes", R"({"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":null})", false, false},
+      {"neither names nor nodes",
+       R"({"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":null})", false, false},
       {"bad gpu quantity",
        R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"two"}}}]}},"NodeNames":[]})",
        false, false},
@@ -173,10 +179,16 @@ TEST(WireBadInputTest, Table) {
        R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"0.5"}}}]}},"NodeNames":[]})",
        false, false},
       {"bad topology annotation",
-       R"({"Pod":{"metadata":{"name":"p","annotations":{"gpusched.io/topology":"fast"}}},"NodeNames":[]})", false, false},
-      {"bad timestamp", R"({"Pod":{"metadata":{"name":"p","creationTimestamp":"yesterday"}},"NodeNames":[]})", false, false},
-      {"minimal ok", R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":null},"status":{}},"Nodes":null,"NodeNames":["a"]})", true, false},
-      {"lowercase keys are not kube-scheduler's", R"({"pod":{"metadata":{"name":"p"}},"nodenames":["a"]})", false, false},
+       R"({"Pod":{"metadata":{"name":"p","annotations":{"gpusched.io/topology":"fast"}}},"NodeNames":[]})",
+       false, false},
+      {"bad timestamp",
+       R"({"Pod":{"metadata":{"name":"p","creationTimestamp":"yesterday"}},"NodeNames":[]})", false,
+       false},
+      {"minimal ok",
+       R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":null},"status":{}},"Nodes":null,"NodeNames":["a"]})",
+       true, false},
+      {"lowercase keys are not kube-scheduler's",
+       R"({"pod":{"metadata":{"name":"p"}},"nodenames":["a"]})", false, false},
   };
   codec::RequestDecoder d;
   for (auto& c : cases) {

@@ -83,8 +83,7 @@ class ClusterState {
   std::vector<PodRequest> Pods() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Node specs whose topology annotation was rejected, with why.
-  std::vector<std::pair<std::string, std::string>> TopologyErrors() const
-      ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<std::pair<std::string, std::string>> TopologyErrors() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   uint16_t ProductId(const std::string& product) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

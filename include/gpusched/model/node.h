@@ -20,12 +20,12 @@ namespace gpusched {
 // annotations, allocatable), already decoded. Produced by the codec.
 struct NodeSpec {
   std::string name;
-  std::string product;        // nvidia.com/gpu.product ("" if none)
-  int64_t gpu_memory_mib = 0; // nvidia.com/gpu.memory
-  int32_t gpu_count = 0;      // nvidia.com/gpu.count, else capacity
+  std::string product;         // nvidia.com/gpu.product ("" if none)
+  int64_t gpu_memory_mib = 0;  // nvidia.com/gpu.memory
+  int32_t gpu_count = 0;       // nvidia.com/gpu.count, else capacity
   int32_t gpu_allocatable = 0;
-  int64_t cpu_milli = 0;      // allocatable
-  int64_t memory_mib = 0;     // allocatable
+  int64_t cpu_milli = 0;   // allocatable
+  int64_t memory_mib = 0;  // allocatable
   bool unschedulable = false;
   // gpusched.io/gpu-topology decoded, or empty (template or none applies).
   std::vector<std::vector<std::string>> topology_codes;
@@ -51,11 +51,11 @@ struct PodOnNode {
 
 struct NodeInfo {
   std::string name;
-  uint16_t product_id = 0;      // index into ClusterSnapshot::products()
+  uint16_t product_id = 0;  // index into ClusterSnapshot::products()
   int64_t gpu_memory_mib = 0;
-  int32_t gpu_count = 0;        // physical devices
-  DeviceMask healthy = 0;       // devices that may be offered
-  DeviceMask whole_free = 0;    // healthy devices with nothing on them
+  int32_t gpu_count = 0;             // physical devices
+  DeviceMask healthy = 0;            // devices that may be offered
+  DeviceMask whole_free = 0;         // healthy devices with nothing on them
   std::vector<uint16_t> used_milli;  // per device
   std::shared_ptr<const GpuTopology> topology;
   int64_t cpu_milli = 0;

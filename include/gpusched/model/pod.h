@@ -32,9 +32,9 @@ enum class PodPhase : uint8_t { kPending, kRunning, kSucceeded, kFailed, kUnknow
 
 // What the pod needs from GPUs on one node.
 struct GpuRequest {
-  int32_t count = 0;           // devices; 0 = the pod needs no GPU
+  int32_t count = 0;             // devices; 0 = the pod needs no GPU
   int32_t milli_per_gpu = 1000;  // < 1000 only with count == 1 (shared device)
-  int64_t min_memory_mib = 0;  // per device
+  int64_t min_memory_mib = 0;    // per device
   // Allowed products (gpusched.io/gpu-model entries); empty = any.
   std::vector<std::string> models;
   TopologyMode topology = TopologyMode::kNvlinkPreferred;
@@ -49,20 +49,20 @@ struct PodRequest {
   std::string uid;
   int32_t priority = 0;
   std::string priority_class;
-  bool preempt_never = false;          // preemptionPolicy: Never
-  int64_t creation_unix = 0;           // metadata.creationTimestamp, seconds
+  bool preempt_never = false;  // preemptionPolicy: Never
+  int64_t creation_unix = 0;   // metadata.creationTimestamp, seconds
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   GpuRequest gpu;
-  std::string gang;                    // gpusched.io/gang (namespace-scoped)
+  std::string gang;  // gpusched.io/gang (namespace-scoped)
   int32_t gang_size = 0;
   // Binding state as the API server (or our own assumption) knows it.
   std::string node_name;
   PodPhase phase = PodPhase::kPending;
-  bool has_gpu_ids = false;            // gpusched.io/gpu-ids present and valid
+  bool has_gpu_ids = false;  // gpusched.io/gpu-ids present and valid
   DeviceMask gpu_ids = 0;
-  int64_t start_unix = 0;              // status.startTime, seconds
-  bool deleting = false;               // metadata.deletionTimestamp set
+  int64_t start_unix = 0;  // status.startTime, seconds
+  bool deleting = false;   // metadata.deletionTimestamp set
 
   // True if the pod holds its GPUs on a node: bound and not finished.
   bool HoldsGpus() const {

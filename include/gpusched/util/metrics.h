@@ -53,7 +53,7 @@ class Metrics {
   struct Family {
     std::string help;
     bool histogram = false;
-    std::map<std::string, int64_t> counters;     // by rendered label set
+    std::map<std::string, int64_t> counters;      // by rendered label set
     std::map<std::string, Histogram> histograms;  // by rendered label set
   };
   mutable absl::Mutex mu_;

@@ -8,9 +8,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define GPUSCHED_RETURN_IF_ERROR(expr)     \
-  do {                                     \
-    ::absl::Status _gs_status = (expr);    \
+#define GPUSCHED_RETURN_IF_ERROR(expr)       \
+  do {                                       \
+    ::absl::Status _gs_status = (expr);      \
     if (!_gs_status.ok()) return _gs_status; \
   } while (0)
 

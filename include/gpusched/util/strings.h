@@ -14,8 +14,12 @@
 
 namespace gpusched {
 
-inline absl::string_view ToAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-inline std::string_view FromAbsl(absl::string_view s) { return std::string_view(s.data(), s.size()); }
+inline absl::string_view ToAbsl(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
+inline std::string_view FromAbsl(absl::string_view s) {
+  return std::string_view(s.data(), s.size());
+}
 
 namespace strings_internal {
 template <typename T>
