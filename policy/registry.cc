@@ -3,6 +3,7 @@
 #include "gpusched/policy/framework.h"
 #include "policy/baseline_scorers.h"
 #include "policy/fgd_scorer.h"
+#include "policy/frag_lookahead.h"
 #include "policy/gpu_filters.h"
 #include "policy/gpu_scorers.h"
 
@@ -33,12 +34,17 @@ absl::StatusOr<std::unique_ptr<ScorePolicy>> MakeScorer(std::string_view name,
   if (name == GpuClusteringScorer::kName) return std::make_unique<GpuClusteringScorer>();
   if (name == LeastAllocatedScorer::kName) return std::make_unique<LeastAllocatedScorer>();
   if (name == MostAllocatedScorer::kName) return std::make_unique<MostAllocatedScorer>();
-  if (name == FgdScorer::kName) {
-    return std::make_unique<FgdScorer>(
-        std::make_shared<const std::vector<FragmentationShape>>(
-            scoring.fragmentation_target.empty() ? DefaultFragmentationTarget()
-                                                 : scoring.fragmentation_target),
-        scoring.fragmentation_scale);
+  if (name == FgdScorer::kName || name == FragLookaheadScorer::kName) {
+    auto target = std::make_shared<const std::vector<FragmentationShape>>(
+        scoring.fragmentation_target.empty() ? DefaultFragmentationTarget()
+                                             : scoring.fragmentation_target);
+    if (name == FragLookaheadScorer::kName || scoring.fragmentation_policy == "lookahead") {
+      return std::make_unique<FragLookaheadScorer>(
+          std::move(target),
+          FragLookaheadParams{scoring.fragmentation_scale, scoring.fragmentation_cpu_guard,
+                              scoring.fragmentation_capacity});
+    }
+    return std::make_unique<FgdScorer>(std::move(target), scoring.fragmentation_scale);
   }
   return absl::NotFoundError(StrCat("unknown scorer '", name, "'"));
 }

@@ -89,7 +89,24 @@ absl::Status DecodeScoring(const json& j, ScoringConfig& s) {
   const std::string p = "scoring";
   GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, p, {"topologyWeight", "packingWeight", "spread",
                                              "fragmentationWeight", "fragmentationScale",
-                                             "fragmentationTarget"}));
+                                             "fragmentationTarget", "fragmentationPolicy",
+                                             "fragmentationCpuGuard",
+                                             "fragmentationCapacity"}));
+  GPUSCHED_RETURN_IF_ERROR(GetString(j, "fragmentationPolicy", p, &s.fragmentation_policy));
+  if (s.fragmentation_policy != "fgd" && s.fragmentation_policy != "lookahead") {
+    return FieldError("scoring.fragmentationPolicy", "must be \"fgd\" or \"lookahead\"");
+  }
+  for (auto [key, out] : {std::pair<const char*, double*>{"fragmentationCpuGuard",
+                                                          &s.fragmentation_cpu_guard},
+                          std::pair<const char*, double*>{"fragmentationCapacity",
+                                                          &s.fragmentation_capacity}}) {
+    if (!j.contains(key)) continue;
+    const json& v = j.at(key);
+    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 100) {
+      return FieldError(StrCat("scoring.", key), "must be a number in [0, 100]");
+    }
+    *out = v.get<double>();
+  }
   GPUSCHED_RETURN_IF_ERROR(
       GetIntAs(j, "fragmentationWeight", p, 0, 100, &s.fragmentation_weight));
   if (j.contains("fragmentationScale")) {

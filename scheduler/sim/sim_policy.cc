@@ -47,6 +47,7 @@ absl::StatusOr<SimPolicy> MakeSimPolicy(std::string_view name, const SchedulerCo
   } else if (name == "fgd") {
     scoring.fragmentation_scale = 1000;  // the paper's score
     scoring.fragmentation_target = target;
+    scoring.fragmentation_policy = "fgd";
     st = single("Fgd");
     p.devices = DeviceRule::kFgd;
   } else if (name == "gpusched") {

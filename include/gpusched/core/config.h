@@ -54,6 +54,12 @@ struct ScoringConfig {
   // The target workload; empty = a built-in default (one shape per common
   // request: 1 whole GPU, halves and quarters, 2/4/8 GPUs, CPU-only).
   std::vector<FragmentationShape> fragmentation_target;
+  // "fgd": the paper's score; "lookahead": FragLookahead (policy/frag_lookahead.h),
+  // FGD's change plus the stranded-GPU (CPU guard) and lost-capacity terms.
+  std::string fragmentation_policy = "fgd";
+  // FragLookahead weights of the stranded-GPU and lost-capacity terms.
+  double fragmentation_cpu_guard = 1;
+  double fragmentation_capacity = 0;
 };
 
 // One quota: GPUs a namespace (or a GPU model within it) may hold.
