@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -10,6 +11,7 @@
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/flags.h"
 #include "scheduler/codec/config_codec.h"
+#include "scheduler/http/client.h"
 #include "scheduler/sim/driver.h"
 
 namespace gpusched::cli {
@@ -22,15 +24,17 @@ constexpr char kUsage[] =
     "  fgd:      --policy NAME --seed N --tune 1.3 --out result.json [--html report.html]\n"
     "            --grid --policies a,b --traces f1.csv,f2.csv --seeds 42-51 --out-dir DIR\n"
     "  replay:   --vc-nodes FILE --load K --policy fifo|sjf|srtf|gpusched --out r.json\n"
-    "  common:   --config FILE (gpusched policy) --extender URL --threads 2 --quiet\n";
+    "  e2e:      --write-cluster LIST.json (for `gpusched serve --cluster`), then\n"
+    "            --extender http://127.0.0.1:8888/scheduler [--policy gpusched-extender]\n"
+    "  common:   --config FILE (gpusched policy) --threads 2 --quiet\n";
 
 }  // namespace
 
 int Simulate(const std::vector<std::string>& args) {
-  Flags flags({"protocol",  "nodes-csv", "cluster",  "nodes",     "pods-csv", "jobs-csv",
-               "jobs-json", "policy",    "policies", "seed",      "seeds",    "tune",
-               "out",       "out-dir",   "html",     "traces",    "config",   "extender",
-               "threads",   "vc-nodes",  "load",     "trace-name"},
+  Flags flags({"protocol",  "nodes-csv", "cluster",  "nodes",      "pods-csv",     "jobs-csv",
+               "jobs-json", "policy",    "policies", "seed",       "seeds",        "tune",
+               "out",       "out-dir",   "html",     "traces",     "config",       "extender",
+               "threads",   "vc-nodes",  "load",     "trace-name", "write-cluster"},
               {"grid", "quiet", "help"});
   if (auto st = flags.Parse(args); !st.ok()) {
     std::cerr << "gpusched simulate: " << st.message() << "\n" << kUsage;
@@ -49,11 +53,14 @@ int Simulate(const std::vector<std::string>& args) {
   o.jobs_csv = flags.Get("jobs-csv");
   o.jobs_json = flags.Get("jobs-json");
   o.vc_nodes = flags.Get("vc-nodes");
-  o.policy = flags.Get("policy", "bestfit");
+  o.extender = flags.Get("extender");
+  o.write_cluster = flags.Get("write-cluster");
+  // The server's pipeline decides in end-to-end mode; its in-process twin
+  // is gpusched-extender.
+  o.policy = flags.Get("policy", o.extender.empty() ? "bestfit" : "gpusched-extender");
   o.out = flags.Get("out");
   o.out_dir = flags.Get("out-dir", ".");
   o.html = flags.Get("html");
-  o.extender = flags.Get("extender");
   o.trace_name = flags.Get("trace-name");
   o.grid = flags.Has("grid");
   o.progress = !flags.Has("quiet");
@@ -90,6 +97,18 @@ int Simulate(const std::vector<std::string>& args) {
       return 2;
     }
     o.config = *cfg;
+  }
+  std::unique_ptr<http::HttpClient> client;
+  if (!o.extender.empty()) {
+    auto c = http::HttpClient::Create(o.extender);
+    if (!c.ok()) {
+      std::cerr << "gpusched simulate: " << c.status().message() << "\n";
+      return 2;
+    }
+    client = *std::move(c);
+    o.transport = [&client](const std::string& path, const std::string& body) {
+      return client->PostJson(path, body);
+    };
   }
   absl::Status st = sim::RunDriver(o);
   if (!st.ok()) {

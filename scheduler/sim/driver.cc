@@ -63,6 +63,13 @@ absl::Status RunFgdDriver(const DriverOptions& o) {
   if (!nodes.ok()) return nodes.status();
   auto cluster = SimCluster::Create(*nodes, o.config.topology_templates);
   if (!cluster.ok()) return cluster.status();
+  if (!o.write_cluster.empty()) {
+    GPUSCHED_RETURN_IF_ERROR(WriteText(o.write_cluster, ClusterListJson(*nodes)));
+    if (o.progress) {
+      std::fprintf(stderr, "wrote %zu nodes to %s\n", nodes->size(), o.write_cluster.c_str());
+    }
+    if (!o.grid && o.pods_csv.empty()) return absl::OkStatus();
+  }
   if (!o.grid) {
     if (o.pods_csv.empty()) return absl::InvalidArgumentError("--pods-csv is required");
     auto pods = LoadPods(o.pods_csv);
@@ -124,6 +131,9 @@ absl::Status RunFgdDriver(const DriverOptions& o) {
 }  // namespace
 
 absl::Status RunDriver(const DriverOptions& o) {
+  if (!o.extender.empty() && (o.protocol != "fgd" || o.grid)) {
+    return absl::InvalidArgumentError("--extender runs one fgd run (not --grid, not replay)");
+  }
   if (o.protocol == "fgd") return RunFgdDriver(o);
   if (o.protocol == "replay") return RunReplayDriver(o);
   return absl::InvalidArgumentError(StrCat("unknown --protocol '", o.protocol, "'"));

@@ -32,6 +32,9 @@ struct DriverOptions {
   bool grid = false;
   bool progress = true;
   std::string out, out_dir = ".", html, extender, trace_name;
+  // fgd: writes the cluster as a Kubernetes List (for `serve --cluster`);
+  // without a workload, that is all the run does.
+  std::string write_cluster;
   SchedulerConfig config;
   ExtenderTransport transport;  // for --extender (set by the CLI)
 };

@@ -150,6 +150,12 @@ std::vector<CurvePoint> BinCurve(const std::vector<Event>& events, int64_t total
 
 absl::StatusOr<FgdResult> RunFgd(const SimCluster& base, const std::vector<PodRequest>& trace,
                                  const SchedulerConfig& config, const FgdOptions& o) {
+  return RunFgdWith(base, trace, config, o, nullptr);
+}
+
+absl::StatusOr<FgdResult> RunFgdWith(const SimCluster& base, const std::vector<PodRequest>& trace,
+                                     const SchedulerConfig& config, const FgdOptions& o,
+                                     FgdDecider* decider) {
   const auto t_start = std::chrono::steady_clock::now();
   SimCluster cluster = base.Clone();
   const std::vector<FragmentationShape> target = LearnTarget(trace);
@@ -187,13 +193,23 @@ absl::StatusOr<FgdResult> RunFgd(const SimCluster& base, const std::vector<PodRe
   r.pods = static_cast<int64_t>(pods.size());
   std::vector<Event> events;
   events.reserve(pods.size());
+  r.placements.reserve(pods.size());
   int64_t arrived = 0;
   uint64_t h = 1469598103934665603ULL;
   for (size_t k = 0; k < pods.size(); ++k) {
     const PodRequest& pod = pods[k];
     arrived += pod.gpu.total_milli();
     DeviceMask devices = 0;
-    const int n = placer.Schedule(pod, shape_of[k], &devices);
+    int n = -1;
+    if (decider == nullptr) {
+      n = placer.Schedule(pod, shape_of[k], &devices);
+    } else {
+      auto chosen = decider->Choose(pod, cluster, rank, &devices);
+      if (!chosen.ok()) return chosen.status();
+      n = *chosen;
+      if (n >= 0) cluster.Place(n, pod, devices);
+    }
+    r.placements.push_back(n);
     h = Mix(h, static_cast<uint64_t>(n + 1));
     h = Mix(h, devices);
     if (n < 0) {

@@ -75,12 +75,33 @@ struct FgdResult {
   std::vector<CurvePoint> curve;
   int64_t pods = 0;
   int64_t failed = 0;
-  uint64_t decision_hash = 0;  // over every (pod, node, devices) decision
+  uint64_t decision_hash = 0;       // over every (pod, node, devices) decision
+  std::vector<int32_t> placements;  // node index per arriving pod, -1 = failed
   double seconds = 0;
 };
 
 absl::StatusOr<FgdResult> RunFgd(const SimCluster& cluster, const std::vector<PodRequest>& trace,
                                  const SchedulerConfig& config, const FgdOptions& options);
+
+// Decides placements for RunFgdWith instead of the in-process Placer (the
+// end-to-end mode asks a running extender). Called once per arriving pod,
+// in order, on the run's own cluster.
+class FgdDecider {
+ public:
+  virtual ~FgdDecider() = default;
+  // Returns the node index for `pod` (-1: no node) and sets *devices; must
+  // not change `cluster` (the caller places the pod). `rank` is the per-run
+  // tie priority of nodes (lower wins). An error aborts the run.
+  virtual absl::StatusOr<int> Choose(const PodRequest& pod, const SimCluster& cluster,
+                                     const std::vector<int32_t>& rank, DeviceMask* devices) = 0;
+};
+
+// RunFgd with placements from `decider` (nullptr: the in-process Placer).
+// Everything else (workload, seeded draws, curve) is as in RunFgd.
+absl::StatusOr<FgdResult> RunFgdWith(const SimCluster& cluster,
+                                     const std::vector<PodRequest>& trace,
+                                     const SchedulerConfig& config, const FgdOptions& options,
+                                     FgdDecider* decider);
 
 std::string FgdResultJson(const FgdResult& r);
 

@@ -83,7 +83,11 @@ int16_t Placer::Evaluate(const policy::PodContext& ctx, int i) {
   if (!policy_.framework->Filter(ctx, node).fits()) return -1;
   if (policy_.random_node) return 0;
   if (policy_.extender_scoring) {
-    int64_t s = policy_.framework->Score(ctx, node) * 10 * policy_.extender_weight;
+    // serve's prioritize answers 0..10 (Framework::Score rounded, as
+    // ExtenderService::Prioritize does); kube-scheduler scales it by
+    // weight x 10 (MaxNodeScore / MaxExtenderPriority).
+    const int64_t extender = (policy_.framework->Score(ctx, node) + 5) / 10;
+    int64_t s = extender * 10 * policy_.extender_weight;
     if (policy_.in_tree != nullptr) s += policy_.in_tree->Score(ctx, node);
     return static_cast<int16_t>(s);
   }
