@@ -1,0 +1,160 @@
+// KubeClusterSource against the fake API server: list (paginated) + watch,
+// relist on 410, faults (dropped watches, 5xx/429, slow responses), bad
+// gpu-ids reporting, and "state after faults equals a cold start".
+#include "scheduler/kube/kube_source.h"
+
+#include <gtest/gtest.h>
+
+#include "test/kube/kube_test_util.h"
+#include "test/testing/builders.h"
+
+namespace gpusched::testing {
+namespace {
+
+class KubeSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_ = std::make_unique<FakeApiServer>(Pki(), kToken);
+    api_->SetBookmarkIntervalMs(200);
+    api_->Start();
+    for (int i = 0; i < 5; ++i) api_->Put("nodes", NodeJson("gpu-" + std::to_string(i), 8));
+    api_->Put("pods", PodJson("a", "running", 2, "gpu-0", "0,1", "Running"));
+    api_->Put("pods", PodJson("a", "pending", 4));
+    api_->Put("pods", PodJson("b", "done", 8, "gpu-1", "0,1,2,3,4,5,6,7", "Succeeded"));
+    client_ = ClientFor(*api_, Pki());
+  }
+  static const TestPki& Pki() {
+    static const TestPki pki = MakeTestPki();
+    return pki;
+  }
+  std::unique_ptr<kube::KubeClusterSource> NewSource(ClusterState* state,
+                                                     std::atomic<bool>* synced = nullptr) {
+    kube::SourceOptions o;
+    o.page_size = 2;  // forces continue tokens
+    o.watch_timeout_seconds = 2;
+    o.backoff_initial = std::chrono::milliseconds(20);
+    o.backoff_max = std::chrono::milliseconds(200);
+    auto s = std::make_unique<kube::KubeClusterSource>(
+        client_.get(), o, &metrics_, [this](const PodRequest& p, const std::string& why) {
+          bad_.push_back(p.Key() + ": " + why);
+        });
+    EXPECT_TRUE(s->Start(state, [synced](bool v) {
+                   if (synced) *synced = v;
+                 }).ok());
+    return s;
+  }
+  // A fresh source's view of the same API server.
+  std::string ColdStart() {
+    ClusterState fresh(ShippedTemplates());
+    auto s = NewSource(&fresh);
+    EXPECT_TRUE(WaitFor([&] { return s->synced(); }));
+    s->Stop();
+    return Fingerprint(fresh);
+  }
+
+  std::unique_ptr<FakeApiServer> api_;
+  std::unique_ptr<kube::KubeHttpClient> client_;
+  Metrics metrics_;
+  std::vector<std::string> bad_;
+};
+
+TEST_F(KubeSourceTest, ListThenWatchFeedsState) {
+  ClusterState state(ShippedTemplates());
+  std::atomic<bool> synced{false};
+  auto src = NewSource(&state, &synced);
+  ASSERT_TRUE(WaitFor([&] { return synced.load(); }));
+  EXPECT_EQ(state.Snapshot()->nodes().size(), 5u);
+  auto running = state.FindPodByName("a", "running");
+  ASSERT_TRUE(running.has_value());
+  EXPECT_EQ(running->node_name, "gpu-0");
+  EXPECT_EQ(running->gpu_ids, DeviceMask{0b11});
+  EXPECT_EQ(state.Snapshot()->Find("gpu-0")->free_count(), 6);
+  EXPECT_EQ(state.Snapshot()->Find("gpu-1")->free_count(), 8);  // Succeeded holds nothing
+
+  api_->Put("pods", PodJson("a", "new", 1, "gpu-2", "5", "Running"));
+  ASSERT_TRUE(WaitFor([&] { return state.FindPodByName("a", "new").has_value(); }));
+  EXPECT_EQ(state.Snapshot()->Find("gpu-2")->free_count(), 7);
+  api_->Delete("pods", "a/new");
+  ASSERT_TRUE(WaitFor([&] { return !state.FindPodByName("a", "new").has_value(); }));
+  api_->Delete("nodes", "gpu-4");
+  ASSERT_TRUE(WaitFor([&] { return state.Snapshot()->Find("gpu-4") == nullptr; }));
+  EXPECT_GE(api_->requests("GET /api/v1/pods"), 2);  // paginated
+  src->Stop();
+  EXPECT_EQ(Fingerprint(state), ColdStart());
+}
+
+TEST_F(KubeSourceTest, GoneTriggersRelistAndMatchesColdStart) {
+  ClusterState state(ShippedTemplates());
+  std::atomic<int> unsynced{0};
+  kube::SourceOptions o;
+  o.page_size = 2;
+  o.watch_timeout_seconds = 2;
+  o.backoff_initial = std::chrono::milliseconds(20);
+  kube::KubeClusterSource src(client_.get(), o, &metrics_);
+  ASSERT_TRUE(src.Start(&state,
+                        [&](bool v) {
+                          if (!v) ++unsynced;
+                        })
+                  .ok());
+  ASSERT_TRUE(WaitFor([&] { return src.synced(); }));
+  const int64_t lists = src.relists();
+  // Changes the watch will never deliver: compacted away, watch dropped.
+  api_->Put("pods", PodJson("c", "missed", 2, "gpu-3", "2,3", "Running"));
+  api_->Compact();
+  api_->DropWatches();
+  ASSERT_TRUE(WaitFor([&] { return src.relists() > lists && src.synced(); }));
+  EXPECT_GE(unsynced.load(), 1);  // not ready during the relist
+  ASSERT_TRUE(WaitFor([&] { return state.FindPodByName("c", "missed").has_value(); }));
+  src.Stop();
+  EXPECT_EQ(Fingerprint(state), ColdStart());
+}
+
+TEST_F(KubeSourceTest, SurvivesDroppedWatchesErrorsAndSlowness) {
+  ClusterState state(ShippedTemplates());
+  auto src = NewSource(&state);
+  ASSERT_TRUE(WaitFor([&] { return src->synced(); }));
+  for (int round = 0; round < 4; ++round) {
+    api_->DropWatches();
+    api_->FailNext(2, round % 2 == 0 ? 503 : 429, "/api/v1/pods");
+    api_->Put("pods", PodJson("d", "p" + std::to_string(round), 1, "gpu-" + std::to_string(round),
+                              std::to_string(round), "Running"));
+  }
+  api_->SetDelayMs(150);
+  api_->Put("pods", PodJson("d", "slow", 1, "gpu-4", "7", "Running"));
+  ASSERT_TRUE(WaitFor([&] { return state.FindPodByName("d", "slow").has_value(); }));
+  api_->SetDelayMs(0);
+  for (int round = 0; round < 4; ++round) {
+    EXPECT_TRUE(state.FindPodByName("d", "p" + std::to_string(round)).has_value()) << round;
+  }
+  EXPECT_TRUE(src->synced());
+  src->Stop();
+  EXPECT_EQ(Fingerprint(state), ColdStart());
+}
+
+TEST_F(KubeSourceTest, ListErrorsBackOffUntilSynced) {
+  api_->FailNext(3, 500, "/api/v1/nodes");
+  ClusterState state(ShippedTemplates());
+  auto src = NewSource(&state);
+  ASSERT_TRUE(WaitFor([&] { return src->synced(); }));
+  EXPECT_EQ(metrics_.CounterValue("gpusched_kube_list_errors_total", {}), 3);
+}
+
+TEST_F(KubeSourceTest, BadGpuIdsFailClosedAndAreReported) {
+  api_->Put("pods", PodJson("e", "garbled", 2, "gpu-3", "zero,one", "Running"));
+  api_->Put("pods", PodJson("e", "beyond", 1, "gpu-2", "12", "Running"));
+  ClusterState state(ShippedTemplates());
+  auto src = NewSource(&state);
+  ASSERT_TRUE(WaitFor([&] { return src->synced(); }));
+  ASSERT_TRUE(WaitFor([&] { return bad_.size() == 2; }));
+  EXPECT_EQ(state.Snapshot()->Find("gpu-3")->free_count(), 6);  // 2 devices held anyway
+  EXPECT_EQ(metrics_.CounterValue("gpusched_bad_gpu_ids_total", {}), 2);
+  // Reported once, not on every relist.
+  api_->Compact();
+  api_->DropWatches();
+  const int64_t lists = src->relists();
+  ASSERT_TRUE(WaitFor([&] { return src->relists() > lists; }));
+  EXPECT_EQ(bad_.size(), 2u);
+}
+
+}  // namespace
+}  // namespace gpusched::testing
