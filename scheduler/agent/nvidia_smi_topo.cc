@@ -113,39 +113,6 @@ absl::Status CheckShape(const Matrix& m) {
   return absl::OkStatus();
 }
 
-void AppendJsonString(std::string_view s, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (u < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[u >> 4]);
-          out->push_back(kHex[u & 0xf]);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 }  // namespace
 
@@ -226,30 +193,6 @@ absl::StatusOr<std::vector<std::vector<std::string>>> ParseNvidiaSmiTopo(std::st
   }
   if (absl::Status status = CheckShape(m); !status.ok()) return status;
   return m;
-}
-
-std::string TopologyAnnotationValue(const std::vector<std::vector<std::string>>& m) {
-  std::string out = "[";
-  for (size_t i = 0; i < m.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    out.push_back('[');
-    for (size_t j = 0; j < m[i].size(); ++j) {
-      if (j > 0) out.push_back(',');
-      AppendJsonString(m[i][j], &out);
-    }
-    out.push_back(']');
-  }
-  out.push_back(']');
-  return out;
-}
-
-std::string NodeAnnotationPatch(const std::vector<std::vector<std::string>>& m) {
-  std::string out = "{\"metadata\":{\"annotations\":{";
-  AppendJsonString(kTopologyAnnotationKey, &out);
-  out.push_back(':');
-  AppendJsonString(TopologyAnnotationValue(m), &out);
-  out.append("}}}");
-  return out;
 }
 
 }  // namespace gpusched::agent

@@ -1,7 +1,7 @@
-// Parser for the GPU-to-GPU link matrix printed by `nvidia-smi topo -m`, and
-// builders for the Node annotation that publishes it to the scheduler
-// extender. The topology agent calls these after running nvidia-smi on its
-// node; tests and tools may call them on captured output.
+// Parser for the GPU-to-GPU link matrix printed by `nvidia-smi topo -m`. The
+// topology agent calls it after running nvidia-smi on its node and publishes
+// the matrix with scheduler/codec's EncodeTopologyAnnotation (JSON lives only
+// in the codec); tests and tools may call it on captured output.
 //
 // Thread safety: every function here is pure (no shared state), so all of
 // them may be called concurrently from any thread.
@@ -28,14 +28,6 @@ inline constexpr std::string_view kTopologyAnnotationKey = "gpusched.io/gpu-topo
 // column when there is no GPU header, the block is not square, a code is
 // unknown, the matrix is asymmetric, or the diagonal is not "X".
 absl::StatusOr<std::vector<std::vector<std::string>>> ParseNvidiaSmiTopo(std::string_view text);
-
-// Returns the compact JSON text of `m` as stored in the annotation, e.g.
-// [["X","NV12"],["NV12","X"]].
-std::string TopologyAnnotationValue(const std::vector<std::vector<std::string>>& m);
-
-// Returns a JSON merge-patch body for the Node that sets the annotation:
-// {"metadata":{"annotations":{"gpusched.io/gpu-topology":"<escaped value>"}}}
-std::string NodeAnnotationPatch(const std::vector<std::vector<std::string>>& m);
 
 }  // namespace gpusched::agent
 

@@ -15,6 +15,7 @@
 #include "scheduler/agent/nvidia_smi_topo.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/flags.h"
+#include "scheduler/codec/kube_codec.h"
 #include "scheduler/kube/runtime.h"
 #include "scheduler/source/file_source.h"
 
@@ -45,7 +46,8 @@ absl::Status PublishOnce(kube::KubeHttpClient& client, const std::string& node,
   if (!text.ok()) return text.status();
   auto matrix = agent::ParseNvidiaSmiTopo(*text);
   if (!matrix.ok()) return matrix.status();
-  auto res = client.Do("PATCH", StrCat("/api/v1/nodes/", node), agent::NodeAnnotationPatch(*matrix),
+  auto res = client.Do("PATCH", StrCat("/api/v1/nodes/", node), codec::EncodeAnnotationPatch(agent::kTopologyAnnotationKey,
+                                                           codec::EncodeTopologyAnnotation(*matrix)),
                        "application/merge-patch+json");
   if (!res.ok()) return res.status();
   if (res->status != 200) {

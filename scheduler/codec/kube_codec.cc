@@ -274,6 +274,19 @@ std::string FormatGpuIds(DeviceMask devices) {
   return out;
 }
 
+std::string EncodeTopologyAnnotation(const std::vector<std::vector<std::string>>& matrix) {
+  std::string s;
+  JsonWriter w(&s);
+  w.BeginArray();
+  for (const auto& row : matrix) {
+    w.BeginArray();
+    for (const std::string& cell : row) w.String(cell);
+    w.EndArray();
+  }
+  w.EndArray();
+  return s;
+}
+
 std::string EncodeAnnotationPatch(std::string_view key, std::string_view value) {
   std::string s;
   JsonWriter w(&s);

@@ -102,6 +102,9 @@ std::string EncodeGpuIdsPatch(DeviceMask devices);
 std::string FormatGpuIds(DeviceMask devices);
 // {"metadata":{"annotations":{key:value}}}
 std::string EncodeAnnotationPatch(std::string_view key, std::string_view value);
+// The gpusched.io/gpu-topology annotation value: the compact JSON matrix of
+// nvidia-smi codes, e.g. [["X","NV12"],["NV12","X"]].
+std::string EncodeTopologyAnnotation(const std::vector<std::vector<std::string>>& matrix);
 std::string EncodeBinding(std::string_view ns, std::string_view name, std::string_view uid,
                           std::string_view node);
 std::string EncodeEviction(std::string_view ns, std::string_view name, std::string_view uid);

@@ -1,4 +1,5 @@
 #include "scheduler/agent/nvidia_smi_topo.h"
+#include "scheduler/codec/kube_codec.h"
 
 #include <fstream>
 #include <sstream>
@@ -204,27 +205,28 @@ TEST(ParseNvidiaSmiTopoTest, BadInputsAreInvalidArgument) {
 }
 
 TEST(TopologyAnnotationTest, ValueIsCompactJson) {
-  EXPECT_EQ(TopologyAnnotationValue({{"X", "NV12"}, {"NV12", "X"}}),
+  EXPECT_EQ(codec::EncodeTopologyAnnotation({{"X", "NV12"}, {"NV12", "X"}}),
             R"([["X","NV12"],["NV12","X"]])");
-  EXPECT_EQ(TopologyAnnotationValue({{"X"}}), R"([["X"]])");
-  EXPECT_EQ(TopologyAnnotationValue({}), "[]");
+  EXPECT_EQ(codec::EncodeTopologyAnnotation({{"X"}}), R"([["X"]])");
+  EXPECT_EQ(codec::EncodeTopologyAnnotation({}), "[]");
 }
 
 TEST(TopologyAnnotationTest, PatchBodyEscapesValue) {
   EXPECT_EQ(
-      NodeAnnotationPatch({{"X", "NV12"}, {"NV12", "X"}}),
+      codec::EncodeAnnotationPatch(kTopologyAnnotationKey,
+                                   codec::EncodeTopologyAnnotation({{"X", "NV12"}, {"NV12", "X"}})),
       R"({"metadata":{"annotations":{"gpusched.io/gpu-topology":"[[\"X\",\"NV12\"],[\"NV12\",\"X\"]]"}}})");
 }
 
 TEST(TopologyAnnotationTest, ValueFromParsedT4File) {
   const auto m = ParseNvidiaSmiTopo(ReadTestdata("pcie_4x_t4.txt"));
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(TopologyAnnotationValue(*m), R"([["X","PIX","SYS","SYS"],["PIX","X","SYS","SYS"],)"
+  EXPECT_EQ(codec::EncodeTopologyAnnotation(*m), R"([["X","PIX","SYS","SYS"],["PIX","X","SYS","SYS"],)"
                                          R"(["SYS","SYS","X","PIX"],["SYS","SYS","PIX","X"]])");
 }
 
 TEST(TopologyAnnotationTest, EscapesQuotesBackslashesAndControlBytes) {
-  EXPECT_EQ(TopologyAnnotationValue({{"a\"b\\c\n\x01"}}), R"([["a\"b\\c\n\u0001"]])");
+  EXPECT_EQ(codec::EncodeTopologyAnnotation({{"a\"b\\c\n\x01"}}), R"([["a\"b\\c\n\u0001"]])");
 }
 
 }  // namespace
