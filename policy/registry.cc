@@ -1,6 +1,6 @@
 // The only list of built-in policies.
-#include "gpusched/util/strings.h"
 #include "gpusched/policy/framework.h"
+#include "gpusched/util/strings.h"
 #include "policy/baseline_scorers.h"
 #include "policy/fgd_scorer.h"
 #include "policy/frag_lookahead.h"

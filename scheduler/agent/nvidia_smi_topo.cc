@@ -113,7 +113,6 @@ absl::Status CheckShape(const Matrix& m) {
   return absl::OkStatus();
 }
 
-
 }  // namespace
 
 absl::StatusOr<std::vector<std::vector<std::string>>> ParseNvidiaSmiTopo(std::string_view text) {

@@ -13,7 +13,8 @@ void Usage(std::ostream& out) {
   out << "usage: gpusched <command> [flags]\n\n"
          "commands:\n"
          "  serve      run the HTTP extender (--config, --cluster, --listen)\n"
-         "  topology-agent  publish this node's nvidia-smi GPU topology (--node, --interval, --once)\n"
+         "  topology-agent  publish this node's nvidia-smi GPU topology (--node, --interval, "
+         "--once)\n"
          "  validate   check a policy config (--config) and optionally a cluster (--cluster)\n"
          "  simulate   run the simulator (--protocol fgd|replay; see docs/simulator.md)\n"
          "  version    print the version\n";

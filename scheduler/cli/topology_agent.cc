@@ -46,8 +46,9 @@ absl::Status PublishOnce(kube::KubeHttpClient& client, const std::string& node,
   if (!text.ok()) return text.status();
   auto matrix = agent::ParseNvidiaSmiTopo(*text);
   if (!matrix.ok()) return matrix.status();
-  auto res = client.Do("PATCH", StrCat("/api/v1/nodes/", node), codec::EncodeAnnotationPatch(agent::kTopologyAnnotationKey,
-                                                           codec::EncodeTopologyAnnotation(*matrix)),
+  auto res = client.Do("PATCH", StrCat("/api/v1/nodes/", node),
+                       codec::EncodeAnnotationPatch(agent::kTopologyAnnotationKey,
+                                                    codec::EncodeTopologyAnnotation(*matrix)),
                        "application/merge-patch+json");
   if (!res.ok()) return res.status();
   if (res->status != 200) {

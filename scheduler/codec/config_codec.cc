@@ -74,10 +74,11 @@ absl::Status GetString(const json& obj, std::string_view key, std::string_view p
 
 absl::Status DecodeServer(const json& j, ServerConfig& s) {
   const std::string p = "server";
-  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, p, {"listen", "maxBodyBytes", "readTimeoutSeconds",
-                                            "idleTimeoutSeconds", "threads"}));
+  GPUSCHED_RETURN_IF_ERROR(CheckKeys(
+      j, p, {"listen", "maxBodyBytes", "readTimeoutSeconds", "idleTimeoutSeconds", "threads"}));
   GPUSCHED_RETURN_IF_ERROR(GetString(j, "listen", p, &s.listen));
-  if (s.listen.find(':') == std::string::npos) return FieldError("server.listen", "must be HOST:PORT");
+  if (s.listen.find(':') == std::string::npos)
+    return FieldError("server.listen", "must be HOST:PORT");
   GPUSCHED_RETURN_IF_ERROR(GetInt(j, "maxBodyBytes", p, 1024, int64_t{1} << 32, &s.max_body_bytes));
   GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "readTimeoutSeconds", p, 1, 3600, &s.read_timeout_seconds));
   GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "idleTimeoutSeconds", p, 1, 86400, &s.idle_timeout_seconds));
@@ -87,19 +88,18 @@ absl::Status DecodeServer(const json& j, ServerConfig& s) {
 
 absl::Status DecodeScoring(const json& j, ScoringConfig& s) {
   const std::string p = "scoring";
-  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, p, {"topologyWeight", "packingWeight", "spread",
-                                             "fragmentationWeight", "fragmentationScale",
-                                             "fragmentationTarget", "fragmentationPolicy",
-                                             "fragmentationCpuGuard",
-                                             "fragmentationCapacity"}));
+  GPUSCHED_RETURN_IF_ERROR(
+      CheckKeys(j, p,
+                {"topologyWeight", "packingWeight", "spread", "fragmentationWeight",
+                 "fragmentationScale", "fragmentationTarget", "fragmentationPolicy",
+                 "fragmentationCpuGuard", "fragmentationCapacity"}));
   GPUSCHED_RETURN_IF_ERROR(GetString(j, "fragmentationPolicy", p, &s.fragmentation_policy));
   if (s.fragmentation_policy != "fgd" && s.fragmentation_policy != "lookahead") {
     return FieldError("scoring.fragmentationPolicy", "must be \"fgd\" or \"lookahead\"");
   }
-  for (auto [key, out] : {std::pair<const char*, double*>{"fragmentationCpuGuard",
-                                                          &s.fragmentation_cpu_guard},
-                          std::pair<const char*, double*>{"fragmentationCapacity",
-                                                          &s.fragmentation_capacity}}) {
+  for (auto [key, out] :
+       {std::pair<const char*, double*>{"fragmentationCpuGuard", &s.fragmentation_cpu_guard},
+        std::pair<const char*, double*>{"fragmentationCapacity", &s.fragmentation_capacity}}) {
     if (!j.contains(key)) continue;
     const json& v = j.at(key);
     if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 100) {
@@ -107,8 +107,7 @@ absl::Status DecodeScoring(const json& j, ScoringConfig& s) {
     }
     *out = v.get<double>();
   }
-  GPUSCHED_RETURN_IF_ERROR(
-      GetIntAs(j, "fragmentationWeight", p, 0, 100, &s.fragmentation_weight));
+  GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "fragmentationWeight", p, 0, 100, &s.fragmentation_weight));
   if (j.contains("fragmentationScale")) {
     const json& v = j.at("fragmentationScale");
     if (!v.is_number() || v.get<double>() <= 0) {
@@ -121,8 +120,8 @@ absl::Status DecodeScoring(const json& j, ScoringConfig& s) {
     if (!t.is_array()) return FieldError("scoring.fragmentationTarget", "must be an array");
     for (size_t i = 0; i < t.size(); ++i) {
       const std::string q = StrCat("scoring.fragmentationTarget[", i, "]");
-      GPUSCHED_RETURN_IF_ERROR(CheckKeys(t[i], q, {"cpuMilli", "gpus", "gpuMilli", "models",
-                                                   "weight"}));
+      GPUSCHED_RETURN_IF_ERROR(
+          CheckKeys(t[i], q, {"cpuMilli", "gpus", "gpuMilli", "models", "weight"}));
       FragmentationShape f;
       GPUSCHED_RETURN_IF_ERROR(GetInt(t[i], "cpuMilli", q, 0, int64_t{1} << 40, &f.cpu_milli));
       GPUSCHED_RETURN_IF_ERROR(GetIntAs(t[i], "gpus", q, 0, kMaxGpusPerNode, &f.gpu_count));
@@ -176,7 +175,8 @@ absl::Status DecodeTemplates(const json& j, std::vector<TopologyTemplate>& out) 
     }
     if (!tt.uniform.empty()) {
       auto l = ParseLinkCode(tt.uniform);
-      if (!l.ok() || l->nvlinks == 0xff) return FieldError(Join(p, "uniform"), "must be a link code such as NV12 or SYS");
+      if (!l.ok() || l->nvlinks == 0xff)
+        return FieldError(Join(p, "uniform"), "must be a link code such as NV12 or SYS");
     } else {
       const json& m = t["matrix"];
       if (!m.is_array()) return FieldError(Join(p, "matrix"), "must be an array of rows");
@@ -192,7 +192,8 @@ absl::Status DecodeTemplates(const json& j, std::vector<TopologyTemplate>& out) 
       if (!topo.ok()) return FieldError(Join(p, "matrix"), FromAbsl(topo.status().message()));
       if (tt.gpus == 0) tt.gpus = static_cast<int>(tt.matrix.size());
       if (tt.gpus != static_cast<int>(tt.matrix.size())) {
-        return FieldError(Join(p, "gpus"), StrCat("is ", tt.gpus, " but matrix has ", tt.matrix.size(), " rows"));
+        return FieldError(Join(p, "gpus"),
+                          StrCat("is ", tt.gpus, " but matrix has ", tt.matrix.size(), " rows"));
       }
     }
     out.push_back(std::move(tt));
@@ -214,7 +215,8 @@ absl::Status DecodeAmount(const json& j, std::string_view p, QuotaAmount& a,
   a.limit = a.guaranteed;
   GPUSCHED_RETURN_IF_ERROR(GetInt(j, "limit", p, 0, 1 << 24, &a.limit));
   if (a.limit < a.guaranteed) {
-    return FieldError(Join(p, "limit"), StrCat("must be >= guaranteed (", a.guaranteed, "), got ", a.limit));
+    return FieldError(Join(p, "limit"),
+                      StrCat("must be >= guaranteed (", a.guaranteed, "), got ", a.limit));
   }
   return absl::OkStatus();
 }
@@ -224,7 +226,8 @@ absl::Status DecodeNamespaceQuota(const json& j, std::string_view p, NamespaceQu
   GPUSCHED_RETURN_IF_ERROR(GetString(j, "cohort", p, &q.cohort));
   if (j.contains("models")) {
     const json& m = j["models"];
-    if (!m.is_object()) return FieldError(Join(p, "models"), "must be an object of product entries");
+    if (!m.is_object())
+      return FieldError(Join(p, "models"), "must be an object of product entries");
     for (const auto& [model, amount] : m.items()) {
       if (model.empty()) return FieldError(Join(p, "models"), "model names must be non-empty");
       QuotaAmount a;
@@ -260,7 +263,8 @@ absl::Status DecodeReclaim(const json& j, ReclaimConfig& r) {
   std::string policy = r.only_lower_priority ? "lowerPriority" : "anyBorrower";
   GPUSCHED_RETURN_IF_ERROR(GetString(j, "policy", "reclaim", &policy));
   if (policy != "lowerPriority" && policy != "anyBorrower") {
-    return FieldError("reclaim.policy", StrCat("must be lowerPriority or anyBorrower, got '", policy, "'"));
+    return FieldError("reclaim.policy",
+                      StrCat("must be lowerPriority or anyBorrower, got '", policy, "'"));
   }
   r.only_lower_priority = policy == "lowerPriority";
   return absl::OkStatus();
@@ -271,8 +275,9 @@ absl::Status DecodeReclaim(const json& j, ReclaimConfig& r) {
 absl::StatusOr<SchedulerConfig> DecodeConfig(std::string_view text) {
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError("config: not valid JSON");
-  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "", {"$schema", "description", "server", "scoring",
-                                             "topologyTemplates", "quotas", "reclaim", "gang"}));
+  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "",
+                                     {"$schema", "description", "server", "scoring",
+                                      "topologyTemplates", "quotas", "reclaim", "gang"}));
   SchedulerConfig c;
   if (j.contains("server")) GPUSCHED_RETURN_IF_ERROR(DecodeServer(j["server"], c.server));
   if (j.contains("scoring")) GPUSCHED_RETURN_IF_ERROR(DecodeScoring(j["scoring"], c.scoring));
@@ -295,7 +300,8 @@ absl::StatusOr<SchedulerConfig> LoadConfigFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   auto c = DecodeConfig(ss.str());
-  if (!c.ok()) return absl::InvalidArgumentError(StrCat("config ", path, ": ", c.status().message()));
+  if (!c.ok())
+    return absl::InvalidArgumentError(StrCat("config ", path, ": ", c.status().message()));
   return c;
 }
 

@@ -1,5 +1,4 @@
 #include "scheduler/agent/nvidia_smi_topo.h"
-#include "scheduler/codec/kube_codec.h"
 
 #include <fstream>
 #include <sstream>
@@ -10,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "scheduler/codec/kube_codec.h"
 
 namespace gpusched::agent {
 namespace {
@@ -221,8 +221,9 @@ TEST(TopologyAnnotationTest, PatchBodyEscapesValue) {
 TEST(TopologyAnnotationTest, ValueFromParsedT4File) {
   const auto m = ParseNvidiaSmiTopo(ReadTestdata("pcie_4x_t4.txt"));
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(codec::EncodeTopologyAnnotation(*m), R"([["X","PIX","SYS","SYS"],["PIX","X","SYS","SYS"],)"
-                                         R"(["SYS","SYS","X","PIX"],["SYS","SYS","PIX","X"]])");
+  EXPECT_EQ(codec::EncodeTopologyAnnotation(*m),
+            R"([["X","PIX","SYS","SYS"],["PIX","X","SYS","SYS"],)"
+            R"(["SYS","SYS","X","PIX"],["SYS","SYS","PIX","X"]])");
 }
 
 TEST(TopologyAnnotationTest, EscapesQuotesBackslashesAndControlBytes) {

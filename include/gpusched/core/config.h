@@ -28,7 +28,7 @@ struct TopologyTemplate {
   std::vector<std::string> match;  // product entries, matched like gpu-model
   int gpus = 0;                    // matrix templates apply only to this count
   std::vector<std::vector<std::string>> matrix;
-  std::string uniform;             // e.g. "NV12": every pair alike, any count
+  std::string uniform;  // e.g. "NV12": every pair alike, any count
 };
 
 // One pod shape of a fragmentation target workload (FGD): what a typical
@@ -36,7 +36,7 @@ struct TopologyTemplate {
 struct FragmentationShape {
   int64_t cpu_milli = 0;
   int32_t gpu_count = 0;
-  int32_t gpu_milli = 1000;  // per GPU
+  int32_t gpu_milli = 1000;         // per GPU
   std::vector<std::string> models;  // allowed products; empty = any
   double weight = 0;
 };
@@ -70,7 +70,7 @@ struct QuotaAmount {
 
 struct NamespaceQuota {
   QuotaAmount gpus;
-  std::string cohort;  // "" = lends and borrows with nobody
+  std::string cohort;                         // "" = lends and borrows with nobody
   std::map<std::string, QuotaAmount> models;  // product entry -> amount
 };
 
