@@ -100,7 +100,10 @@ int64_t FilterMemo::Score(const NodeHot& node) {
 }
 
 int64_t Framework::Score(const PodContext& ctx, const NodeInfo& node) const {
-  if (total_weight_ == 0 || !ctx.wants_gpus()) return kMinNodeScore;
+  // Pods without GPUs are scored too (when kube-scheduler consults gpusched
+  // for them): the GPU scorers answer a constant, while fragmentation-aware
+  // scorers keep such pods off the CPU that idle GPUs need.
+  if (total_weight_ == 0) return kMinNodeScore;
   int64_t sum = 0;
   for (const WeightedScorer& s : scorers_) {
     if (s.weight <= 0) continue;

@@ -101,7 +101,6 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
 
 std::vector<int64_t> ExtenderService::Prioritize(const ExtenderArgs& args) const {
   std::vector<int64_t> scores(args.node_names.size(), 0);
-  if (args.pod.gpu.count == 0) return scores;
   auto snapshot = state_->Snapshot();
   auto fw = framework();
   policy::PodContext ctx = fw->Prepare(args.pod, *snapshot);

@@ -55,8 +55,9 @@ absl::StatusOr<SimPolicy> MakeSimPolicy(std::string_view name, const SchedulerCo
     if (!fw.ok()) return fw.status();
     p.framework = std::move(*fw);
   } else if (name == "gpusched-extender") {
-    // Exactly what serve answers: Framework::Score (0 for CPU-only pods),
-    // as kube-scheduler would combine it with no in-tree score plugins.
+    // Exactly what serve answers: Framework::Score rounded to 0..10, as
+    // kube-scheduler combines it (CPU-only pods never reach the extender
+    // with managedResources: nvidia.com/gpu; see fgd_protocol).
     auto fw = policy::Framework::Create(scoring);
     if (!fw.ok()) return fw.status();
     p.framework = std::move(*fw);
@@ -86,20 +87,15 @@ int16_t Placer::Evaluate(const policy::PodContext& ctx, int i) {
     // serve's prioritize answers 0..10 (Framework::Score rounded, as
     // ExtenderService::Prioritize does); kube-scheduler scales it by
     // weight x 10 (MaxNodeScore / MaxExtenderPriority).
-    const int64_t extender = (policy_.framework->Score(ctx, node) + 5) / 10;
+    // CPU-only pods never reach the extender (managedResources: nvidia.com/gpu).
+    const int64_t extender = ctx.wants_gpus() ? (policy_.framework->Score(ctx, node) + 5) / 10 : 0;
     int64_t s = extender * 10 * policy_.extender_weight;
     if (policy_.in_tree != nullptr) s += policy_.in_tree->Score(ctx, node);
     return static_cast<int16_t>(s);
   }
-  // Baselines score every pod (CPU-only ones too), as the authors' plugins do.
-  int64_t sum = 0, total = 0;
-  for (const auto& ws : policy_.framework->scorers()) {
-    if (ws.weight <= 0) continue;
-    sum += ws.weight *
-           std::clamp(ws.scorer->Score(ctx, node), policy::kMinNodeScore, policy::kMaxNodeScore);
-    total += ws.weight;
-  }
-  return static_cast<int16_t>(total == 0 ? 0 : sum / total);
+  // Every policy scores every pod (CPU-only ones too), as the authors'
+  // plugins do and as Framework::Score does for serve.
+  return static_cast<int16_t>(policy_.framework->Score(ctx, node));
 }
 
 int Placer::Choose(const PodRequest& pod, int shape, DeviceMask* devices) {

@@ -37,7 +37,8 @@ class Framework {
   // Returns the per-request context. `pod` and `snapshot` must outlive it.
   PodContext Prepare(const PodRequest& pod, const ClusterSnapshot& snapshot) const;
   FilterResult Filter(const PodContext& ctx, const NodeInfo& node) const;
-  // Returns 0..100. REQUIRES: Filter(ctx, node).fits().
+  // Returns the weighted mean of the scorers, 0..100, for any pod (GPU or
+  // not). REQUIRES: Filter(ctx, node).fits().
   int64_t Score(const PodContext& ctx, const NodeInfo& node) const;
 
   const std::vector<std::unique_ptr<FilterPolicy>>& filters() const { return filters_; }
