@@ -1,0 +1,316 @@
+// kill -9 restart equivalence with the real binary: the built `gpusched
+// serve --kubeconfig` runs against an in-process FakeApiServer, is killed
+// with SIGKILL in the middle of a filter+bind burst, restarted, and checked:
+// no device twice, every bound pod's ids valid for its node, filter answers
+// after the restart equal those of a cold start, and the remaining binds
+// after the restart never double-allocate.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test/kube/fake_apiserver.h"
+#include "test/kube/kube_test_util.h"
+
+extern char** environ;
+
+namespace gpusched::testing {
+namespace {
+
+constexpr char kIdsKey[] = "gpusched.io/gpu-ids";
+constexpr int kGpusPerNode = 8;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  uint16_t port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+    socklen_t len = sizeof(a);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+struct HttpResult {
+  int status = 0;  // 0 = no response
+  std::string body;
+};
+
+// One request on its own connection (Connection: close). `after_send` runs
+// once the request is written, before the response is read.
+HttpResult Http(uint16_t port, const std::string& method, const std::string& path,
+                const std::string& body = "", const std::function<void()>& after_send = {}) {
+  HttpResult r;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return r;
+  }
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!body.empty()) req += "Content-Type: application/json\r\n";
+  req += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  size_t off = 0;
+  while (off < req.size()) {
+    ssize_t n = send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  if (after_send) after_send();
+  std::string buf;
+  char tmp[16384];
+  while (true) {
+    ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
+    if (n <= 0) break;
+    buf.append(tmp, static_cast<size_t>(n));
+  }
+  close(fd);
+  size_t end = buf.find("\r\n\r\n");
+  if (buf.size() < 12 || end == std::string::npos) return r;
+  r.status = std::atoi(buf.substr(9, 3).c_str());
+  r.body = buf.substr(end + 4);
+  return r;
+}
+
+// The gpusched binary as a child process; its output goes to a log file.
+class Child {
+ public:
+  Child(std::vector<std::string> args, const std::string& log) {
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(GPUSCHED_BINARY));
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    if (posix_spawn(&pid_, GPUSCHED_BINARY, &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~Child() { Kill(SIGKILL); }
+  bool started() const { return pid_ > 0; }
+  void Kill(int sig) {
+    if (pid_ <= 0) return;
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  bool Alive() {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    return waitpid(pid_, &status, WNOHANG) == 0;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+class KubeRestartTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    struct stat st {};
+    if (stat(GPUSCHED_BINARY, &st) != 0) GTEST_SKIP() << "gpusched binary not built";
+    pki_ = MakeTestPki();
+    api_ = std::make_unique<FakeApiServer>(pki_, kToken);
+    api_->Start();
+    for (int i = 0; i < 3; ++i) {
+      nodes_.push_back("gpu-node-" + std::to_string(i));
+      api_->Put("nodes", NodeJson(nodes_.back(), kGpusPerNode));
+    }
+    // 10 pending pods of 2 GPUs: 20 of the 24 GPUs.
+    for (int i = 0; i < 10; ++i) {
+      pods_.push_back("train-" + std::to_string(i));
+      api_->Put("pods", PodJson("team-a", pods_.back(), 2));
+    }
+    kubeconfig_ =
+        WriteTempFile("restart_kubeconfig", KubeconfigYaml(api_->port(), pki_.ca_pem, kToken));
+    Json cfg =
+        Json::parse(ReadAll(std::string(GPUSCHED_SOURCE_DIR) + "/config/scheduler-policy.json"));
+    cfg.erase("quotas");
+    config_ = WriteTempFile("restart_policy.json", cfg.dump());
+    log_ = WriteTempFile("restart_gpusched.log", "");
+  }
+  void TearDown() override {
+    if (api_ != nullptr) api_->Stop();
+  }
+
+  // Starts gpusched on a fresh port and waits until /readyz is 200.
+  std::unique_ptr<Child> Start(uint16_t* port) {
+    *port = FreePort();
+    auto c = std::make_unique<Child>(
+        std::vector<std::string>{"serve", "--kubeconfig", kubeconfig_, "--config", config_,
+                                 "--listen", "127.0.0.1:" + std::to_string(*port)},
+        log_);
+    EXPECT_TRUE(c->started());
+    bool ready = WaitFor([&] { return !c->Alive() || Http(*port, "GET", "/readyz").status == 200; },
+                         std::chrono::milliseconds(15000));
+    EXPECT_TRUE(ready && c->Alive()) << "gpusched not ready; log:\n" << ReadAll(log_);
+    return c;
+  }
+
+  std::string FilterBody(const std::string& pod) const {
+    Json pj = *api_->Get("pods", "team-a/" + pod);
+    return Json{{"Pod", pj}, {"NodeNames", nodes_}}.dump();
+  }
+  std::string BindBody(const std::string& pod, const std::string& node) const {
+    return Json{{"PodName", pod},
+                {"PodNamespace", "team-a"},
+                {"PodUID", "uid-team-a-" + pod},
+                {"Node", node}}
+        .dump();
+  }
+  // Filter then bind to the first feasible node; returns true if bound.
+  bool FilterAndBind(uint16_t port, const std::string& pod,
+                     const std::function<void()>& after_bind_sent = {}) {
+    HttpResult f = Http(port, "POST", "/scheduler/filter", FilterBody(pod));
+    if (f.status != 200) return false;
+    Json fr = Json::parse(f.body, nullptr, false);
+    if (fr.is_discarded() || !fr.contains("NodeNames") || !fr["NodeNames"].is_array() ||
+        fr["NodeNames"].empty())
+      return false;
+    HttpResult b = Http(port, "POST", "/scheduler/bind",
+                        BindBody(pod, fr["NodeNames"][0].get<std::string>()), after_bind_sent);
+    if (b.status != 200) return false;
+    Json br = Json::parse(b.body, nullptr, false);
+    return !br.is_discarded() && br.value("Error", "x").empty();
+  }
+
+  // The invariants on the API server's view.
+  void CheckApiInvariants() {
+    std::set<std::string> used;
+    for (const Json& p : api_->List("pods")) {
+      std::string name = p["metadata"]["name"].get<std::string>();
+      std::string node = p["spec"].value("nodeName", "");
+      if (node.empty()) continue;
+      const Json& ann = p["metadata"]["annotations"];
+      ASSERT_TRUE(ann.contains(kIdsKey)) << name << " bound without " << kIdsKey;
+      std::string ids = ann[kIdsKey].get<std::string>();
+      std::stringstream ss(ids);
+      std::string tok;
+      int n = 0;
+      while (std::getline(ss, tok, ',')) {
+        ASSERT_FALSE(tok.empty()) << name << ": " << ids;
+        int id = std::atoi(tok.c_str());
+        EXPECT_GE(id, 0) << name << ": " << ids;
+        EXPECT_LT(id, kGpusPerNode) << name << ": " << ids;
+        EXPECT_TRUE(used.insert(node + "/" + std::to_string(id)).second)
+            << "device " << node << "/" << id << " assigned twice (" << name << ")";
+        ++n;
+      }
+      EXPECT_EQ(n, 2) << name << ": " << ids;
+    }
+  }
+  int BoundCount() const {
+    int n = 0;
+    for (const Json& p : api_->List("pods")) n += !p["spec"].value("nodeName", "").empty();
+    return n;
+  }
+
+  TestPki pki_;
+  std::unique_ptr<FakeApiServer> api_;
+  std::vector<std::string> nodes_, pods_;
+  std::string kubeconfig_, config_, log_;
+};
+
+TEST_F(KubeRestartTest, KillMinusNineMidBurstThenRestartEqualsColdStart) {
+  uint16_t port1 = 0;
+  auto first = Start(&port1);
+  ASSERT_TRUE(first->Alive());
+  // The burst: the 5th bind is killed right after its request is written.
+  constexpr size_t kKillAt = 4;
+  for (size_t i = 0; i <= kKillAt; ++i) {
+    if (i == kKillAt) {
+      FilterAndBind(port1, pods_[i], [&] { first->Kill(SIGKILL); });
+    } else {
+      EXPECT_TRUE(FilterAndBind(port1, pods_[i])) << pods_[i] << "\n" << ReadAll(log_);
+    }
+  }
+  ASSERT_FALSE(first->Alive());
+  CheckApiInvariants();
+  EXPECT_GE(BoundCount(), static_cast<int>(kKillAt));
+
+  // Restart and bind the rest.
+  uint16_t port2 = 0;
+  auto second = Start(&port2);
+  ASSERT_TRUE(second->Alive());
+  for (const std::string& pod : pods_) {
+    auto p = api_->Get("pods", "team-a/" + pod);
+    if (!(*p)["spec"].value("nodeName", "").empty()) continue;
+    EXPECT_TRUE(FilterAndBind(port2, pod)) << pod << "\n" << ReadAll(log_);
+    CheckApiInvariants();
+  }
+  EXPECT_EQ(BoundCount(), static_cast<int>(pods_.size()));
+  CheckApiInvariants();
+
+  // A new pending pod: the restarted process and a cold third start answer
+  // its filter identically (and a too-large one too).
+  api_->Put("pods", PodJson("team-a", "probe-2", 2));
+  api_->Put("pods", PodJson("team-a", "probe-4", 4));
+  std::vector<std::string> probes = {"probe-2", "probe-4"};
+  auto answers = [&](uint16_t port) {
+    std::vector<std::string> out;
+    for (const auto& p : probes) {
+      HttpResult r = Http(port, "POST", "/scheduler/filter", FilterBody(p));
+      EXPECT_EQ(r.status, 200);
+      Json j = Json::parse(r.body, nullptr, false);
+      out.push_back(j.is_discarded() ? r.body : j.dump());
+    }
+    return out;
+  };
+  // Let the restarted process see its own binds through the watch first.
+  std::vector<std::string> after_restart;
+  WaitFor(
+      [&] {
+        after_restart = answers(port2);
+        return after_restart == answers(port2);
+      },
+      std::chrono::milliseconds(3000));
+  second->Kill(SIGKILL);
+  uint16_t port3 = 0;
+  auto cold = Start(&port3);
+  ASSERT_TRUE(cold->Alive());
+  std::vector<std::string> cold_answers = answers(port3);
+  EXPECT_EQ(after_restart, cold_answers);
+  // 4 GPUs are left (one per... whichever nodes): the 4-GPU probe may or may
+  // not fit, but the 2-GPU probe must.
+  Json p2 = Json::parse(cold_answers[0]);
+  EXPECT_FALSE(p2["NodeNames"].empty()) << cold_answers[0];
+  cold->Kill(SIGTERM);
+  CheckApiInvariants();
+}
+
+}  // namespace
+}  // namespace gpusched::testing
