@@ -1,6 +1,7 @@
 #include "gpusched/core/extender_service.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "gpusched/policy/placement.h"
 #include "gpusched/policy/preemption_planner.h"
@@ -68,6 +69,7 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   auto fw = framework();
   policy::PodContext ctx = fw->Prepare(pod, *snapshot);
   policy::FilterMemo memo(*fw, ctx);
+  std::vector<std::optional<std::string>> product_gate;
   out.passed.reserve(n);
   for (int32_t i = 0; i < n; ++i) {
     const int32_t idx = snapshot->FindIndex(args.node_names[i]);
@@ -76,12 +78,14 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
       continue;
     }
     const NodeHot& hot = snapshot->hot(idx);
-    const NodeInfo* node = hot.info;
     const policy::FilterResult& memo_result = memo.Filter(hot);
     policy::FilterResult gated;
     if (memo_result.fits() && gate != nullptr) {
-      std::string why = gate->AdmitNode(pod, *node, *snapshot);
-      if (!why.empty()) gated = policy::FilterResult::Unschedulable(std::move(why));
+      // Per-product answer of the gate (per-model quota), asked once per product.
+      if (hot.product_id >= product_gate.size()) product_gate.resize(hot.product_id + 1);
+      auto& answer = product_gate[hot.product_id];
+      if (!answer.has_value()) answer = gate->AdmitNode(pod, *hot.info, *snapshot);
+      if (!answer->empty()) gated = policy::FilterResult::Unschedulable(*answer);
     }
     const policy::FilterResult& r = gated.fits() ? memo_result : gated;
     switch (r.verdict) {

@@ -39,7 +39,8 @@ class PodGate {
   virtual void OnBound(const PodRequest& pod) = 0;
 
   // Returns "" if the admitted pod may use `node` (e.g. per-model quota),
-  // else the reason that node fails with.
+  // else the reason that node fails with. Must depend only on the pod, the
+  // snapshot and the node's GPU product: Filter asks once per product.
   virtual std::string AdmitNode(const PodRequest& pod, const NodeInfo& node,
                                 const ClusterSnapshot& snapshot) {
     (void)pod, (void)node, (void)snapshot;
