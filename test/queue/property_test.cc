@@ -20,15 +20,32 @@ TEST(QueuePropertyTest, InvariantsHoldOverLongRandomSequences) {
   const auto start = std::chrono::steady_clock::now();
   const int64_t steps = Steps();
   int64_t total = 0;
+  testing::SimulationResult sum;
   for (uint32_t seed : {1u, 2u, 3u, 4u}) {
     testing::SimulationResult r = testing::RunSimulation(steps / 4, seed);
     total += r.steps;
     ASSERT_EQ(r.violation, "") << "seed " << seed << " step " << r.steps;
-    std::cout << "seed " << seed << ": " << r.steps << " steps, " << r.binds << " binds, "
-              << r.rejected_binds << " rejected binds, " << r.preemptions << " preemptions, "
-              << r.evictions << " evictions, " << r.restarts << " restarts, up to "
-              << r.gang_reservations << " reserved device sets\n";
+    std::cout << "seed " << seed << ": " << r.steps << " steps, " << r.submits << " submits, "
+              << r.binds << " binds, " << r.rejected_binds << " rejected binds, " << r.finishes
+              << " finishes, " << r.cancels << " cancels, " << r.preemptions << " preemptions, "
+              << r.evictions << " evictions, " << r.quota_changes << " quota changes, "
+              << r.restarts << " restarts, up to " << r.gang_reservations
+              << " reserved device sets\n";
+    sum.binds += r.binds;
+    sum.finishes += r.finishes;
+    sum.preemptions += r.preemptions;
+    sum.evictions += r.evictions;
+    sum.quota_changes += r.quota_changes;
   }
+  // The invariants must be checked on a cluster that moves, not a stuck
+  // one: per 100,000 steps, thousands of binds, hundreds of finishes, and
+  // some preemptions, reclaims and quota changes.
+  const double scale = static_cast<double>(steps) / 100'000;
+  EXPECT_GE(sum.binds, 4'000 * scale);
+  EXPECT_GE(sum.finishes, 500 * scale);
+  EXPECT_GE(sum.preemptions, 20 * scale);
+  EXPECT_GE(sum.evictions, 5 * scale);
+  EXPECT_GE(sum.quota_changes, 500 * scale);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << total << " steps in " << secs << " s\n";

@@ -1,6 +1,7 @@
 #include "test/queue/simulation.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <random>
 #include <set>
@@ -74,7 +75,10 @@ class Simulation {
       p.creation_unix = h_.now_ms / 1000;
       p.gpu.count = kind == 0 ? 4 : gpus;
       if (kind == 1) p.gpu.topology = TopologyMode::kNvlinkRequired;
-      if (kind == 2) p.gpu.models = {"T4"};
+      if (kind == 2) {
+        p.gpu.models = {"T4"};
+        p.gpu.count = std::min(p.gpu.count, 4);  // the T4 node has 4
+      }
       if (kind == 3 && p.gpu.count == 1) p.gpu.milli_per_gpu = 500;
       if (kind == 4) p.preempt_never = true;
       p.gang = gang;
@@ -82,16 +86,53 @@ class Simulation {
       h_.state().UpsertPod(p);
     }
     h_.state().Commit();
+    ++r_.submits;
+  }
+
+  // Queue order within a namespace: priority (descending), creation time,
+  // name, uid.
+  static bool Earlier(const PodRequest& a, const PodRequest& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.creation_unix != b.creation_unix) return a.creation_unix < b.creation_unix;
+    if (a.name != b.name) return a.name < b.name;
+    return a.uid < b.uid;
+  }
+
+  // Like kube-scheduler's active queue, mostly offers the pod at the front
+  // (here: the head of a random namespace's queue); sometimes any pending
+  // pod, which exercises strict priority and backfill.
+  bool PickPending(PodRequest* out) {
+    auto pending = Pods(true);
+    if (pending.empty()) return false;
+    if (Rand(4) == 0) {
+      *out = pending[Rand(static_cast<int>(pending.size()))];
+      return true;
+    }
+    const PodRequest& any = pending[Rand(static_cast<int>(pending.size()))];
+    const PodRequest* head = &any;
+    for (const PodRequest& p : pending) {
+      if (p.ns == any.ns && Earlier(p, *head)) head = &p;
+    }
+    *out = *head;
+    return true;
   }
 
   void FilterAndBind() {
-    auto pending = Pods(true);
-    if (pending.empty()) return;
-    const PodRequest& p = pending[Rand(static_cast<int>(pending.size()))];
+    PodRequest p;
+    if (!PickPending(&p)) return;
     auto nodes = h_.Filter(p);
     if (nodes.empty() || Rand(8) == 0) return;  // sometimes kube never binds
     std::string err = h_.Bind(p, nodes[Rand(static_cast<int>(nodes.size()))]);
     err.empty() ? ++r_.binds : ++r_.rejected_binds;
+  }
+
+  // The user deletes a pod that is still waiting.
+  void Cancel() {
+    auto pending = Pods(true);
+    if (pending.empty()) return;
+    h_.state().RemovePod(pending[Rand(static_cast<int>(pending.size()))].uid);
+    h_.state().Commit();
+    ++r_.cancels;
   }
 
   void BindAnywhere() {
@@ -111,8 +152,16 @@ class Simulation {
     } else {
       p.phase = PodPhase::kSucceeded;
       h_.state().UpsertPod(p);
+      // Finished pods stay in the state for a while, then are deleted (Job
+      // TTL, pod GC), so the state does not grow with the step count.
+      finished_.push_back(p.uid);
+      if (finished_.size() > 8) {
+        h_.state().RemovePod(finished_.front());
+        finished_.pop_front();
+      }
     }
     h_.state().Commit();
+    ++r_.finishes;
   }
 
   void ChangeQuota() {
@@ -125,12 +174,12 @@ class Simulation {
     o.reclaim.only_lower_priority = Rand(2) == 0;
     h_.options = o;
     h_.queue->SetOptions(o);
+    ++r_.quota_changes;
   }
 
   void Preempt() {
-    auto pending = Pods(true);
-    if (pending.empty()) return;
-    const PodRequest& p = pending[Rand(static_cast<int>(pending.size()))];
+    PodRequest p;
+    if (!PickPending(&p)) return;
     PreemptionArgs args;
     args.pod = p;
     auto snap = h_.state().Snapshot();
@@ -158,19 +207,21 @@ class Simulation {
 
   void Step() {
     const int op = Rand(100);
-    if (op < 25) {
+    if (op < 22) {
       Submit();
     } else if (op < 60) {
       FilterAndBind();
-    } else if (op < 64) {
+    } else if (op < 63) {
       BindAnywhere();
-    } else if (op < 74) {
+    } else if (op < 75) {
       Finish(false);
     } else if (op < 80) {
       Finish(true);
-    } else if (op < 82) {
+    } else if (op < 83) {
+      Cancel();
+    } else if (op < 85) {
       ChangeQuota();
-    } else if (op < 88) {
+    } else if (op < 91) {
       Preempt();
     } else if (op < 99) {
       h_.now_ms += Rand(20'000);
@@ -219,7 +270,7 @@ class Simulation {
         }
       }
     }
-    if (r_.steps % 4 == 0) CheckGuaranteeAdmits(*snap, ledger);
+    CheckGuaranteeAdmits(*snap, ledger);
   }
 
   // The head of a namespace's queue within its guarantee passes filter when
@@ -228,13 +279,7 @@ class Simulation {
     std::map<std::string, PodRequest> heads;
     for (PodRequest& p : Pods(true)) {
       auto it = heads.find(p.ns);
-      auto earlier = [](const PodRequest& a, const PodRequest& b) {
-        if (a.priority != b.priority) return a.priority > b.priority;
-        if (a.creation_unix != b.creation_unix) return a.creation_unix < b.creation_unix;
-        if (a.name != b.name) return a.name < b.name;
-        return a.uid < b.uid;
-      };
-      if (it == heads.end() || earlier(p, it->second)) heads[p.ns] = std::move(p);
+      if (it == heads.end() || Earlier(p, it->second)) heads[p.ns] = std::move(p);
     }
     auto fw = h_.service->framework();
     for (const auto& [ns, head] : heads) {
@@ -263,6 +308,7 @@ class Simulation {
   SimulationResult r_;
   int64_t next_id_ = 0;
   bool ticked_ = false;
+  std::deque<std::string> finished_;
   std::map<std::string, int64_t> prev_usage_;
 };
 

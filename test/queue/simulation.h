@@ -21,6 +21,7 @@ struct SimulationResult {
   int64_t steps = 0;
   std::string violation;  // "" if every invariant held
   int64_t binds = 0, rejected_binds = 0, preemptions = 0, evictions = 0, restarts = 0;
+  int64_t submits = 0, finishes = 0, cancels = 0, quota_changes = 0;
   int64_t gang_reservations = 0;
 };
 
