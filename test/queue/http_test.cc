@@ -1,7 +1,10 @@
 // filter -> bind -> preempt -> debug through the HTTP routes (Router
-// dispatch, the same handlers the Beast server runs), with the demo cluster.
+// dispatch, the same handlers the Beast server runs), with the demo cluster;
+// gangs, quota hot reload and reclaim seen through the HTTP answers.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include "scheduler/http/extender_routes.h"
 #include "test/queue/harness.h"
@@ -12,6 +15,7 @@ namespace {
 using ::gpusched::testing::Hgx8H100;
 using ::gpusched::testing::PodBuilder;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string PodJson(const std::string& name, const std::string& ns, int gpus, int priority) {
   return "{\"metadata\":{\"name\":\"" + name + "\",\"namespace\":\"" + ns + "\",\"uid\":\"uid-" +
@@ -68,6 +72,138 @@ TEST(QueueHttpTest, FilterBindPreemptAndDebug) {
   ASSERT_EQ(r.status, 200);
   EXPECT_THAT(r.body, HasSubstr("team-b/low"));  // what preemption would evict
   EXPECT_EQ(call("GET", "/debug/pods/team-a/none", "").status, 404);
+}
+
+// Router with the extender and debug routes over a harness.
+struct Routes {
+  explicit Routes(testing::Harness& h) {
+    deps.service = h.service.get();
+    deps.metrics = &metrics;
+    deps.debug_queues = [&h] { return h.queue->Report(); };
+    deps.debug_pod = [&h](const std::string& ns, const std::string& name) {
+      return h.queue->ExplainPod(ns, name);
+    };
+    http::AddExtenderRoutes(router, deps);
+  }
+  http::HttpResponse Call(std::string method, std::string target, std::string body) {
+    http::HttpRequest req{std::move(method), std::move(target), std::move(body)};
+    std::string route;
+    return router.Dispatch(req, ctx, &route);
+  }
+  http::HttpResponse Filter(const std::string& pod, const std::string& nodes) {
+    return Call("POST", "/scheduler/filter", "{\"Pod\":" + pod + ",\"NodeNames\":" + nodes + "}");
+  }
+  http::HttpResponse Bind(const std::string& name, const std::string& ns, const std::string& node) {
+    return Call("POST", "/scheduler/bind",
+                "{\"PodName\":\"" + name + "\",\"PodNamespace\":\"" + ns + "\",\"PodUID\":\"uid-" +
+                    name + "\",\"Node\":\"" + node + "\"}");
+  }
+  Metrics metrics;
+  http::Router router;
+  http::RouteDeps deps;
+  http::RequestContext ctx;
+};
+
+// Hot reload (SetOptions is what the config watcher calls) changes the
+// admission answer of the HTTP filter.
+TEST(QueueHttpTest, QuotaReloadChangesFilterAnswer) {
+  QueueOptions o;
+  o.quotas = testing::Quotas({{"team-a", testing::Quota(8, 8)}});
+  testing::Harness h({Hgx8H100("h0")}, {}, o);
+  Routes routes(h);
+  auto r = routes.Filter(PodJson("a1", "team-a", 4, 0), "[\"h0\"]");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_THAT(r.body, HasSubstr("\"NodeNames\":[\"h0\"]"));
+  EXPECT_THAT(routes.Bind("a1", "team-a", "h0").body, HasSubstr("\"Error\":\"\""));
+
+  o.quotas = testing::Quotas({{"team-a", testing::Quota(4, 4)}});
+  h.queue->SetOptions(o);
+  r = routes.Filter(PodJson("a2", "team-a", 4, 0), "[\"h0\"]");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_THAT(r.body, HasSubstr("at quota"));
+  EXPECT_THAT(r.body, Not(HasSubstr("\"NodeNames\":[\"h0\"]")));
+
+  o.quotas = testing::Quotas({{"team-a", testing::Quota(8, 8)}});
+  h.queue->SetOptions(o);
+  r = routes.Filter(PodJson("a2", "team-a", 4, 0), "[\"h0\"]");
+  EXPECT_THAT(r.body, HasSubstr("\"NodeNames\":[\"h0\"]"));
+}
+
+std::string GangPodJson(const std::string& name, int gpus) {
+  return "{\"metadata\":{\"name\":\"" + name + "\",\"namespace\":\"team-a\",\"uid\":\"uid-" + name +
+         "\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"annotations\":{\"gpusched.io/"
+         "gang\":\"g\",\"gpusched.io/gang-size\":\"2\"}},\"spec\":{\"containers\":[{\"name\":"
+         "\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"" +
+         std::to_string(gpus) + "\"}}}]},\"status\":{\"phase\":\"Pending\"}}";
+}
+
+// The node names a filter answer lets through.
+std::vector<std::string> Passed(const http::HttpResponse& r) {
+  std::vector<std::string> out;
+  auto j = nlohmann::json::parse(r.body);
+  if (j.contains("NodeNames") && j["NodeNames"].is_array()) {
+    for (const auto& n : j["NodeNames"]) out.push_back(n.get<std::string>());
+  }
+  return out;
+}
+
+// A gang of two 8-GPU pods: the first member's filter reserves devices for
+// both, each member passes on its own reserved node, both bind and the
+// reservation is gone.
+TEST(QueueHttpTest, GangMembersPassFilterOnlyWhenAllAreReservedThenBind) {
+  testing::Harness h({Hgx8H100("h0"), Hgx8H100("h1")}, {}, QueueOptions{});
+  Routes routes(h);
+  const std::string nodes = "[\"h0\",\"h1\"]";
+  auto n0 = Passed(routes.Filter(GangPodJson("m0", 8), nodes));
+  ASSERT_EQ(n0.size(), 1u);
+  EXPECT_EQ(h.queue->ReservationUids().size(), 2u);
+  auto r = routes.Call("GET", "/debug/queues", "");
+  EXPECT_THAT(r.body, HasSubstr("\"gangReservations\""));
+  EXPECT_THAT(r.body, HasSubstr("\"slots\": 2"));
+  // A pod outside the gang cannot take the reserved devices.
+  EXPECT_TRUE(Passed(routes.Filter(PodJson("other", "team-a", 1, 0), nodes)).empty());
+  auto n1 = Passed(routes.Filter(GangPodJson("m1", 8), nodes));
+  ASSERT_EQ(n1.size(), 1u);
+  EXPECT_NE(n0[0], n1[0]);
+  EXPECT_THAT(routes.Bind("m0", "team-a", n0[0]).body, HasSubstr("\"Error\":\"\""));
+  EXPECT_THAT(routes.Bind("m1", "team-a", n1[0]).body, HasSubstr("\"Error\":\"\""));
+  EXPECT_TRUE(h.queue->ReservationUids().empty());
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 16000);
+}
+
+// team-a borrows team-b's idle guarantee through filter+bind; team-b (higher
+// priority; reclaim evicts only lower-priority borrowers by default) then
+// waits below its guarantee, the tick's reclaim evicts one borrower through
+// the cluster writer (applied to the in-memory state, as in file mode), and
+// /debug/queues shows team-a back at its guarantee.
+TEST(QueueHttpTest, ReclaimEvictsBorrowerVisibleInDebugQueues) {
+  QueueOptions o;
+  o.quotas = testing::Quotas(
+      {{"team-a", testing::Quota(8, 16, "r")}, {"team-b", testing::Quota(8, 16, "r")}});
+  testing::Harness h({Hgx8H100("h0"), Hgx8H100("h1")}, {}, o);
+  Routes routes(h);
+  const std::string nodes = "[\"h0\",\"h1\"]";
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = "a" + std::to_string(i);
+    auto passed = Passed(routes.Filter(PodJson(name, "team-a", 4, 0), nodes));
+    ASSERT_FALSE(passed.empty()) << name;
+    ASSERT_THAT(routes.Bind(name, "team-a", passed[0]).body, HasSubstr("\"Error\":\"\""));
+  }
+  auto team = [&](const std::string& ns) {
+    auto j = nlohmann::json::parse(routes.Call("GET", "/debug/queues", "").body);
+    for (const auto& n : j["namespaces"]) {
+      if (n["namespace"] == ns) return n;
+    }
+    return nlohmann::json();
+  };
+  EXPECT_EQ(team("team-a")["usageGpus"].get<double>(), 16);
+  EXPECT_EQ(team("team-a")["borrowedGpus"].get<double>(), 8);
+  EXPECT_TRUE(Passed(routes.Filter(PodJson("b", "team-b", 4, 10), nodes)).empty());
+  EXPECT_EQ(h.queue->Tick(), 1);
+  EXPECT_EQ(h.writer.evicted.size(), 1u);
+  EXPECT_EQ(team("team-a")["usageGpus"].get<double>(), 12);
+  EXPECT_EQ(team("team-a")["borrowedGpus"].get<double>(), 4);
+  EXPECT_EQ(Passed(routes.Filter(PodJson("b", "team-b", 4, 10), nodes)).size(), 1u);
 }
 
 }  // namespace
