@@ -54,6 +54,22 @@ void GaugeWriter::Gauge(std::string_view name, std::string_view help, const Labe
   StrAppend(out_, name, RenderLabels(labels), " ", Num(value), "\n");
 }
 
+void GaugeWriter::Histogram(std::string_view name, std::string_view help, const Labels& labels,
+                            const std::vector<double>& bounds,
+                            const std::vector<int64_t>& cumulative, int64_t count, double sum) {
+  if (std::find(declared_.begin(), declared_.end(), name) == declared_.end()) {
+    declared_.emplace_back(name);
+    StrAppend(out_, "# HELP ", name, " ", help, "\n# TYPE ", name, " histogram\n");
+  }
+  const std::string rendered = RenderLabels(labels);
+  for (size_t i = 0; i < bounds.size() && i < cumulative.size(); ++i) {
+    StrAppend(out_, name, "_bucket", WithLe(rendered, Num(bounds[i])), " ", cumulative[i], "\n");
+  }
+  StrAppend(out_, name, "_bucket", WithLe(rendered, "+Inf"), " ", count, "\n");
+  StrAppend(out_, name, "_sum", rendered, " ", Num(sum), "\n");
+  StrAppend(out_, name, "_count", rendered, " ", count, "\n");
+}
+
 Metrics::Metrics()
     : bounds_{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
               0.05,    0.1,    0.25,    0.5,    1,     2.5,    5,     10} {}

@@ -164,19 +164,12 @@ void QueueManager::CollectMetrics(GaugeWriter& w) {
               ledger.Borrowed(ns) / 1000.0);
     }
   }
-  // Wait histogram (cumulative buckets), rendered at scrape time.
-  static constexpr const char* kLe[] = {"1",   "5",   "10",  "30",   "60",
-                                        "120", "300", "600", "1800", "3600"};
+  // Wait histogram (cumulative buckets, observed at bind), rendered at
+  // scrape time as a Prometheus histogram; bounds as in NoteWaitLocked.
+  static const std::vector<double> kBounds = {1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
   for (const auto& [ns, h] : waits_) {
-    for (size_t i = 0; i < h.buckets.size(); ++i) {
-      w.Gauge("gpusched_queue_wait_seconds_bucket", "Time from first sight to bind.",
-              {{"namespace", ns}, {"le", kLe[i]}}, static_cast<double>(h.buckets[i]));
-    }
-    w.Gauge("gpusched_queue_wait_seconds_bucket", "Time from first sight to bind.",
-            {{"namespace", ns}, {"le", "+Inf"}}, static_cast<double>(h.count));
-    w.Gauge("gpusched_queue_wait_seconds_sum", "Sum of queue waits.", {{"namespace", ns}}, h.sum);
-    w.Gauge("gpusched_queue_wait_seconds_count", "Number of queue waits.", {{"namespace", ns}},
-            static_cast<double>(h.count));
+    w.Histogram("gpusched_queue_wait_seconds", "Time from first sight to bind.",
+                {{"namespace", ns}}, kBounds, h.buckets, h.count, h.sum);
   }
 }
 

@@ -270,3 +270,36 @@ TEST(ExplainTest, ReportsQueueAndWhyAPodWaits) {
 
 }  // namespace
 }  // namespace gpusched::queue
+
+namespace gpusched::queue {
+namespace {
+
+// Each pod's wait (first sight to bind) is observed into a Prometheus
+// histogram per namespace.
+TEST(QueueMetricsTest, WaitIsAHistogramObservedAtBind) {
+  QueueOptions o;
+  o.quotas = testing::Quotas({{"team-a", testing::Quota(8, 8)}});
+  testing::Harness h({gpusched::testing::Hgx8H100("h0")}, {}, o);
+  PodRequest p = gpusched::testing::PodBuilder("p", "team-a").Gpus(4).Build();
+  ASSERT_EQ(h.Filter(p).size(), 1u);
+  h.now_ms += 7'000;
+  ASSERT_EQ(h.Bind(p, "h0"), "");
+  Metrics metrics;
+  metrics.AddCollector([&h](GaugeWriter& w) { h.queue->CollectMetrics(w); });
+  const std::string text = metrics.Render();
+  EXPECT_THAT(text, ::testing::HasSubstr("# TYPE gpusched_queue_wait_seconds histogram\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "gpusched_queue_wait_seconds_bucket{namespace=\"team-a\",le=\"5\"} 0\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "gpusched_queue_wait_seconds_bucket{namespace=\"team-a\",le=\"10\"} 1\n"));
+  EXPECT_THAT(text,
+              ::testing::HasSubstr(
+                  "gpusched_queue_wait_seconds_bucket{namespace=\"team-a\",le=\"+Inf\"} 1\n"));
+  EXPECT_THAT(text,
+              ::testing::HasSubstr("gpusched_queue_wait_seconds_sum{namespace=\"team-a\"} 7\n"));
+  EXPECT_THAT(text,
+              ::testing::HasSubstr("gpusched_queue_wait_seconds_count{namespace=\"team-a\"} 1\n"));
+}
+
+}  // namespace
+}  // namespace gpusched::queue

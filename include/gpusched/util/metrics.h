@@ -26,6 +26,12 @@ class GaugeWriter {
   explicit GaugeWriter(std::string* out) : out_(out) {}
   // Writes HELP/TYPE once per name, then the sample.
   void Gauge(std::string_view name, std::string_view help, const Labels& labels, double value);
+  // Writes HELP/TYPE histogram once per name, then name_bucket{le=...} for
+  // each caller-given upper bound (cumulative counts, one per bound), +Inf
+  // (= count), name_sum and name_count.
+  void Histogram(std::string_view name, std::string_view help, const Labels& labels,
+                 const std::vector<double>& bounds, const std::vector<int64_t>& cumulative,
+                 int64_t count, double sum);
 
  private:
   std::string* out_;
