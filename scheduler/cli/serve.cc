@@ -174,6 +174,7 @@ int Serve(const std::vector<std::string>& args) {
   if (kube_rt) {
     deps.ready = [&server, r = kube_rt.get()] { return server.accepting() && r->ReadyFn()(); };
     deps.after_bind = kube_rt->AfterBindFn();
+    deps.on_unplaced = kube_rt->UnplacedFn();
   }
   deps.debug_queues = [&queue_mgr] { return queue_mgr->Report(); };
   deps.debug_pod = [&queue_mgr](const std::string& ns, const std::string& name) {

@@ -16,18 +16,21 @@ HttpResponse DecodeFailure(const absl::Status& s, HttpResponse semantic) {
 
 void AddExtenderRoutes(Router& router, RouteDeps deps) {
   ExtenderService* svc = deps.service;
-  router.Add("POST", "/scheduler/filter", "filter", [svc](HttpRequest& req, RequestContext& ctx) {
-    auto args = ctx.decoder.DecodeExtenderArgs(req.body);
-    if (!args.ok()) {
-      FilterOutcome out;
-      out.error = StrCat("gpusched: bad ExtenderArgs: ", FromAbsl(args.status().message()));
-      ExtenderArgs empty;
-      return DecodeFailure(args.status(), HttpResponse{200, "application/json",
-                                                       codec::EncodeFilterResult(empty, out)});
-    }
-    FilterOutcome out = svc->Filter(*args);
-    return HttpResponse{200, "application/json", codec::EncodeFilterResult(*args, out)};
-  });
+  router.Add(
+      "POST", "/scheduler/filter", "filter",
+      [svc, on_unplaced = deps.on_unplaced](HttpRequest& req, RequestContext& ctx) {
+        auto args = ctx.decoder.DecodeExtenderArgs(req.body);
+        if (!args.ok()) {
+          FilterOutcome out;
+          out.error = StrCat("gpusched: bad ExtenderArgs: ", FromAbsl(args.status().message()));
+          ExtenderArgs empty;
+          return DecodeFailure(args.status(), HttpResponse{200, "application/json",
+                                                           codec::EncodeFilterResult(empty, out)});
+        }
+        FilterOutcome out = svc->Filter(*args);
+        if (on_unplaced && out.passed.empty() && out.error.empty()) on_unplaced(*args, out);
+        return HttpResponse{200, "application/json", codec::EncodeFilterResult(*args, out)};
+      });
   router.Add(
       "POST", "/scheduler/prioritize", "prioritize", [svc](HttpRequest& req, RequestContext& ctx) {
         auto args = ctx.decoder.DecodeExtenderArgs(req.body);

@@ -35,6 +35,9 @@ struct RouteDeps {
   // Hook after a successful bind (API write-back in --kube mode); returns ""
   // or an error that rolls the bind back.
   std::function<std::string(const BindingArgs&, DeviceMask)> after_bind;
+  // Optional: called after a filter that set no Error and passed no node
+  // (the pod waits), e.g. to post an Event on the pod. Unset: no cost.
+  std::function<void(const ExtenderArgs&, const FilterOutcome&)> on_unplaced;
   // Debug views of the queue manager; the routes answer 404 when unset.
   std::function<queue::QueueReport()> debug_queues;
   std::function<std::optional<queue::PodReport>(const std::string& ns, const std::string& name)>

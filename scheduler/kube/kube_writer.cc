@@ -49,12 +49,21 @@ EventRecorder::~EventRecorder() {
 
 void EventRecorder::Record(const PodRequest& pod, std::string type, std::string reason,
                            std::string message) {
+  RecordLazy(pod, std::move(type), std::move(reason), [&message] { return std::move(message); });
+}
+
+void EventRecorder::RecordLazy(const PodRequest& pod, std::string type, std::string reason,
+                               absl::FunctionRef<std::string()> message) {
   auto now = std::chrono::steady_clock::now();
+  {
+    absl::MutexLock lock(&mu_);
+    if (last_.size() > 100000) last_.clear();  // bound memory; worst case a repeat event
+    auto& last = last_[StrCat(pod.uid, "|", reason)];
+    if (last.time_since_epoch().count() != 0 && now - last < options_.per_pod_interval) return;
+    last = now;
+  }
+  std::string text = message();  // outside the lock: may take a while
   absl::MutexLock lock(&mu_);
-  auto& last = last_[StrCat(pod.uid, "|", reason)];
-  if (last.time_since_epoch().count() != 0 && now - last < options_.per_pod_interval) return;
-  last = now;
-  if (last_.size() > 100000) last_.clear();  // bound memory; worst case a repeat event
   if (queue_.size() >= options_.max_queue) {
     queue_.pop_front();
     if (metrics_ != nullptr) metrics_->Inc("gpusched_events_dropped_total", "Events not sent.", {});
@@ -66,7 +75,7 @@ void EventRecorder::Record(const PodRequest& pod, std::string type, std::string 
   e.name = StrCat(pod.name, ".gpusched.", absl::ToUnixNanos(absl::Now()), ".", ++seq_);
   e.type = std::move(type);
   e.reason = std::move(reason);
-  e.message = std::move(message);
+  e.message = std::move(text);
   e.timestamp = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
   e.instance = options_.instance;
   queue_.push_back(StrCat(pod.ns, "\n", codec::EncodeEvent(e)));

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "gpusched/core/cluster_source.h"
 #include "gpusched/core/cluster_state.h"
@@ -48,6 +49,10 @@ class EventRecorder {
   // type: "Normal" or "Warning". Never blocks on the network.
   void Record(const PodRequest& pod, std::string type, std::string reason, std::string message)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // As Record, but calls `message` only when the Event is not rate-limited
+  // (for messages that cost something to build).
+  void RecordLazy(const PodRequest& pod, std::string type, std::string reason,
+                  absl::FunctionRef<std::string()> message) ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until the queue is empty (tests).
   void Flush() ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "gpusched/util/strings.h"
@@ -111,6 +115,58 @@ absl::StatusOr<std::unique_ptr<KubeHttpClient>> MakeClient(const KubeOptions& op
   return KubeHttpClient::Create(*std::move(cfg), options.client);
 }
 
+std::string WaitingEventType(const FilterOutcome& out) {
+  return out.failed.empty() && !out.unresolvable.empty() ? "Warning" : "Normal";
+}
+
+std::string WaitingEventMessage(const ExtenderArgs& args, const FilterOutcome& out) {
+  constexpr size_t kMaxBytes = 1024;  // what Kubernetes clients keep of a message
+  constexpr std::string_view kPrefix = "gpusched: ";
+  // Distinct reasons with their node counts, in order of first appearance.
+  // Past kMaxReasons distinct ones, the rest only count as "other".
+  constexpr size_t kMaxReasons = 32;
+  std::vector<std::pair<std::string_view, int>> reasons;
+  int other = 0;
+  auto count = [&](const std::vector<std::pair<int32_t, std::string>>& failures) {
+    for (const auto& [index, reason] : failures) {
+      auto it = std::find_if(reasons.begin(), reasons.end(),
+                             [&r = reason](const auto& e) { return e.first == r; });
+      if (it != reasons.end()) {
+        ++it->second;
+      } else if (reasons.size() < kMaxReasons) {
+        reasons.emplace_back(reason, 1);
+      } else {
+        ++other;
+      }
+    }
+  };
+  count(out.failed);
+  count(out.unresolvable);
+  const size_t n = args.node_names.size();
+  std::string msg;
+  if (reasons.size() == 1 && out.unresolvable.empty() && out.failed.size() == n) {
+    msg = std::string(reasons[0].first);
+  } else {
+    std::stable_sort(reasons.begin(), reasons.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    msg = StrCat(kPrefix, "0 of ", n, " nodes fit");
+    const char* sep = ": ";
+    for (const auto& [reason, nodes] : reasons) {
+      std::string_view r = reason;
+      if (r.substr(0, kPrefix.size()) == kPrefix) r.remove_prefix(kPrefix.size());
+      StrAppend(&msg, sep, r, " (", nodes, nodes == 1 ? " node)" : " nodes)");
+      sep = "; ";
+      if (msg.size() > kMaxBytes) break;
+    }
+    if (other > 0) StrAppend(&msg, "; other reasons (", other, other == 1 ? " node)" : " nodes)");
+  }
+  if (msg.size() > kMaxBytes) {
+    msg.resize(kMaxBytes - 3);
+    msg += "...";
+  }
+  return msg;
+}
+
 KubeRuntime::~KubeRuntime() {
   if (elector_) elector_->Stop();
   if (source_) source_->Stop();
@@ -127,6 +183,14 @@ std::function<bool()> KubeRuntime::ReadyFn() {
 std::function<std::string(const BindingArgs&, DeviceMask)> KubeRuntime::AfterBindFn() {
   return [this](const BindingArgs& args, DeviceMask devices) {
     return binder_->AfterBind(args, devices);
+  };
+}
+
+std::function<void(const ExtenderArgs&, const FilterOutcome&)> KubeRuntime::UnplacedFn() {
+  return [this](const ExtenderArgs& args, const FilterOutcome& out) {
+    if (args.node_names.empty() || args.pod.uid.empty()) return;
+    events_->RecordLazy(args.pod, WaitingEventType(out), kWaitingEventReason,
+                        [&] { return WaitingEventMessage(args, out); });
   };
 }
 

@@ -53,6 +53,19 @@ absl::StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text)
 // A client from --kube / --kubeconfig options.
 absl::StatusOr<std::unique_ptr<KubeHttpClient>> MakeClient(const KubeOptions& options);
 
+// The Event gpusched posts on a pod that no node passed in filter
+// (RouteDeps::on_unplaced), reason kWaitingEventReason.
+inline constexpr char kWaitingEventReason[] = "GpuschedWaiting";
+// "Warning" when every node is FailedAndUnresolvable (nothing short of a
+// change to the pod or the nodes helps); "Normal" when the pod waits (its
+// queue, quota, gang, or GPUs in use).
+std::string WaitingEventType(const FilterOutcome& out);
+// The Event message: when every node failed with the same reason (the queue
+// holds the pod back: quota, priority, gang), that reason; otherwise
+// "gpusched: 0 of N nodes fit: <reason> (K nodes); ...", the most common
+// reasons first, at most 1024 bytes.
+std::string WaitingEventMessage(const ExtenderArgs& args, const FilterOutcome& out);
+
 class KubeRuntime {
  public:
   ~KubeRuntime();
@@ -61,6 +74,8 @@ class KubeRuntime {
   // RouteDeps::ready and RouteDeps::after_bind.
   std::function<bool()> ReadyFn();
   std::function<std::string(const BindingArgs&, DeviceMask)> AfterBindFn();
+  // RouteDeps::on_unplaced: a rate-limited waiting Event on the pod.
+  std::function<void(const ExtenderArgs&, const FilterOutcome&)> UnplacedFn();
   ClusterWriter* writer() { return evictor_.get(); }
   EventRecorder* events() { return events_.get(); }
   KubeClusterSource* source() { return source_.get(); }

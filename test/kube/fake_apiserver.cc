@@ -93,6 +93,7 @@ struct FakeApiServer::Impl {
   int fail_n = 0, fail_status = 0;
   std::string fail_prefix;
   int events = 0;
+  std::vector<Json> event_log;  // bodies of created events
   std::set<int> fds;
   std::set<std::string> tokens;
   std::vector<std::thread> threads;
@@ -259,6 +260,11 @@ int FakeApiServer::events_created() const {
   return impl_->events;
 }
 
+std::vector<Json> FakeApiServer::Events() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->event_log;
+}
+
 std::string KubeconfigYaml(uint16_t port, const std::string& ca_pem, const std::string& token) {
   std::string ca;
   absl::Base64Escape(ca_pem, &ca);
@@ -355,6 +361,8 @@ Reply FakeApiServer::Impl::Handle(http::request<http::string_body>& req, Stream&
       method == "POST") {
     std::lock_guard<std::mutex> lock(mu);
     ++events;
+    Json ev = Json::parse(req.body(), nullptr, false);
+    if (!ev.is_discarded()) event_log.push_back(std::move(ev));
     return {201, req.body()};
   }
   if (p.size() >= 7 && p[1] == "apis" && p[2] == "coordination.k8s.io" && p[6] == "leases") {

@@ -68,6 +68,8 @@ class FakeApiServer {
   int requests(const std::string& prefix) const;
   int open_watches() const { return open_watches_.load(); }
   int events_created() const;
+  // The events created so far, as posted.
+  std::vector<Json> Events() const;
 
  private:
   struct Impl;

@@ -25,23 +25,16 @@
 #include <thread>
 #include <vector>
 
+#include "test/kube/child_process.h"
 #include "test/kube/fake_apiserver.h"
 #include "test/kube/kube_test_util.h"
-
-extern char** environ;
+#include "test/kube/queue_invariants.h"
 
 namespace gpusched::testing {
 namespace {
 
 constexpr char kIdsKey[] = "gpusched.io/gpu-ids";
 constexpr int kGpusPerNode = 8;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 uint16_t FreePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -104,40 +97,6 @@ HttpResult Http(uint16_t port, const std::string& method, const std::string& pat
   return r;
 }
 
-// The gpusched binary as a child process; its output goes to a log file.
-class Child {
- public:
-  Child(std::vector<std::string> args, const std::string& log) {
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(GPUSCHED_BINARY));
-    for (auto& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    if (posix_spawn(&pid_, GPUSCHED_BINARY, &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~Child() { Kill(SIGKILL); }
-  bool started() const { return pid_ > 0; }
-  void Kill(int sig) {
-    if (pid_ <= 0) return;
-    kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  bool Alive() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    return waitpid(pid_, &status, WNOHANG) == 0;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
 class KubeRestartTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -159,7 +118,10 @@ class KubeRestartTest : public ::testing::Test {
         WriteTempFile("restart_kubeconfig", KubeconfigYaml(api_->port(), pki_.ca_pem, kToken));
     Json cfg =
         Json::parse(ReadAll(std::string(GPUSCHED_SOURCE_DIR) + "/config/scheduler-policy.json"));
-    cfg.erase("quotas");
+    // team-a may hold 22 GPUs: its 10 pods of 2 and one more of 2 fit,
+    // a pod of 4 on top does not.
+    cfg["quotas"] = Json::parse(R"({"default": {"guaranteed": 0, "limit": 4},
+        "namespaces": {"team-a": {"guaranteed": 22, "limit": 22}}})");
     config_ = WriteTempFile("restart_policy.json", cfg.dump());
     log_ = WriteTempFile("restart_gpusched.log", "");
   }
@@ -171,6 +133,7 @@ class KubeRestartTest : public ::testing::Test {
   std::unique_ptr<Child> Start(uint16_t* port) {
     *port = FreePort();
     auto c = std::make_unique<Child>(
+        GPUSCHED_BINARY,
         std::vector<std::string>{"serve", "--kubeconfig", kubeconfig_, "--config", config_,
                                  "--listen", "127.0.0.1:" + std::to_string(*port)},
         log_);
@@ -233,6 +196,19 @@ class KubeRestartTest : public ::testing::Test {
       EXPECT_EQ(n, 2) << name << ": " << ids;
     }
   }
+  // The queue-manager invariants of the process on `port` against the API
+  // server's pods: no device twice, no quota overrun, its usage equal to
+  // what the API shows bound (no leaked assumption or reservation).
+  void CheckQueueInvariantsOf(uint16_t port) {
+    HttpResult q = Http(port, "GET", "/debug/queues");
+    ASSERT_EQ(q.status, 200) << q.body;
+    Json report = Json::parse(q.body, nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << q.body;
+    EXPECT_TRUE(report.value("quotasEnabled", false)) << q.body;
+    EXPECT_EQ(CheckQueueInvariants(
+                  api_->List("pods"), [](const std::string&) { return kGpusPerNode; }, q.body),
+              "");
+  }
   int BoundCount() const {
     int n = 0;
     for (const Json& p : api_->List("pods")) n += !p["spec"].value("nodeName", "").empty();
@@ -266,11 +242,13 @@ TEST_F(KubeRestartTest, KillMinusNineMidBurstThenRestartEqualsColdStart) {
   uint16_t port2 = 0;
   auto second = Start(&port2);
   ASSERT_TRUE(second->Alive());
+  CheckQueueInvariantsOf(port2);
   for (const std::string& pod : pods_) {
     auto p = api_->Get("pods", "team-a/" + pod);
     if (!(*p)["spec"].value("nodeName", "").empty()) continue;
     EXPECT_TRUE(FilterAndBind(port2, pod)) << pod << "\n" << ReadAll(log_);
     CheckApiInvariants();
+    CheckQueueInvariantsOf(port2);
   }
   EXPECT_EQ(BoundCount(), static_cast<int>(pods_.size()));
   CheckApiInvariants();
@@ -304,8 +282,11 @@ TEST_F(KubeRestartTest, KillMinusNineMidBurstThenRestartEqualsColdStart) {
   ASSERT_TRUE(cold->Alive());
   std::vector<std::string> cold_answers = answers(port3);
   EXPECT_EQ(after_restart, cold_answers);
-  // 4 GPUs are left (one per... whichever nodes): the 4-GPU probe may or may
-  // not fit, but the 2-GPU probe must.
+  CheckQueueInvariantsOf(port3);
+  // The 4-GPU probe is over team-a's quota, in both.
+  Json p4 = Json::parse(cold_answers[1]);
+  EXPECT_TRUE(p4["NodeNames"].empty()) << cold_answers[1];
+  // 2 GPUs of team-a's quota are left: the 2-GPU probe fits.
   Json p2 = Json::parse(cold_answers[0]);
   EXPECT_FALSE(p2["NodeNames"].empty()) << cold_answers[0];
   cold->Kill(SIGTERM);

@@ -5,7 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
+
+#include "gpusched/policy/framework.h"
+#include "scheduler/queue/queue_manager.h"
 #include "test/kube/kube_test_util.h"
+#include "test/kube/queue_invariants.h"
 #include "test/testing/builders.h"
 
 namespace gpusched::testing {
@@ -36,6 +41,7 @@ class KubeSourceTest : public ::testing::Test {
     o.backoff_max = std::chrono::milliseconds(200);
     auto s = std::make_unique<kube::KubeClusterSource>(
         client_.get(), o, &metrics_, [this](const PodRequest& p, const std::string& why) {
+          std::lock_guard<std::mutex> lock(bad_mu_);
           bad_.push_back(p.Key() + ": " + why);
         });
     EXPECT_TRUE(s->Start(state, [synced](bool v) {
@@ -52,9 +58,40 @@ class KubeSourceTest : public ::testing::Test {
     return Fingerprint(fresh);
   }
 
+  // A queue manager over `state`, as serve installs it: quotas on, every
+  // namespace may hold 8 GPUs.
+  std::unique_ptr<queue::QueueManager> NewQueue(ClusterState* state) {
+    auto fw = policy::Framework::Create(ScoringConfig{});
+    EXPECT_TRUE(fw.ok());
+    std::shared_ptr<const policy::Framework> framework(std::move(*fw));
+    queue::QueueDeps deps;
+    deps.state = state;
+    deps.framework = [framework] { return framework; };
+    queue::QueueOptions o;
+    o.quotas.enabled = true;
+    o.quotas.default_quota.gpus = {8, 8};
+    auto q = std::make_unique<queue::QueueManager>(std::move(deps), std::move(o));
+    q->Resync();
+    return q;
+  }
+  // The queue-manager invariants on `state`; every pod holding GPUs must be
+  // bound to that node in the API server.
+  std::string Invariants(const ClusterState& state, queue::QueueManager& q) {
+    return CheckQueueInvariants(state, q, [this](const PodRequest& p) {
+      auto obj = api_->Get("pods", p.ns + "/" + p.name);
+      return obj.has_value() && (*obj)["spec"].value("nodeName", "") == p.node_name;
+    });
+  }
+
   std::unique_ptr<FakeApiServer> api_;
   std::unique_ptr<kube::KubeHttpClient> client_;
   Metrics metrics_;
+  // Written by the source's thread, read by the test's.
+  std::size_t BadCount() {
+    std::lock_guard<std::mutex> lock(bad_mu_);
+    return bad_.size();
+  }
+  std::mutex bad_mu_;
   std::vector<std::string> bad_;
 };
 
@@ -97,6 +134,8 @@ TEST_F(KubeSourceTest, GoneTriggersRelistAndMatchesColdStart) {
                         })
                   .ok());
   ASSERT_TRUE(WaitFor([&] { return src.synced(); }));
+  auto q = NewQueue(&state);
+  EXPECT_EQ(Invariants(state, *q), "");
   const int64_t lists = src.relists();
   // Changes the watch will never deliver: compacted away, watch dropped.
   api_->Put("pods", PodJson("c", "missed", 2, "gpu-3", "2,3", "Running"));
@@ -106,6 +145,7 @@ TEST_F(KubeSourceTest, GoneTriggersRelistAndMatchesColdStart) {
   EXPECT_GE(unsynced.load(), 1);  // not ready during the relist
   ASSERT_TRUE(WaitFor([&] { return state.FindPodByName("c", "missed").has_value(); }));
   src.Stop();
+  EXPECT_EQ(Invariants(state, *q), "");
   EXPECT_EQ(Fingerprint(state), ColdStart());
 }
 
@@ -113,11 +153,13 @@ TEST_F(KubeSourceTest, SurvivesDroppedWatchesErrorsAndSlowness) {
   ClusterState state(ShippedTemplates());
   auto src = NewSource(&state);
   ASSERT_TRUE(WaitFor([&] { return src->synced(); }));
+  auto q = NewQueue(&state);
   for (int round = 0; round < 4; ++round) {
     api_->DropWatches();
     api_->FailNext(2, round % 2 == 0 ? 503 : 429, "/api/v1/pods");
+    // Device round + 2: gpu-0's devices 0 and 1 belong to a/running.
     api_->Put("pods", PodJson("d", "p" + std::to_string(round), 1, "gpu-" + std::to_string(round),
-                              std::to_string(round), "Running"));
+                              std::to_string(round + 2), "Running"));
   }
   api_->SetDelayMs(150);
   api_->Put("pods", PodJson("d", "slow", 1, "gpu-4", "7", "Running"));
@@ -128,6 +170,7 @@ TEST_F(KubeSourceTest, SurvivesDroppedWatchesErrorsAndSlowness) {
   }
   EXPECT_TRUE(src->synced());
   src->Stop();
+  EXPECT_EQ(Invariants(state, *q), "");
   EXPECT_EQ(Fingerprint(state), ColdStart());
 }
 
@@ -137,6 +180,10 @@ TEST_F(KubeSourceTest, ListErrorsBackOffUntilSynced) {
   auto src = NewSource(&state);
   ASSERT_TRUE(WaitFor([&] { return src->synced(); }));
   EXPECT_EQ(metrics_.CounterValue("gpusched_kube_list_errors_total", {}), 3);
+  src->Stop();
+  auto q = NewQueue(&state);
+  EXPECT_EQ(Invariants(state, *q), "");
+  EXPECT_EQ(Fingerprint(state), ColdStart());
 }
 
 TEST_F(KubeSourceTest, BadGpuIdsFailClosedAndAreReported) {
@@ -145,15 +192,17 @@ TEST_F(KubeSourceTest, BadGpuIdsFailClosedAndAreReported) {
   ClusterState state(ShippedTemplates());
   auto src = NewSource(&state);
   ASSERT_TRUE(WaitFor([&] { return src->synced(); }));
-  ASSERT_TRUE(WaitFor([&] { return bad_.size() == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return BadCount() == 2; }));
   EXPECT_EQ(state.Snapshot()->Find("gpu-3")->free_count(), 6);  // 2 devices held anyway
   EXPECT_EQ(metrics_.CounterValue("gpusched_bad_gpu_ids_total", {}), 2);
-  // Reported once, not on every relist.
+  // Reported once, not on every relist. The count is read before the watch
+  // is dropped: the relist may finish before this thread runs again.
+  const int64_t lists = src->relists();
   api_->Compact();
   api_->DropWatches();
-  const int64_t lists = src->relists();
-  ASSERT_TRUE(WaitFor([&] { return src->relists() > lists; }));
-  EXPECT_EQ(bad_.size(), 2u);
+  ASSERT_TRUE(WaitFor([&] { return src->relists() > lists && src->synced(); }));
+  EXPECT_EQ(BadCount(), 2u);
+  EXPECT_EQ(metrics_.CounterValue("gpusched_bad_gpu_ids_total", {}), 2);
 }
 
 }  // namespace

@@ -13,7 +13,9 @@
 #include "scheduler/kube/kube_config.h"
 #include "scheduler/kube/leader_elector.h"
 #include "scheduler/kube/mini_yaml.h"
+#include "scheduler/queue/queue_wiring.h"
 #include "test/kube/kube_test_util.h"
+#include "test/kube/queue_invariants.h"
 #include "test/testing/builders.h"
 
 namespace gpusched::testing {
@@ -46,6 +48,12 @@ class KubeWriterTest : public ::testing::Test {
     source_ = std::make_unique<kube::KubeClusterSource>(client_.get(), so, &metrics_);
     ASSERT_TRUE(source_->Start(state_.get(), [this](bool v) { service_->SetReady(v); }).ok());
     ASSERT_TRUE(WaitFor([&] { return source_->synced(); }));
+    // The queue manager gates binds: namespace t may hold 6 of the 8 GPUs.
+    SchedulerConfig with_quota = *config;
+    with_quota.quotas = QuotaConfig{};
+    with_quota.quotas.enabled = true;
+    with_quota.quotas.namespaces["t"].gpus = {6, 6};
+    queue_ = queue::InstallQueue(service_.get(), state_.get(), nullptr, with_quota, nullptr);
     kube::WriteOptions wo;
     wo.backoff = std::chrono::milliseconds(10);
     binder_ = std::make_unique<kube::KubeBinder>(
@@ -53,6 +61,21 @@ class KubeWriterTest : public ::testing::Test {
         &metrics_, nullptr);
   }
   void TearDown() override { source_->Stop(); }
+
+  // The queue-manager invariants, once the watch shows every bind; a pod
+  // holding GPUs must be bound to that node in the API server.
+  void ExpectQueueInvariants() {
+    ASSERT_TRUE(WaitFor([&] {
+      for (const PodRequest& p : state_->Pods()) {
+        if (p.HoldsGpus() && !source_->ApiBound(p.uid, p.node_name)) return false;
+      }
+      return true;
+    }));
+    EXPECT_EQ(CheckQueueInvariants(
+                  *state_, *queue_,
+                  [this](const PodRequest& p) { return source_->ApiBound(p.uid, p.node_name); }),
+              "");
+  }
 
   // What the bind route does: assume, write back, roll back on error.
   std::string Bind(const std::string& name, const std::string& node = "gpu-0") {
@@ -87,6 +110,7 @@ class KubeWriterTest : public ::testing::Test {
   std::unique_ptr<ExtenderService> service_;
   std::unique_ptr<kube::KubeClusterSource> source_;
   std::unique_ptr<kube::KubeBinder> binder_;
+  std::unique_ptr<queue::QueueManager> queue_;
   std::atomic<bool> leader_{true};
 };
 
@@ -106,6 +130,7 @@ TEST_F(KubeWriterTest, LostBindResponseIsResolvedByReadingThePod) {
   EXPECT_EQ(Bind("p1"), "");
   EXPECT_EQ((*api_->Get("pods", "t/p1"))["spec"]["nodeName"], "gpu-0");
   ExpectNoDeviceTwice();
+  ExpectQueueInvariants();
 }
 
 TEST_F(KubeWriterTest, BindToAnotherNodeAfterBindingIsRefused) {
@@ -116,6 +141,7 @@ TEST_F(KubeWriterTest, BindToAnotherNodeAfterBindingIsRefused) {
   std::string err = Bind("p2");
   // Either the watch already showed it bound, or the API said 409: never ok.
   EXPECT_NE(err, "");
+  ExpectQueueInvariants();
 }
 
 TEST_F(KubeWriterTest, BurstWithFaultsNeverDoubleAllocates) {
@@ -126,7 +152,9 @@ TEST_F(KubeWriterTest, BurstWithFaultsNeverDoubleAllocates) {
     if (i == 4) api_->DropWatches();
     if (Bind("p" + std::to_string(i)).empty()) ++ok;
   }
-  EXPECT_EQ(ok, 4);  // 8 GPUs / 2 each
+  // Namespace t may hold 6 GPUs (the node has 8): 3 pods of 2, whichever
+  // binds failed on the faults; the others are refused on quota.
+  EXPECT_EQ(ok, 3);
   ExpectNoDeviceTwice();
   ASSERT_TRUE(WaitFor([&] {
     int bound = 0;
@@ -135,8 +163,9 @@ TEST_F(KubeWriterTest, BurstWithFaultsNeverDoubleAllocates) {
     for (const PodRequest& p : state_->Pods()) {
       held += p.HoldsGpus() && source_->ApiBound(p.uid, p.node_name);
     }
-    return bound == 4 && held == 4;
+    return bound == 3 && held == 3;
   }));
+  ExpectQueueInvariants();
   // No leaked reservation: state agrees with a cold start of the same API.
   ClusterState fresh(ShippedTemplates());
   kube::KubeClusterSource cold(client_.get(), {}, nullptr);
@@ -144,6 +173,42 @@ TEST_F(KubeWriterTest, BurstWithFaultsNeverDoubleAllocates) {
   ASSERT_TRUE(WaitFor([&] { return cold.synced(); }));
   cold.Stop();
   EXPECT_EQ(Fingerprint(*state_), Fingerprint(fresh));
+}
+
+TEST_F(KubeWriterTest, GangReservationIsNeitherLeakedNorDoubledUnderFaults) {
+  for (const char* name : {"g0", "g1"}) {
+    Json p = PodJson("t", name, 2);
+    p["metadata"]["annotations"]["gpusched.io/gang"] = "g";
+    p["metadata"]["annotations"]["gpusched.io/gang-size"] = "2";
+    api_->Put("pods", p);
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    auto p = state_->FindPodByName("t", "g1");
+    return p.has_value() && p->gang == "g";
+  }));
+  auto filter = [&](const std::string& name) {
+    ExtenderArgs args;
+    args.pod = *state_->FindPodByName("t", name);
+    args.node_names = {"gpu-0"};
+    return service_->Filter(args);
+  };
+  // The first member's filter reserves devices for the whole gang.
+  FilterOutcome first = filter("g0");
+  ASSERT_EQ(first.passed.size(), 1u) << (first.failed.empty() ? "" : first.failed[0].second);
+  EXPECT_FALSE(queue_->ReservationUids().empty());
+  EXPECT_EQ(CheckQueueInvariants(*state_, *queue_), "");
+  // Its bind's response is lost, then the watch drops; the second member
+  // still binds into its reserved slot.
+  api_->LoseNextBindResponse();
+  EXPECT_EQ(Bind("g0"), "");
+  EXPECT_EQ(CheckQueueInvariants(*state_, *queue_), "");
+  api_->DropWatches();
+  FilterOutcome second = filter("g1");
+  ASSERT_EQ(second.passed.size(), 1u) << (second.failed.empty() ? "" : second.failed[0].second);
+  EXPECT_EQ(Bind("g1"), "");
+  EXPECT_TRUE(queue_->ReservationUids().empty());
+  ExpectNoDeviceTwice();
+  ExpectQueueInvariants();
 }
 
 TEST_F(KubeWriterTest, FollowerDoesNotBind) {
