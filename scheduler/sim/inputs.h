@@ -56,7 +56,8 @@ absl::StatusOr<std::vector<Job>> ParsePhillyJobs(std::string_view csv,
                                                  double window_seconds = 5270340);
 // helios_qssf_philly_vc_nodes.csv: vc,node num.
 absl::StatusOr<std::vector<std::pair<std::string, int>>> ParseVcNodes(std::string_view csv);
-// [{"namespace","priorityClass","gpusPerPod","pods","duration","submit","gang"}...]
+// [{"name","namespace","priorityClass","priority","gpusPerPod","pods","duration",
+//   "submit","gang"}...]; "gang" (default true) matters when "pods" > 1.
 absl::StatusOr<std::vector<Job>> ParseJobsJson(std::string json);
 
 }  // namespace gpusched::sim

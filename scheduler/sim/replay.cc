@@ -6,6 +6,7 @@
 #include <queue>
 
 #include "gpusched/util/strings.h"
+#include "scheduler/sim/queue_replay.h"
 
 namespace gpusched::sim {
 namespace {
@@ -63,23 +64,21 @@ struct JobState {
   int gpus = 0;
   double submit = 0, duration = 0, remaining = 0;
   double start = -1, end = -1, pending_since = 0, queue_time = 0, run_start_ = 0;
-  bool running = false, done = false, borrowing = false;
+  bool running = false, done = false;
   int epoch = 0;
   Alloc alloc;
 };
 
-enum class Kind { kFifo, kSjf, kSrtf, kGpusched };
+enum class Kind { kFifo, kSjf, kSrtf };
 
 class World {
  public:
-  World(Kind kind, Pool pool, std::vector<JobState> jobs, std::vector<int64_t> guarantee,
-        double sample_every)
+  World(Kind kind, Pool pool, std::vector<JobState> jobs, std::vector<int64_t> guarantee)
       : kind_(kind),
         pool_(std::move(pool)),
         jobs_(std::move(jobs)),
         guarantee_(std::move(guarantee)),
-        used_(guarantee_.size(), 0),
-        sample_every_(sample_every) {}
+        used_(guarantee_.size(), 0) {}
 
   void Run() {
     std::vector<int> arrivals(jobs_.size());
@@ -87,11 +86,9 @@ class World {
     std::stable_sort(arrivals.begin(), arrivals.end(),
                      [&](int a, int b) { return jobs_[a].submit < jobs_[b].submit; });
     size_t next = 0;
-    double next_sample = 0;
     while (next < arrivals.size() || !done_.empty()) {
       double t = next < arrivals.size() ? jobs_[arrivals[next]].submit : 1e300;
       if (!done_.empty()) t = std::min(t, done_.top().time);
-      while (next_sample <= t) Sample(next_sample), next_sample += sample_every_;
       while (!done_.empty() && done_.top().time <= t) {
         Completion c = done_.top();
         done_.pop();
@@ -119,12 +116,6 @@ class World {
   int64_t preemptions() const { return preemptions_; }
   double lost() const { return lost_; }
   int64_t violations() const { return violations_; }
-  int64_t max_borrowed(int ns) const { return max_borrowed_[ns]; }
-  std::vector<TimelinePoint>& timeline() { return timeline_; }
-  void set_ns_names(std::vector<std::string> n) {
-    names_ = std::move(n);
-    max_borrowed_.assign(names_.size(), 0);
-  }
 
  private:
   struct Completion {
@@ -154,10 +145,6 @@ class World {
     j.queue_time += t - j.pending_since;
     j.run_start_ = t;
     used_[j.ns] += j.gpus;
-    j.borrowing = used_[j.ns] > guarantee_[j.ns];
-    if (!max_borrowed_.empty()) {
-      max_borrowed_[j.ns] = std::max(max_borrowed_[j.ns], used_[j.ns] - guarantee_[j.ns]);
-    }
     const double extra = kind_ == Kind::kSrtf ? 1 : 0;
     done_.push({t + j.remaining + extra, id, j.epoch});
   }
@@ -194,8 +181,6 @@ class World {
         return ScheduleBlocking(t);
       case Kind::kSrtf:
         return ScheduleSrtf(t);
-      case Kind::kGpusched:
-        return ScheduleShared(t);
     }
   }
 
@@ -243,53 +228,6 @@ class World {
     }
   }
 
-  // Shared pool: jobs within their namespace's guarantee first (reclaiming
-  // borrowed GPUs if needed), then borrowers; backfill (no blocking).
-  void ScheduleShared(double t) {
-    Alloc a;
-    std::vector<int> order = pending_;
-    std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
-      const bool ix = used_[jobs_[x].ns] + jobs_[x].gpus <= guarantee_[jobs_[x].ns];
-      const bool iy = used_[jobs_[y].ns] + jobs_[y].gpus <= guarantee_[jobs_[y].ns];
-      if (ix != iy) return ix;
-      return jobs_[x].submit < jobs_[y].submit;
-    });
-    std::vector<int> started;
-    for (int id : order) {
-      JobState& j = jobs_[id];
-      const bool within = used_[j.ns] + j.gpus <= guarantee_[j.ns];
-      if (Consolidate(pool_, j.gpus, &a)) {
-        Start(id, t, a);
-        started.push_back(id);
-        continue;
-      }
-      if (!within) continue;
-      // Reclaim: preempt the youngest borrowing jobs of other namespaces.
-      std::vector<int> borrowers;
-      for (int r : running_list()) {
-        if (jobs_[r].ns != j.ns && used_[jobs_[r].ns] > guarantee_[jobs_[r].ns]) {
-          borrowers.push_back(r);
-        }
-      }
-      std::sort(borrowers.begin(), borrowers.end(),
-                [&](int x, int y) { return jobs_[x].run_start_ > jobs_[y].run_start_; });
-      bool placed = false;
-      for (int r : borrowers) {
-        if (used_[jobs_[r].ns] <= guarantee_[jobs_[r].ns]) continue;
-        Preempt(r, t);
-        pending_.push_back(r);
-        if (Consolidate(pool_, j.gpus, &a)) {
-          Start(id, t, a);
-          started.push_back(id);
-          placed = true;
-          break;
-        }
-      }
-      if (!placed) ++violations_;
-    }
-    for (int id : started) pending_.erase(std::find(pending_.begin(), pending_.end(), id));
-  }
-
   std::vector<int> running_list() const {
     std::vector<int> out;
     for (size_t i = 0; i < jobs_.size(); ++i) {
@@ -302,29 +240,9 @@ class World {
     for (int f : pool_.free) {
       if (f < 0 || f > pool_.g) ++violations_;
     }
-    if (kind_ != Kind::kGpusched) {
-      for (size_t n = 0; n < used_.size(); ++n) {
-        if (used_[n] > guarantee_[n]) ++violations_;
-      }
+    for (size_t n = 0; n < used_.size(); ++n) {
+      if (used_[n] > guarantee_[n]) ++violations_;
     }
-  }
-
-  void Sample(double t) {
-    if (names_.empty()) return;
-    TimelinePoint p;
-    p.t = t;
-    p.utilisation =
-        pool_.capacity > 0 ? 1.0 - static_cast<double>(pool_.total_free) / pool_.capacity : 0;
-    std::vector<double> sum(names_.size(), 0);
-    std::vector<int> cnt(names_.size(), 0);
-    for (int id : pending_) {
-      sum[jobs_[id].ns] += t - jobs_[id].submit;
-      ++cnt[jobs_[id].ns];
-    }
-    for (size_t n = 0; n < names_.size(); ++n) {
-      p.queue_wait[names_[n]] = cnt[n] ? sum[n] / cnt[n] : 0;
-    }
-    timeline_.push_back(std::move(p));
   }
 
   Kind kind_;
@@ -332,13 +250,10 @@ class World {
   std::vector<JobState> jobs_;
   std::vector<int64_t> guarantee_;
   std::vector<int64_t> used_;
-  std::vector<int64_t> max_borrowed_;
-  std::vector<std::string> names_;
   std::vector<int> pending_;
   std::priority_queue<Completion> done_;
-  double makespan_ = 0, busy_ = 0, lost_ = 0, sample_every_;
+  double makespan_ = 0, busy_ = 0, lost_ = 0;
   int64_t preemptions_ = 0, violations_ = 0;
-  std::vector<TimelinePoint> timeline_;
 };
 
 double Percentile(std::vector<double> v, double q) {
@@ -353,16 +268,15 @@ double Percentile(std::vector<double> v, double q) {
 absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
                                        const std::vector<std::pair<std::string, int>>& pools,
                                        const ReplayOptions& o) {
-  Kind kind;
+  Kind kind = Kind::kFifo;
+  const bool queue_manager = o.policy == "gpusched";
   if (o.policy == "fifo") {
     kind = Kind::kFifo;
   } else if (o.policy == "sjf") {
     kind = Kind::kSjf;
   } else if (o.policy == "srtf") {
     kind = Kind::kSrtf;
-  } else if (o.policy == "gpusched") {
-    kind = Kind::kGpusched;
-  } else {
+  } else if (!queue_manager) {
     return absl::InvalidArgumentError(StrCat("unknown replay policy '", o.policy, "'"));
   }
   std::vector<std::string> names;
@@ -378,6 +292,7 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
   std::vector<JobState> all;
   int order = 0;
   for (const Job& j : jobs) {
+    if (queue_manager) break;  // the queue replay builds its own jobs
     const int ns = ns_of(j.ns);
     if (ns >= static_cast<int>(names.size()) || j.total_gpus() <= 0) continue;
     JobState s;
@@ -404,25 +319,35 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
   };
   double busy = 0;
   std::vector<int64_t> max_borrowed(names.size(), 0);
-  if (kind == Kind::kGpusched) {
-    const int64_t total = std::accumulate(guarantee.begin(), guarantee.end(), int64_t{0});
-    World w(kind, make_pool(total), all, guarantee, o.sample_every);
-    w.set_ns_names(names);
-    w.Run();
-    finished = w.jobs();
-    r.makespan = w.makespan();
-    busy = w.busy_gpu_seconds();
-    r.preemptions = w.preemptions();
-    r.lost_gpu_seconds = w.lost();
-    r.quota_violations = w.violations();
-    r.timeline = std::move(w.timeline());
-    for (size_t n = 0; n < names.size(); ++n) max_borrowed[n] = w.max_borrowed(n);
+  std::vector<int64_t> quota_gpus = guarantee;
+  if (queue_manager) {
+    auto run = RunQueueReplay(jobs, pools, o);
+    if (!run.ok()) return run.status();
+    for (const QueueReplayJob& q : run->jobs) {
+      JobState s;
+      s.ns = q.ns;
+      s.submit = q.submit;
+      s.duration = q.duration;
+      s.end = q.end;
+      s.queue_time = q.queue_time;
+      s.done = q.done;
+      finished.push_back(s);
+    }
+    r.makespan = run->makespan;
+    busy = run->busy_gpu_seconds;
+    r.preemptions = run->preemptions;
+    r.reclaim_evictions = run->reclaim_evictions;
+    r.lost_gpu_seconds = run->lost_gpu_seconds;
+    r.quota_violations = run->quota_violations;
+    r.timeline = std::move(run->timeline);
+    max_borrowed = run->max_borrowed;
+    quota_gpus = run->guaranteed;
   } else {
     for (const JobState& s : all) by_ns[s.ns].push_back(s);
     for (size_t n = 0; n < names.size(); ++n) {
       std::vector<int64_t> g(names.size(), 0);
       g[n] = guarantee[n];
-      World w(kind, make_pool(guarantee[n]), std::move(by_ns[n]), g, o.sample_every);
+      World w(kind, make_pool(guarantee[n]), std::move(by_ns[n]), g);
       w.Run();
       for (const JobState& s : w.jobs()) finished.push_back(s);
       r.makespan = std::max(r.makespan, w.makespan());
@@ -460,7 +385,7 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
   for (size_t n = 0; n < names.size(); ++n) {
     NamespaceStats st;
     st.jobs = ns_n[n];
-    st.quota_gpus = guarantee[n];
+    st.quota_gpus = quota_gpus[n];
     st.max_borrowed = max_borrowed[n];
     if (ns_n[n] > 0) {
       st.avg_jct = ns_jct[n] / ns_n[n];

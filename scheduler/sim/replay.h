@@ -3,24 +3,24 @@
 // artifact's FIFO / SJF / SRTF (philly-calibration.md §2): consolidate
 // placement, strict head-of-line blocking for FIFO/SJF, SRTF's greedy
 // per-VC quota with 7/30/60 s restart penalties and 1 s release delay.
-// Policy "gpusched": one shared pool; each VC's size is its guaranteed quota;
-// idle GPUs may be borrowed; a VC below its guarantee reclaims borrowed GPUs
-// by preempting the youngest borrowing jobs; per-VC FIFO with backfill; no
-// oracle durations. (The queue manager in scheduler/queue implements the
-// same rules for serve; this loop should call it once it exposes a
-// simulation entry point.)
+// Policy "gpusched": one shared pool driven by gpusched's queue manager
+// (scheduler/queue, the same code as serve) and the policy Framework; see
+// queue_replay.h.
 //
 // Callers: driver, tests, benchmarks. Pure function of its inputs;
 // thread-safe.
 #ifndef GPUSCHED_SIM_REPLAY_H_
 #define GPUSCHED_SIM_REPLAY_H_
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gpusched/core/config.h"
+#include "gpusched/model/snapshot.h"
 #include "scheduler/sim/inputs.h"
 
 namespace gpusched::sim {
@@ -32,6 +32,10 @@ struct ReplayOptions {
   double load = 1;              // every duration x load
   int gpus_per_node = 8;
   double sample_every = 3600;  // timeline resolution (s)
+  // gpusched only: scoring, quotas, reclaim and gang sections (as serve).
+  SchedulerConfig config;
+  // gpusched only: called after every event time with the cluster (tests).
+  std::function<void(double t, const ClusterSnapshot& snapshot)> on_step;
 };
 
 struct NamespaceStats {
@@ -53,10 +57,13 @@ struct ReplayResult {
   int64_t jobs = 0;
   double avg_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0;
   double avg_queue = 0, makespan = 0, utilisation = 0;
-  int64_t preemptions = 0;
+  int64_t preemptions = 0;        // running jobs stopped
+  int64_t reclaim_evictions = 0;  // gpusched: of which by the queue's reclaim
   double lost_gpu_seconds = 0;
-  int64_t quota_violations = 0;  // times a guaranteed share was not honoured
-  double fairness = 0;           // max/min average slowdown over namespaces
+  // fifo/sjf/srtf: steps with a VC above its pool; gpusched: (event,
+  // namespace) pairs with GPU usage above the namespace's quota limit.
+  int64_t quota_violations = 0;
+  double fairness = 0;  // max/min average slowdown over namespaces
   std::map<std::string, NamespaceStats> per_ns;
   std::vector<TimelinePoint> timeline;
 };

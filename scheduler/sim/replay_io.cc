@@ -23,6 +23,7 @@ std::string ReplayResultJson(const ReplayResult& r) {
   j["makespan_s"] = r.makespan;
   j["gpu_utilisation"] = r.utilisation;
   j["preemptions"] = r.preemptions;
+  j["reclaim_evictions"] = r.reclaim_evictions;
   j["lost_gpu_seconds"] = r.lost_gpu_seconds;
   j["quota_violations"] = r.quota_violations;
   j["fairness_max_min_slowdown"] = r.fairness;
@@ -74,6 +75,7 @@ absl::Status RunReplayDriver(const DriverOptions& o) {
     ReplayOptions ro;
     ro.policy = p;
     ro.load = o.load;
+    ro.config = o.config;
     if (o.progress)
       std::fprintf(stderr, "[replay] %s x%.1f: %zu jobs...\n", p.c_str(), o.load, jobs.size());
     auto r = RunReplay(jobs, pools, ro);

@@ -49,11 +49,13 @@ TEST(Replay, SrtfPreemptsWithPenalty) {
 TEST(Replay, SharedPoolBorrowsAndReclaims) {
   // VC a (1 node) is busy; VC b (1 node) idle until t=50, then reclaims.
   std::vector<Job> t = {J("a", 8, 0, 100), J("a", 8, 0, 100), J("b", 8, 50, 10)};
-  auto r = RunReplay(t, {{"a", 1}, {"b", 1}}, {.policy = "gpusched"});
+  ReplayOptions o{.policy = "gpusched"};
+  o.config.reclaim.only_lower_priority = false;  // equal priorities: "anyBorrower"
+  auto r = RunReplay(t, {{"a", 1}, {"b", 1}}, o);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->preemptions, 1);  // the borrower gives the node back to b
   EXPECT_EQ(r->quota_violations, 0);
-  EXPECT_DOUBLE_EQ(r->per_ns.at("b").avg_jct, 10);
+  EXPECT_DOUBLE_EQ(r->per_ns.at("b").avg_jct, 40);  // after the victim's 30 s termination
   EXPECT_EQ(r->per_ns.at("a").max_borrowed, 8);
 }
 
