@@ -6,6 +6,8 @@
 
 #include <map>
 #include <random>
+#include <sstream>
+#include <string>
 
 #include "gpusched/util/strings.h"
 #include "gtest/gtest.h"
@@ -48,6 +50,31 @@ TEST(QueueReplay, PriorityClassesMapAsDeployed) {
                 {{"a", 1}}, Gpusched());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("unknown priorityClass 'gold'"), std::string::npos);
+}
+
+// The table is the classes deploy/ installs: every PriorityClass in
+// deploy/priorityclasses.yaml has the same value and preemption policy.
+TEST(QueueReplay, PriorityClassesMatchDeploy) {
+  auto yaml = ReadFile(std::string(GPUSCHED_SOURCE_DIR) + "/deploy/priorityclasses.yaml");
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  int classes = 0;
+  std::string name;
+  std::istringstream in(*yaml);
+  for (std::string line; std::getline(in, line);) {
+    auto after = [&](const std::string& key) { return line.substr(line.find(key) + key.size()); };
+    if (line.rfind("  name: ", 0) == 0) name = after("name: ");
+    if (line.rfind("value: ", 0) == 0) {
+      auto pc = LookupPriorityClass(name);
+      ASSERT_TRUE(pc.ok()) << name;
+      EXPECT_EQ(pc->value, std::stoi(after("value: "))) << name;
+      ++classes;
+    }
+    if (line.rfind("preemptionPolicy: ", 0) == 0) {
+      EXPECT_EQ(LookupPriorityClass(name)->preempt_never, after("preemptionPolicy: ") == "Never")
+          << name;
+    }
+  }
+  EXPECT_EQ(classes, 3);
 }
 
 // One 8-GPU node. A training-low job holds it from 0 (100 s); a
