@@ -70,7 +70,13 @@ const FilterResult& FilterMemo::Filter(const NodeInfo& node) {
     scratch_ = framework_.Filter(ctx_, node);
     return scratch_;
   }
-  Key key{node.topology.get(), node.product_id, node.gpu_memory_mib, node.healthy, node.whole_free};
+  Key key{node.topology.get(),
+          node.product_id,
+          node.gpu_memory_mib,
+          node.healthy,
+          node.whole_free,
+          NodeHot::StateHash(node.topology.get(), node.product_id, node.gpu_memory_mib,
+                             node.healthy, node.whole_free)};
   auto it = memo_.find(key);
   if (it == memo_.end()) it = memo_.emplace(key, framework_.Filter(ctx_, node)).first;
   return it->second;
@@ -81,19 +87,23 @@ const FilterResult& FilterMemo::Filter(const NodeHot& node) {
     scratch_ = framework_.Filter(ctx_, *node.info);
     return scratch_;
   }
-  Key key{node.topology, node.product_id, node.gpu_memory_mib, node.healthy, node.whole_free};
+  Key key{node.topology, node.product_id, node.gpu_memory_mib,
+          node.healthy,  node.whole_free, node.state_hash};
   auto it = memo_.find(key);
   if (it == memo_.end()) it = memo_.emplace(key, framework_.Filter(ctx_, *node.info)).first;
   return it->second;
 }
 
 int64_t FilterMemo::Score(const NodeHot& node) {
-  bool cacheable = !node.partial_share;
-  for (const WeightedScorer& s : framework_.scorers()) {
-    cacheable = cacheable && s.scorer->DependsOnlyOnGpuState();
+  if (scorers_gpu_only_ < 0) {
+    scorers_gpu_only_ = 1;
+    for (const WeightedScorer& s : framework_.scorers()) {
+      if (!s.scorer->DependsOnlyOnGpuState()) scorers_gpu_only_ = 0;
+    }
   }
-  if (!cacheable) return framework_.Score(ctx_, *node.info);
-  Key key{node.topology, node.product_id, node.gpu_memory_mib, node.healthy, node.whole_free};
+  if (node.partial_share || scorers_gpu_only_ == 0) return framework_.Score(ctx_, *node.info);
+  Key key{node.topology, node.product_id, node.gpu_memory_mib,
+          node.healthy,  node.whole_free, node.state_hash};
   auto it = scores_.find(key);
   if (it == scores_.end()) it = scores_.emplace(key, framework_.Score(ctx_, *node.info)).first;
   return it->second;

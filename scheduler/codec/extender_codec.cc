@@ -223,70 +223,101 @@ absl::StatusOr<NodeSpec> RequestDecoder::DecodeNodeObject(std::string& body) {
   return DecodeNode(impl_->doc, "Node");
 }
 
+// The two answers below have one entry per node of the request: they are
+// written through JsonAppender, with room for the unescaped text made at once.
 std::string EncodeFilterResult(const ExtenderArgs& args, const FilterOutcome& out) {
-  std::string s;
-  size_t size = 128 + out.error.size();
+  const std::string error = EscapePercent(out.error);
+  const bool ok = out.error.empty();
+  size_t size = 128 + error.size();
   for (std::string_view n : args.node_names) size += n.size() + 4;
   for (const auto& [i, reason] : out.failed) size += reason.size() + 4;
   for (const auto& [i, reason] : out.unresolvable) size += reason.size() + 4;
   if (!args.cache_mode) {
     for (int32_t i : out.passed) size += args.node_json[i].size() + 1;
   }
-  s.reserve(size);
-  JsonWriter w(&s);
-  w.BeginObject();
-  w.Key("Nodes");
-  if (args.cache_mode || !out.error.empty()) {
-    w.Null();
+  std::string s;
+  JsonAppender a(&s, size);
+  a.Reserve(64);
+  if (args.cache_mode || !ok) {
+    a.Literal("{\"Nodes\":null");
   } else {
-    w.BeginObject();
-    w.Key("metadata");
-    w.BeginObject();
-    w.EndObject();
-    w.Key("items");
-    w.BeginArray();
-    for (int32_t i : out.passed) w.Raw(args.node_json[i]);
-    w.EndArray();
-    w.EndObject();
-  }
-  w.Key("NodeNames");
-  if (!args.cache_mode || !out.error.empty()) {
-    w.Null();
-  } else {
-    w.BeginArray();
-    for (int32_t i : out.passed) w.String(args.node_names[i]);
-    w.EndArray();
-  }
-  for (const auto& [key, list] : {std::pair{"FailedNodes", &out.failed},
-                                  std::pair{"FailedAndUnresolvableNodes", &out.unresolvable}}) {
-    w.Key(key);
-    w.BeginObject();
-    for (const auto& [i, reason] : *list) {
-      w.Key(args.node_names[i]);
-      w.String(reason);
+    a.Literal("{\"Nodes\":{\"metadata\":{},\"items\":[");
+    bool first = true;
+    for (int32_t i : out.passed) {
+      const std::string_view node = args.node_json[i];
+      a.Reserve(node.size() + 1);
+      if (!first) a.Char(',');
+      first = false;
+      a.Literal(node);
     }
-    w.EndObject();
+    a.Reserve(2);
+    a.Literal("]}");
   }
-  w.Key("Error");
-  w.String(EscapePercent(out.error));
-  w.EndObject();
+  a.Reserve(32);
+  if (!args.cache_mode || !ok) {
+    a.Literal(",\"NodeNames\":null");
+  } else {
+    a.Literal(",\"NodeNames\":[");
+    bool first = true;
+    for (int32_t i : out.passed) {
+      const std::string_view name = args.node_names[i];
+      a.Reserve(JsonAppender::StringBound(name) + 1);
+      if (!first) a.Char(',');
+      first = false;
+      a.String(name);
+    }
+    a.Reserve(1);
+    a.Char(']');
+  }
+  for (const auto& [key, list] :
+       {std::pair{",\"FailedNodes\":{", &out.failed},
+        std::pair{",\"FailedAndUnresolvableNodes\":{", &out.unresolvable}}) {
+    a.Reserve(std::string_view(key).size());
+    a.Literal(key);
+    bool first = true;
+    for (const auto& [i, reason] : *list) {
+      const std::string_view name = args.node_names[i];
+      a.Reserve(JsonAppender::StringBound(name) + JsonAppender::StringBound(reason) + 2);
+      if (!first) a.Char(',');
+      first = false;
+      a.String(name);
+      a.Char(':');
+      a.String(reason);
+    }
+    a.Reserve(1);
+    a.Char('}');
+  }
+  a.Reserve(JsonAppender::StringBound(error) + 10);
+  a.Literal(",\"Error\":");
+  a.String(error);
+  a.Char('}');
+  a.Finish();
   return s;
 }
 
 std::string EncodePrioritizeResult(const ExtenderArgs& args, const std::vector<int64_t>& scores) {
+  constexpr std::string_view kHost = "{\"Host\":";
+  constexpr std::string_view kScore = ",\"Score\":";
+  const size_t n = std::min(args.node_names.size(), scores.size());
+  size_t size = 2;
+  for (size_t i = 0; i < n; ++i) size += args.node_names[i].size() + 24;
   std::string s;
-  s.reserve(2 + args.node_names.size() * 32);
-  JsonWriter w(&s);
-  w.BeginArray();
-  for (size_t i = 0; i < args.node_names.size() && i < scores.size(); ++i) {
-    w.BeginObject();
-    w.Key("Host");
-    w.String(args.node_names[i]);
-    w.Key("Score");
-    w.Int(std::clamp<int64_t>(scores[i], 0, 10));
-    w.EndObject();
+  JsonAppender a(&s, size);
+  a.Reserve(1);
+  a.Char('[');
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view name = args.node_names[i];
+    a.Reserve(JsonAppender::StringBound(name) + kHost.size() + kScore.size() + 24);
+    if (i > 0) a.Char(',');
+    a.Literal(kHost);
+    a.String(name);
+    a.Literal(kScore);
+    a.Int(std::clamp<int64_t>(scores[i], 0, 10));
+    a.Char('}');
   }
-  w.EndArray();
+  a.Reserve(1);
+  a.Char(']');
+  a.Finish();
   return s;
 }
 

@@ -1,5 +1,6 @@
 #include "scheduler/codec/json_writer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -68,6 +69,67 @@ void JsonWriter::Int(int64_t v) {
   auto r = std::to_chars(buf, buf + sizeof(buf), v);
   out_->append(buf, r.ptr);
 }
+
+JsonAppender::JsonAppender(std::string* out, size_t expected) : out_(out) {
+  const size_t used = out->size();
+  out->resize(used + expected);
+  p_ = out->data() + used;
+  end_ = out->data() + out->size();
+}
+
+void JsonAppender::Grow(size_t n) {
+  const size_t used = static_cast<size_t>(p_ - out_->data());
+  out_->resize(std::max(used + n, 2 * out_->size()));
+  p_ = out_->data() + used;
+  end_ = out_->data() + out_->size();
+}
+
+void JsonAppender::String(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  *p_++ = '"';
+  size_t i = 0;
+  while (i + 8 <= s.size()) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    if (NeedsEscape(w)) break;
+    i += 8;
+  }
+  std::memcpy(p_, s.data(), i);
+  p_ += i;
+  for (; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      *p_++ = static_cast<char>(c);
+      continue;
+    }
+    *p_++ = '\\';
+    switch (c) {
+      case '"':
+        *p_++ = '"';
+        break;
+      case '\\':
+        *p_++ = '\\';
+        break;
+      case '\n':
+        *p_++ = 'n';
+        break;
+      case '\r':
+        *p_++ = 'r';
+        break;
+      case '\t':
+        *p_++ = 't';
+        break;
+      default:
+        std::memcpy(p_, "u00", 3);
+        p_ += 3;
+        *p_++ = kHex[c >> 4];
+        *p_++ = kHex[c & 15];
+    }
+  }
+  *p_++ = '"';
+}
+
+void JsonAppender::Int(int64_t v) { p_ = std::to_chars(p_, p_ + 20, v).ptr; }
 
 std::string EscapePercent(std::string_view s) {
   std::string out;

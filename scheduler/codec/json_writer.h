@@ -5,6 +5,7 @@
 #define GPUSCHED_CODEC_JSON_WRITER_H_
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -65,6 +66,44 @@ class JsonWriter {
   }
   std::string* out_;
   bool first_ = true;
+};
+
+// JsonAppender: writes JSON text through a raw pointer into a string sized
+// up front, for the two answers written once per scheduling cycle with one
+// entry per node (filter and prioritize). The caller does the punctuation.
+// Every write REQUIRES room made by Reserve() first; Finish() trims the string
+// to what was written and must be called before the string is read.
+// Private to scheduler/codec. Not thread-safe.
+class JsonAppender {
+ public:
+  // Room for `expected` bytes is made at once.
+  JsonAppender(std::string* out, size_t expected);
+  JsonAppender(const JsonAppender&) = delete;
+  JsonAppender& operator=(const JsonAppender&) = delete;
+
+  // Makes room for `n` more bytes.
+  void Reserve(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) Grow(n);
+  }
+  // Room String(s) may need: every byte escaped as \u00XX, plus quotes.
+  static size_t StringBound(std::string_view s) { return 6 * s.size() + 2; }
+
+  void Char(char c) { *p_++ = c; }
+  void Literal(std::string_view s) {
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+  }
+  // Writes `s` quoted and escaped.
+  void String(std::string_view s);
+  // Writes `v` in decimal; needs 20 bytes of room.
+  void Int(int64_t v);
+  void Finish() { out_->resize(static_cast<size_t>(p_ - out_->data())); }
+
+ private:
+  void Grow(size_t n);
+  std::string* out_;
+  char* p_;
+  char* end_;
 };
 
 // Returns `s` with '%' doubled: kube-scheduler passes an extender's Error

@@ -33,6 +33,20 @@ struct NodeHot {
   int64_t gpu_memory_mib = 0;
   uint16_t product_id = 0;
   bool partial_share = false;
+  // StateHash of the fields above: the key under which per-request memos
+  // (policy::FilterMemo) look up nodes in the same GPU state.
+  uint64_t state_hash = 0;
+
+  static uint64_t StateHash(const GpuTopology* topology, uint16_t product_id,
+                            int64_t gpu_memory_mib, DeviceMask healthy, DeviceMask whole_free) {
+    uint64_t h = reinterpret_cast<uintptr_t>(topology);
+    for (uint64_t v :
+         {uint64_t{product_id}, static_cast<uint64_t>(gpu_memory_mib), healthy, whole_free}) {
+      h = (h ^ v) * 0x9E3779B97F4A7C15ULL;
+      h ^= h >> 29;
+    }
+    return h;
+  }
 };
 
 class ClusterSnapshot {
@@ -49,7 +63,9 @@ class ClusterSnapshot {
     hot_.reserve(nodes_.size());
     for (const auto& n : nodes_) {
       hot_.push_back(NodeHot{n.get(), n->topology.get(), n->healthy, n->whole_free,
-                             n->gpu_memory_mib, n->product_id, n->partial_share});
+                             n->gpu_memory_mib, n->product_id, n->partial_share,
+                             NodeHot::StateHash(n->topology.get(), n->product_id, n->gpu_memory_mib,
+                                                n->healthy, n->whole_free)});
     }
   }
 

@@ -74,10 +74,11 @@ class FilterMemo {
     int64_t memory;
     DeviceMask healthy;
     DeviceMask whole_free;
+    uint64_t state_hash;  // NodeHot::StateHash of the fields above
     bool operator==(const Key&) const = default;
     template <typename H>
     friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.topology, k.product_id, k.memory, k.healthy, k.whole_free);
+      return H::combine(std::move(h), k.state_hash);
     }
   };
   const Framework& framework_;
@@ -85,6 +86,7 @@ class FilterMemo {
   absl::flat_hash_map<Key, FilterResult> memo_;
   absl::flat_hash_map<Key, int64_t> scores_;
   FilterResult scratch_;
+  int scorers_gpu_only_ = -1;  // every scorer DependsOnlyOnGpuState; -1 until asked
 };
 
 // Returns the built-in scorer named `name` ("GpuTopology", "GpuPacking").
