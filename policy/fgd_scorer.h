@@ -54,6 +54,8 @@ class FgdScorer final : public ScorePolicy {
       : target_(std::move(target)), scale_(scale) {}
   std::string_view Name() const override { return kName; }
   int64_t Score(const PodContext& ctx, const NodeInfo& node) const override;
+  // Reads the product, devices (MakeFragView) and free CPU.
+  bool DependsOnlyOnGpuStateAndFreeCpu() const override { return true; }
   // The device index a shared pod would get on `node` (-1 if none fits).
   int SharedDevice(const PodContext& ctx, const NodeInfo& node) const;
 

@@ -58,6 +58,8 @@ class FragLookaheadScorer final : public ScorePolicy {
                       FragLookaheadParams params);
   std::string_view Name() const override { return kName; }
   int64_t Score(const PodContext& ctx, const NodeInfo& node) const override;
+  // Reads the product, devices (MakeFragView, ChoosePlacement) and free CPU.
+  bool DependsOnlyOnGpuStateAndFreeCpu() const override { return true; }
   // v for placing the pod on the node (see above); false if it cannot be placed.
   bool Value(const PodContext& ctx, const NodeInfo& node, double* v) const;
   FragTerms Terms(const std::vector<uint8_t>& allowed, const FragView& view) const;

@@ -95,15 +95,22 @@ const FilterResult& FilterMemo::Filter(const NodeHot& node) {
 }
 
 int64_t FilterMemo::Score(const NodeHot& node) {
-  if (scorers_gpu_only_ < 0) {
-    scorers_gpu_only_ = 1;
+  if (score_cache_ == ScoreCache::kUnknown) {
+    bool gpu_only = true, gpu_and_cpu = true;
     for (const WeightedScorer& s : framework_.scorers()) {
-      if (!s.scorer->DependsOnlyOnGpuState()) scorers_gpu_only_ = 0;
+      gpu_only = gpu_only && s.scorer->DependsOnlyOnGpuState();
+      gpu_and_cpu = gpu_and_cpu && s.scorer->DependsOnlyOnGpuStateAndFreeCpu();
     }
+    score_cache_ = gpu_only      ? ScoreCache::kGpuState
+                   : gpu_and_cpu ? ScoreCache::kGpuStateAndFreeCpu
+                                 : ScoreCache::kNone;
   }
-  if (node.partial_share || scorers_gpu_only_ == 0) return framework_.Score(ctx_, *node.info);
-  Key key{node.topology, node.product_id, node.gpu_memory_mib,
-          node.healthy,  node.whole_free, node.state_hash};
+  if (node.partial_share || score_cache_ == ScoreCache::kNone) {
+    return framework_.Score(ctx_, *node.info);
+  }
+  ScoreKey key{{node.topology, node.product_id, node.gpu_memory_mib, node.healthy, node.whole_free,
+                node.state_hash},
+               score_cache_ == ScoreCache::kGpuStateAndFreeCpu ? node.cpu_free_milli : 0};
   auto it = scores_.find(key);
   if (it == scores_.end()) it = scores_.emplace(key, framework_.Score(ctx_, *node.info)).first;
   return it->second;

@@ -33,7 +33,8 @@ struct NodeHot {
   int64_t gpu_memory_mib = 0;
   uint16_t product_id = 0;
   bool partial_share = false;
-  // StateHash of the fields above: the key under which per-request memos
+  int64_t cpu_free_milli = 0;  // allocatable minus requested CPU
+  // StateHash of the GPU fields above: the key under which per-request memos
   // (policy::FilterMemo) look up nodes in the same GPU state.
   uint64_t state_hash = 0;
 
@@ -64,6 +65,7 @@ class ClusterSnapshot {
     for (const auto& n : nodes_) {
       hot_.push_back(NodeHot{n.get(), n->topology.get(), n->healthy, n->whole_free,
                              n->gpu_memory_mib, n->product_id, n->partial_share,
+                             n->cpu_milli - n->cpu_used_milli,
                              NodeHot::StateHash(n->topology.get(), n->product_id, n->gpu_memory_mib,
                                                 n->healthy, n->whole_free)});
     }

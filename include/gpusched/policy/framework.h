@@ -64,7 +64,8 @@ class FilterMemo {
   // Same, reading only the packed fields unless the result is not cached.
   const FilterResult& Filter(const NodeHot& node);
   // Returns Framework::Score, cached per node state when every scorer
-  // allows it (ScorePolicy::DependsOnlyOnGpuState). REQUIRES: node fits.
+  // allows it (ScorePolicy::DependsOnlyOnGpuState, or
+  // DependsOnlyOnGpuStateAndFreeCpu). REQUIRES: node fits.
   int64_t Score(const NodeHot& node);
 
  private:
@@ -84,9 +85,20 @@ class FilterMemo {
   const Framework& framework_;
   const PodContext& ctx_;
   absl::flat_hash_map<Key, FilterResult> memo_;
-  absl::flat_hash_map<Key, int64_t> scores_;
+  // Scores are cached by GPU state, plus free CPU when a scorer reads it.
+  struct ScoreKey {
+    Key gpu;
+    int64_t cpu_free;
+    bool operator==(const ScoreKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const ScoreKey& k) {
+      return H::combine(std::move(h), k.gpu.state_hash, k.cpu_free);
+    }
+  };
+  enum class ScoreCache { kUnknown, kNone, kGpuState, kGpuStateAndFreeCpu };
+  absl::flat_hash_map<ScoreKey, int64_t> scores_;
   FilterResult scratch_;
-  int scorers_gpu_only_ = -1;  // every scorer DependsOnlyOnGpuState; -1 until asked
+  ScoreCache score_cache_ = ScoreCache::kUnknown;  // decided on the first Score
 };
 
 // Returns the built-in scorer named `name` ("GpuTopology", "GpuPacking").

@@ -79,6 +79,10 @@ class ScorePolicy {
   // which devices are healthy/free/shared (not CPU, memory or pods), so two
   // nodes equal in those get equal scores (lets FilterMemo cache scores).
   virtual bool DependsOnlyOnGpuState() const { return false; }
+  // True if Score reads what DependsOnlyOnGpuState allows plus the node's
+  // free CPU (allocatable minus requested): FilterMemo then caches scores
+  // per GPU state and free CPU.
+  virtual bool DependsOnlyOnGpuStateAndFreeCpu() const { return DependsOnlyOnGpuState(); }
 };
 
 }  // namespace gpusched::policy

@@ -1,0 +1,117 @@
+// FilterMemo answers what Framework::Filter and Framework::Score answer, for
+// every node of a randomly filled cluster and every scorer configuration:
+// the memo's keys (GPU state, plus free CPU for the fragmentation scorers)
+// must capture everything the policies read.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "gpusched/policy/framework.h"
+#include "test/testing/builders.h"
+
+namespace gpusched::policy {
+namespace {
+
+using gpusched::testing::PodBuilder;
+
+std::unique_ptr<ClusterState> RandomCluster(uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<NodeSpec> nodes;
+  std::vector<PodRequest> pods;
+  for (int i = 0; i < 120; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    switch (i % 4) {
+      case 0:
+        nodes.push_back(gpusched::testing::Dgx1V100(name));
+        break;
+      case 1:
+        nodes.push_back(gpusched::testing::DgxA100(name));
+        break;
+      case 2:
+        nodes.push_back(gpusched::testing::Hgx8H100(name));
+        break;
+      default:
+        nodes.push_back(gpusched::testing::Pcie4xT4(name));
+    }
+    const int gpus = i % 4 == 3 ? 4 : 8;
+    // Few distinct device states, many CPU loads: nodes share GPU state but
+    // not free CPU, which the fragmentation scorers read.
+    DeviceMask used = 0;
+    const int busy = static_cast<int>(rng() % 3) * 2;
+    for (int d = 0; d < busy; ++d) used |= DeviceMask{1} << d;
+    if (used != 0) {
+      PodRequest p = PodBuilder("p" + std::to_string(i)).Gpus(busy).OnNode(name, used).Build();
+      p.cpu_milli = 1000 * static_cast<int64_t>(rng() % 40);
+      pods.push_back(p);
+    }
+    if (rng() % 3 == 0) {
+      PodRequest cpu = PodBuilder("c" + std::to_string(i)).Build();
+      cpu.node_name = name;
+      cpu.cpu_milli = 4000 * static_cast<int64_t>(1 + rng() % 8);
+      pods.push_back(cpu);
+    }
+    if (gpus == 8 && rng() % 5 == 0) {
+      // A shared device: the memo must not be used for this node.
+      PodRequest half = PodBuilder("h" + std::to_string(i)).Milli(500).OnNode(name, 0x80).Build();
+      pods.push_back(half);
+    }
+  }
+  return gpusched::testing::MakeState(nodes, pods);
+}
+
+ScoringConfig Fragmentation(const std::string& policy) {
+  ScoringConfig c;
+  c.topology_weight = 10;
+  c.packing_weight = 0;
+  c.fragmentation_weight = 90;
+  c.fragmentation_policy = policy;
+  c.fragmentation_capacity = policy == "lookahead" ? 0.5 : 0;
+  return c;
+}
+
+TEST(FilterMemoTest, AnswersWhatTheFrameworkAnswers) {
+  ScoringConfig spread;
+  spread.spread = true;
+  const std::vector<std::pair<std::string, ScoringConfig>> configs = {
+      {"default", ScoringConfig{}},
+      {"spread", spread},
+      {"fgd", Fragmentation("fgd")},
+      {"lookahead", Fragmentation("lookahead")}};
+  std::vector<PodRequest> pods = {PodBuilder("one").Gpus(1).Build(),
+                                  PodBuilder("two").Gpus(2).Build(),
+                                  PodBuilder("four").Gpus(4).Build(),
+                                  PodBuilder("eight").Gpus(8).Build(),
+                                  PodBuilder("a100").Gpus(2).Models({"A100"}).Build(),
+                                  PodBuilder("quarter").Milli(250).Build()};
+  pods[1].cpu_milli = 16000;
+  pods[2].cpu_milli = 48000;
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    auto state = RandomCluster(seed);
+    auto snap = state->Snapshot();
+    for (const auto& [config_name, config] : configs) {
+      auto fw = Framework::Create(config);
+      ASSERT_TRUE(fw.ok()) << config_name;
+      for (const PodRequest& pod : pods) {
+        PodContext ctx = (*fw)->Prepare(pod, *snap);
+        FilterMemo memo(**fw, ctx);
+        int fits = 0;
+        for (int32_t i = 0; i < static_cast<int32_t>(snap->nodes().size()); ++i) {
+          const NodeHot& hot = snap->hot(i);
+          const FilterResult want = (*fw)->Filter(ctx, *hot.info);
+          const FilterResult& got = memo.Filter(hot);
+          const std::string where =
+              config_name + " seed " + std::to_string(seed) + " " + pod.name + " " + hot.info->name;
+          ASSERT_EQ(got.verdict, want.verdict) << where;
+          ASSERT_EQ(got.reason, want.reason) << where;
+          if (!want.fits()) continue;
+          ++fits;
+          ASSERT_EQ(memo.Score(hot), (*fw)->Score(ctx, *hot.info)) << where;
+        }
+        EXPECT_GT(fits, 0) << config_name << " " << pod.name;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpusched::policy
