@@ -45,6 +45,12 @@ namespace {
 // needs 64 readable bytes past the end) parses it in place without a copy.
 constexpr size_t kBodyPadding = 64;
 
+// Read buffer capacity per connection. Beast reads at most the buffer's free
+// capacity (at least 512 bytes, at most 64 KiB) per call, so a buffer left to
+// grow on its own reads a 100 KB ExtenderArgs in hundreds of 512-byte
+// recvmsg calls, each with its own epoll round trip.
+constexpr size_t kReadBufferBytes = 64 * 1024;
+
 class SessionBase {
  public:
   virtual ~SessionBase() = default;
@@ -63,7 +69,9 @@ struct Shared {
 template <typename Stream>
 class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(Stream stream, Shared* shared) : stream_(std::move(stream)), shared_(shared) {}
+  Session(Stream stream, Shared* shared) : stream_(std::move(stream)), shared_(shared) {
+    buffer_.reserve(kReadBufferBytes);
+  }
 
   void Start() {
     if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
