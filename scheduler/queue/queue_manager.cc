@@ -145,21 +145,28 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
     return ev;
   }
   // Capacity: an earlier unit that could use the same nodes must go first.
-  std::vector<uint8_t> p_usable;
+  // Only units kube-scheduler has asked about count (one never asked for may
+  // not be wanted yet); with none, this pod's node scan is skipped.
+  if (std::none_of(ahead.begin(), ahead.end(),
+                   [](const Unit* u) { return u->head->last_filter_ms >= 0; })) {
+    return ev;
+  }
+  const int32_t nodes = static_cast<int32_t>(snapshot.nodes().size());
+  std::vector<uint8_t> p_usable(nodes);
   policy::PodContext pctx = fw.Prepare(pod, snapshot);
-  for (const auto& node : snapshot.nodes()) {
-    p_usable.push_back(fw.Filter(pctx, *node).verdict != policy::Verdict::kUnresolvable);
+  policy::FilterMemo pmemo(fw, pctx);
+  for (int32_t i = 0; i < nodes; ++i) {
+    p_usable[i] = pmemo.Filter(snapshot.hot(i)).verdict != policy::Verdict::kUnresolvable;
   }
   int checked = 0;
   for (const Unit* u : ahead) {
     if (u->head->last_filter_ms < 0) continue;  // never asked for: kube may not want it yet
     if (++checked > 64) break;
     policy::PodContext hctx = fw.Prepare(u->head->pod, snapshot);
-    for (size_t i = 0; i < snapshot.nodes().size(); ++i) {
+    policy::FilterMemo hmemo(fw, hctx);
+    for (int32_t i = 0; i < nodes; ++i) {
       if (!p_usable[i]) continue;
-      if (fw.Filter(hctx, *snapshot.nodes()[i]).verdict == policy::Verdict::kUnresolvable) {
-        continue;
-      }
+      if (hmemo.Filter(snapshot.hot(i)).verdict == policy::Verdict::kUnresolvable) continue;
       const PodRequest& h = u->head->pod;
       ev.reason = StrCat("gpusched: namespace ", pod.ns, ": waiting behind ", h.name, " (priority ",
                          h.priority, ", needs ", FormatGpus(u->demand),
