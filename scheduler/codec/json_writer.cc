@@ -19,11 +19,9 @@ inline bool NeedsEscape(uint64_t w) {
   return (below_space | has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\'))) != 0;
 }
 
-}  // namespace
-
-void JsonWriter::WriteString(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out_->push_back('"');
+// Length of the longest prefix of `s`, in whole 8-byte words, with nothing
+// to escape.
+inline size_t CleanWordPrefix(std::string_view s) {
   size_t i = 0;
   while (i + 8 <= s.size()) {
     uint64_t w;
@@ -31,6 +29,15 @@ void JsonWriter::WriteString(std::string_view s) {
     if (NeedsEscape(w)) break;
     i += 8;
   }
+  return i;
+}
+
+}  // namespace
+
+void JsonWriter::WriteString(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out_->push_back('"');
+  size_t i = CleanWordPrefix(s);
   size_t run = 0;
   for (; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
@@ -87,13 +94,7 @@ void JsonAppender::Grow(size_t n) {
 void JsonAppender::String(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   *p_++ = '"';
-  size_t i = 0;
-  while (i + 8 <= s.size()) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    if (NeedsEscape(w)) break;
-    i += 8;
-  }
+  size_t i = CleanWordPrefix(s);
   std::memcpy(p_, s.data(), i);
   p_ += i;
   for (; i < s.size(); ++i) {

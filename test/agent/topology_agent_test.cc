@@ -102,9 +102,11 @@ TEST_F(TopologyAgentTest, ServerErrorsAreRetriedUntilPublished) {
       << ReadAll(log_);
   EXPECT_TRUE(agent->Alive());
   EXPECT_GE(api_->requests("PATCH " + path), 3);
-  const std::string log = ReadAll(log_);
-  EXPECT_NE(log.find("HTTP 503"), std::string::npos) << log;
-  EXPECT_NE(log.find("4 GPUs published"), std::string::npos) << log;
+  // The agent logs after the API server has answered: wait for the line.
+  EXPECT_TRUE(WaitFor([&] { return ReadAll(log_).find("4 GPUs published") != std::string::npos; },
+                      std::chrono::milliseconds(20000)))
+      << ReadAll(log_);
+  EXPECT_NE(ReadAll(log_).find("HTTP 503"), std::string::npos) << ReadAll(log_);
   agent->Kill(SIGTERM);
   EXPECT_EQ(agent->Wait(), 0) << ReadAll(log_);
 }

@@ -154,6 +154,58 @@ TEST(WireKeysTest, FilterResultAlwaysHasEveryKey) {
       R"("FailedAndUnresolvableNodes":{"c":"gpusched: node has no GPUs"},"Error":""})");
 }
 
+// Names and reasons that need escaping, at every offset of the 8-byte
+// word test, come back unchanged through a JSON parser; '%' in Error is doubled.
+TEST(WireKeysTest, AnswersEscapeEveryByteThatNeedsIt) {
+  std::vector<std::string> names;
+  const std::vector<std::string> specials = {"\"",  "\\", "\n", "\r", "\t", std::string(1, '\x01'),
+                                             "\x1f"};
+  for (const std::string& special : specials) {
+    for (int at = 0; at < 17; ++at) {
+      std::string n(17, 'n');
+      n.insert(at, special);
+      names.push_back(n);
+    }
+  }
+  names.push_back("");
+  names.push_back("plain-node-name-longer-than-a-word");
+  ExtenderArgs args;
+  for (const std::string& n : names) args.node_names.push_back(n);
+  FilterOutcome out;
+  std::vector<int64_t> scores;
+  for (int32_t i = 0; i < static_cast<int32_t>(names.size()); ++i) {
+    scores.push_back(i % 13);
+    if (i % 3 == 0) out.passed.push_back(i);
+    if (i % 3 == 1) out.failed.emplace_back(i, "reason \"" + names[i] + "\"");
+    if (i % 3 == 2) out.unresolvable.emplace_back(i, names[i]);
+  }
+  const json filter = json::parse(codec::EncodeFilterResult(args, out));
+  ASSERT_EQ(filter["NodeNames"].size(), out.passed.size());
+  for (size_t k = 0; k < out.passed.size(); ++k) {
+    EXPECT_EQ(filter["NodeNames"][k], names[out.passed[k]]);
+  }
+  ASSERT_EQ(filter["FailedNodes"].size(), out.failed.size());
+  for (const auto& [i, reason] : out.failed) EXPECT_EQ(filter["FailedNodes"][names[i]], reason);
+  ASSERT_EQ(filter["FailedAndUnresolvableNodes"].size(), out.unresolvable.size());
+  for (const auto& [i, reason] : out.unresolvable) {
+    EXPECT_EQ(filter["FailedAndUnresolvableNodes"][names[i]], reason);
+  }
+  EXPECT_EQ(filter["Error"], "");
+
+  const json prio = json::parse(codec::EncodePrioritizeResult(args, scores));
+  ASSERT_EQ(prio.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(prio[i]["Host"], names[i]);
+    EXPECT_EQ(prio[i]["Score"], std::min<int64_t>(scores[i], 10));
+  }
+
+  FilterOutcome failed;
+  failed.error = "gpusched: 100% \"busy\"\n";
+  const json err = json::parse(codec::EncodeFilterResult(args, failed));
+  EXPECT_EQ(err["Error"], "gpusched: 100%% \"busy\"\n");
+  EXPECT_TRUE(err["NodeNames"].is_null());
+}
+
 // Bad input: malformed JSON is a framing error (HTTP 400); well-formed nonsense is not.
 TEST(WireBadInputTest, Table) {
   struct Case {
