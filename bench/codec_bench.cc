@@ -41,9 +41,10 @@ void BM_Encode_FilterResult(benchmark::State& state) {
   ExtenderArgs args;
   for (const auto& s : names) args.node_names.push_back(s);
   FilterOutcome out;
+  const int32_t reason = out.AddReason("gpusched: 2 of 8 GPUs free, pod needs 4");
   for (int i = 0; i < n; ++i) {
     if (i % 3 == 0) {
-      out.failed.emplace_back(i, "gpusched: 2 of 8 GPUs free, pod needs 4");
+      out.failed.push_back({i, reason});
     } else {
       out.passed.push_back(i);
     }

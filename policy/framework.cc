@@ -77,21 +77,21 @@ const FilterResult& FilterMemo::Filter(const NodeInfo& node) {
           node.whole_free,
           NodeHot::StateHash(node.topology.get(), node.product_id, node.gpu_memory_mib,
                              node.healthy, node.whole_free)};
-  auto it = memo_.find(key);
-  if (it == memo_.end()) it = memo_.emplace(key, framework_.Filter(ctx_, node)).first;
-  return it->second;
+  auto [it, inserted] = memo_.try_emplace(key, static_cast<int32_t>(results_.size()));
+  if (inserted) results_.push_back(framework_.Filter(ctx_, node));
+  return results_[it->second];
 }
 
-const FilterResult& FilterMemo::Filter(const NodeHot& node) {
+FilterMemo::Entry FilterMemo::FilterEntry(const NodeHot& node) {
   if (node.partial_share) {
     scratch_ = framework_.Filter(ctx_, *node.info);
-    return scratch_;
+    return {&scratch_, -1};
   }
   Key key{node.topology, node.product_id, node.gpu_memory_mib,
           node.healthy,  node.whole_free, node.state_hash};
-  auto it = memo_.find(key);
-  if (it == memo_.end()) it = memo_.emplace(key, framework_.Filter(ctx_, *node.info)).first;
-  return it->second;
+  auto [it, inserted] = memo_.try_emplace(key, static_cast<int32_t>(results_.size()));
+  if (inserted) results_.push_back(framework_.Filter(ctx_, *node.info));
+  return {&results_[it->second], it->second};
 }
 
 int64_t FilterMemo::Score(const NodeHot& node) {

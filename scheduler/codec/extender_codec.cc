@@ -228,10 +228,18 @@ absl::StatusOr<NodeSpec> RequestDecoder::DecodeNodeObject(std::string& body) {
 std::string EncodeFilterResult(const ExtenderArgs& args, const FilterOutcome& out) {
   const std::string error = EscapePercent(out.error);
   const bool ok = out.error.empty();
+  // Each distinct reason is escaped once; failed nodes copy it.
+  std::vector<std::string> quoted(out.reasons.size());
+  for (size_t r = 0; r < quoted.size(); ++r) {
+    JsonAppender q(&quoted[r], JsonAppender::StringBound(out.reasons[r]));
+    q.String(out.reasons[r]);
+    q.Finish();
+  }
   size_t size = 128 + error.size();
   for (std::string_view n : args.node_names) size += n.size() + 4;
-  for (const auto& [i, reason] : out.failed) size += reason.size() + 4;
-  for (const auto& [i, reason] : out.unresolvable) size += reason.size() + 4;
+  for (const auto* list : {&out.failed, &out.unresolvable}) {
+    for (const FilterOutcome::Failure& f : *list) size += quoted[f.reason].size() + 2;
+  }
   if (!args.cache_mode) {
     for (int32_t i : out.passed) size += args.node_json[i].size() + 1;
   }
@@ -275,14 +283,15 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const FilterOutcome& ou
     a.Reserve(std::string_view(key).size());
     a.Literal(key);
     bool first = true;
-    for (const auto& [i, reason] : *list) {
-      const std::string_view name = args.node_names[i];
-      a.Reserve(JsonAppender::StringBound(name) + JsonAppender::StringBound(reason) + 2);
+    for (const FilterOutcome::Failure& f : *list) {
+      const std::string_view name = args.node_names[f.node];
+      const std::string& reason = quoted[f.reason];
+      a.Reserve(JsonAppender::StringBound(name) + reason.size() + 2);
       if (!first) a.Char(',');
       first = false;
       a.String(name);
       a.Char(':');
-      a.String(reason);
+      a.Literal(reason);
     }
     a.Reserve(1);
     a.Char('}');

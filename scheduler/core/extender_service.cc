@@ -40,28 +40,32 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   }
   if (!pod.HoldsGpus()) state_->NotePending(pod);
   auto snapshot = state_->Snapshot();
-  if (PodGate* gate = gate_.load()) {
+  PodGate* gate = gate_.load();
+  if (gate != nullptr) {
     std::string reason = gate->Admit(pod, *snapshot);
     if (!reason.empty()) {
       // Waiting for quota: freeing GPUs elsewhere does not help, but the
       // queue will admit the pod later; FailedNodes keeps kube-scheduler
       // retrying on cluster events.
-      for (int32_t i = 0; i < n; ++i) out.failed.emplace_back(i, reason);
+      const int32_t r = out.AddReason(std::move(reason));
+      out.failed.reserve(n);
+      for (int32_t i = 0; i < n; ++i) out.failed.push_back({i, r});
       return out;
     }
-  }
-  PodGate* gate = gate_.load();
-  if (gate != nullptr) {
     std::string reserved = gate->ReservedNode(pod);
     if (!reserved.empty()) {
       // A gang member whose devices are already reserved: only that node.
+      int32_t r = -1;
       for (int32_t i = 0; i < n; ++i) {
         if (args.node_names[i] == reserved) {
           out.passed.push_back(i);
-        } else {
-          out.failed.emplace_back(
-              i, StrCat("gpusched: gang ", pod.gang, " reserved GPUs for this pod on ", reserved));
+          continue;
         }
+        if (r < 0) {
+          r = out.AddReason(
+              StrCat("gpusched: gang ", pod.gang, " reserved GPUs for this pod on ", reserved));
+        }
+        out.failed.push_back({i, r});
       }
       return out;
     }
@@ -69,35 +73,55 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   auto fw = framework();
   policy::PodContext ctx = fw->Prepare(pod, *snapshot);
   policy::FilterMemo memo(*fw, ctx);
-  std::vector<std::optional<std::string>> product_gate;
+  std::vector<int32_t> indices;
+  snapshot->FindIndices(args.node_names, &indices);
+  // Reason table indices, made once per distinct reason: per memo entry, per
+  // product for the gate's per-model answer, and for unknown nodes.
+  constexpr int32_t kNotYet = -2, kAdmits = -1;
+  std::vector<int32_t> entry_reason;
+  std::vector<int32_t> product_gate;
+  int32_t unknown_reason = kNotYet;
   out.passed.reserve(n);
   for (int32_t i = 0; i < n; ++i) {
-    const int32_t idx = snapshot->FindIndex(args.node_names[i]);
+    const int32_t idx = indices[i];
     if (idx < 0) {
-      out.unresolvable.emplace_back(i, "gpusched: node is not in gpusched's cluster view");
+      if (unknown_reason == kNotYet) {
+        unknown_reason = out.AddReason("gpusched: node is not in gpusched's cluster view");
+      }
+      out.unresolvable.push_back({i, unknown_reason});
       continue;
     }
     const NodeHot& hot = snapshot->hot(idx);
-    const policy::FilterResult& memo_result = memo.Filter(hot);
-    policy::FilterResult gated;
-    if (memo_result.fits() && gate != nullptr) {
-      // Per-product answer of the gate (per-model quota), asked once per product.
-      if (hot.product_id >= product_gate.size()) product_gate.resize(hot.product_id + 1);
-      auto& answer = product_gate[hot.product_id];
-      if (!answer.has_value()) answer = gate->AdmitNode(pod, *hot.info, *snapshot);
-      if (!answer->empty()) gated = policy::FilterResult::Unschedulable(*answer);
+    const policy::FilterMemo::Entry e = memo.FilterEntry(hot);
+    if (e.result->fits()) {
+      if (gate != nullptr) {
+        // Per-product answer of the gate (per-model quota), asked once per product.
+        if (hot.product_id >= product_gate.size()) product_gate.resize(hot.product_id + 1, kNotYet);
+        int32_t& answer = product_gate[hot.product_id];
+        if (answer == kNotYet) {
+          std::string reason = gate->AdmitNode(pod, *hot.info, *snapshot);
+          answer = reason.empty() ? kAdmits : out.AddReason(std::move(reason));
+        }
+        if (answer != kAdmits) {
+          out.failed.push_back({i, answer});
+          continue;
+        }
+      }
+      out.passed.push_back(i);
+      continue;
     }
-    const policy::FilterResult& r = gated.fits() ? memo_result : gated;
-    switch (r.verdict) {
-      case policy::Verdict::kFits:
-        out.passed.push_back(i);
-        break;
-      case policy::Verdict::kUnschedulable:
-        out.failed.emplace_back(i, r.reason);
-        break;
-      case policy::Verdict::kUnresolvable:
-        out.unresolvable.emplace_back(i, r.reason);
-        break;
+    int32_t r;
+    if (e.id < 0) {
+      r = out.AddReason(e.result->reason);
+    } else {
+      if (static_cast<size_t>(e.id) >= entry_reason.size()) entry_reason.resize(e.id + 1, kNotYet);
+      r = entry_reason[e.id];
+      if (r == kNotYet) r = entry_reason[e.id] = out.AddReason(e.result->reason);
+    }
+    if (e.result->verdict == policy::Verdict::kUnresolvable) {
+      out.unresolvable.push_back({i, r});
+    } else {
+      out.failed.push_back({i, r});
     }
   }
   return out;
@@ -109,10 +133,11 @@ std::vector<int64_t> ExtenderService::Prioritize(const ExtenderArgs& args) const
   auto fw = framework();
   policy::PodContext ctx = fw->Prepare(args.pod, *snapshot);
   policy::FilterMemo memo(*fw, ctx);
-  for (size_t i = 0; i < args.node_names.size(); ++i) {
-    const int32_t idx = snapshot->FindIndex(args.node_names[i]);
-    if (idx < 0) continue;
-    const NodeHot& hot = snapshot->hot(idx);
+  std::vector<int32_t> indices;
+  snapshot->FindIndices(args.node_names, &indices);
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] < 0) continue;
+    const NodeHot& hot = snapshot->hot(indices[i]);
     if (!memo.Filter(hot).fits()) continue;
     // 0..100 -> 0..10, rounded to nearest.
     scores[i] = (memo.Score(hot) + 5) / 10;

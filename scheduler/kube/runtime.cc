@@ -127,8 +127,9 @@ std::string WaitingEventMessage(const ExtenderArgs& args, const FilterOutcome& o
   constexpr size_t kMaxReasons = 32;
   std::vector<std::pair<std::string_view, int>> reasons;
   int other = 0;
-  auto count = [&](const std::vector<std::pair<int32_t, std::string>>& failures) {
-    for (const auto& [index, reason] : failures) {
+  auto count = [&](const std::vector<FilterOutcome::Failure>& failures) {
+    for (const FilterOutcome::Failure& failure : failures) {
+      const std::string_view reason = out.reason(failure);
       auto it = std::find_if(reasons.begin(), reasons.end(),
                              [&r = reason](const auto& e) { return e.first == r; });
       if (it != reasons.end()) {

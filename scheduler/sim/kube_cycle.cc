@@ -26,8 +26,8 @@ CycleResult KubeCycle::Schedule(const PodRequest& pod) {
     return r;
   }
   if (filtered.passed.empty()) {
-    r.reason = !filtered.failed.empty()         ? filtered.failed.front().second
-               : !filtered.unresolvable.empty() ? filtered.unresolvable.front().second
+    r.reason = !filtered.failed.empty()         ? filtered.reason(filtered.failed.front())
+               : !filtered.unresolvable.empty() ? filtered.reason(filtered.unresolvable.front())
                                                 : "no nodes";
     r.victims = Preempt(pod, filtered);
     return r;
@@ -56,8 +56,8 @@ std::vector<std::string> KubeCycle::Preempt(const PodRequest& pod, const FilterO
   PreemptionArgs args;
   args.pod = pod;
   const int64_t demand = pod.gpu.count;
-  for (const auto& [index, reason] : filtered.failed) {
-    const NodeInfo* node = snapshot->Find(args_.node_names[index]);
+  for (const FilterOutcome::Failure& failure : filtered.failed) {
+    const NodeInfo* node = snapshot->Find(args_.node_names[failure.node]);
     if (node == nullptr) continue;
     // kube-scheduler's view: requests of the pods it knows (gpusched's gang
     // reservation placeholders are not pods to it).

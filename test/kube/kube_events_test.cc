@@ -29,10 +29,10 @@ TEST(WaitingEventTest, MessageSummarisesReasonsMostCommonFirst) {
   std::vector<std::string> names = {"a", "b", "c", "t4"};
   for (const auto& n : names) args.node_names.push_back(n);
   FilterOutcome out;
-  out.failed = {{0, "gpusched: 2 of 8 GPUs free, pod needs 4"},
-                {1, "gpusched: 0 of 8 GPUs free, pod needs 4"},
-                {2, "gpusched: 2 of 8 GPUs free, pod needs 4"}};
-  out.unresolvable = {{3, "gpusched: GPU Tesla-T4 not in requested models [A100]"}};
+  out.Fail(0, "gpusched: 2 of 8 GPUs free, pod needs 4");
+  out.Fail(1, "gpusched: 0 of 8 GPUs free, pod needs 4");
+  out.Fail(2, "gpusched: 2 of 8 GPUs free, pod needs 4");
+  out.FailUnresolvable(3, "gpusched: GPU Tesla-T4 not in requested models [A100]");
   EXPECT_EQ(kube::WaitingEventMessage(args, out),
             "gpusched: 0 of 4 nodes fit: 2 of 8 GPUs free, pod needs 4 (2 nodes); 0 of 8 GPUs "
             "free, pod needs 4 (1 node); GPU Tesla-T4 not in requested models [A100] (1 node)");
@@ -42,13 +42,14 @@ TEST(WaitingEventTest, MessageSummarisesReasonsMostCommonFirst) {
   // The queue's reason on every node is the message as it is.
   FilterOutcome gated;
   const std::string quota = "gpusched: namespace q at quota: 2/2 GPUs; pod needs 4";
-  for (int i = 0; i < 4; ++i) gated.failed.emplace_back(i, quota);
+  const int32_t quota_reason = gated.AddReason(quota);  // one shared reason, as the gate answers
+  for (int i = 0; i < 4; ++i) gated.failed.push_back({i, quota_reason});
   EXPECT_EQ(kube::WaitingEventMessage(args, gated), quota);
   EXPECT_EQ(kube::WaitingEventType(gated), "Normal");
 
   // Nothing short of a change to the pod or the nodes helps: Warning.
   FilterOutcome never;
-  for (int i = 0; i < 4; ++i) never.unresolvable.emplace_back(i, "gpusched: node has no GPUs");
+  for (int i = 0; i < 4; ++i) never.FailUnresolvable(i, "gpusched: node has no GPUs");
   EXPECT_EQ(kube::WaitingEventMessage(args, never),
             "gpusched: 0 of 4 nodes fit: node has no GPUs (4 nodes)");
   EXPECT_EQ(kube::WaitingEventType(never), "Warning");
@@ -61,8 +62,8 @@ TEST(WaitingEventTest, MessageIsBoundedForManyDistinctReasons) {
   FilterOutcome out;
   for (int i = 0; i < 500; ++i) {
     args.node_names.push_back(names[i]);
-    out.failed.emplace_back(i, "gpusched: no all-NVLink set of 4 among free GPUs [" +
-                                   std::to_string(i) + " and a long tail of text]");
+    out.Fail(i, "gpusched: no all-NVLink set of 4 among free GPUs [" + std::to_string(i) +
+                    " and a long tail of text]");
   }
   const std::string msg = kube::WaitingEventMessage(args, out);
   EXPECT_LE(msg.size(), 1024u);

@@ -194,7 +194,7 @@ TEST_F(KubeWriterTest, GangReservationIsNeitherLeakedNorDoubledUnderFaults) {
   };
   // The first member's filter reserves devices for the whole gang.
   FilterOutcome first = filter("g0");
-  ASSERT_EQ(first.passed.size(), 1u) << (first.failed.empty() ? "" : first.failed[0].second);
+  ASSERT_EQ(first.passed.size(), 1u) << (first.failed.empty() ? "" : first.reason(first.failed[0]));
   EXPECT_FALSE(queue_->ReservationUids().empty());
   EXPECT_EQ(CheckQueueInvariants(*state_, *queue_), "");
   // Its bind's response is lost, then the watch drops; the second member
@@ -204,7 +204,8 @@ TEST_F(KubeWriterTest, GangReservationIsNeitherLeakedNorDoubledUnderFaults) {
   EXPECT_EQ(CheckQueueInvariants(*state_, *queue_), "");
   api_->DropWatches();
   FilterOutcome second = filter("g1");
-  ASSERT_EQ(second.passed.size(), 1u) << (second.failed.empty() ? "" : second.failed[0].second);
+  ASSERT_EQ(second.passed.size(), 1u)
+      << (second.failed.empty() ? "" : second.reason(second.failed[0]));
   EXPECT_EQ(Bind("g1"), "");
   EXPECT_TRUE(queue_->ReservationUids().empty());
   ExpectNoDeviceTwice();

@@ -58,8 +58,8 @@ std::vector<std::string> Harness::Filter(const PodRequest& pod, std::string* rea
   for (int32_t i : out.passed) passed.push_back(nodes[i].name);
   if (reason != nullptr) {
     *reason = !out.error.empty()          ? out.error
-              : !out.failed.empty()       ? out.failed.front().second
-              : !out.unresolvable.empty() ? out.unresolvable.front().second
+              : !out.failed.empty()       ? out.reason(out.failed.front())
+              : !out.unresolvable.empty() ? out.reason(out.unresolvable.front())
                                           : "";
   }
   return passed;

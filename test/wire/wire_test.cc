@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "gpusched/core/extender_service.h"
@@ -68,6 +69,39 @@ TEST_F(WireTest, FilterCacheMode) {
   ASSERT_EQ(args->node_names.size(), 3u);
   FilterOutcome out = service_->Filter(*args);
   ExpectGolden("filter_cache_response.json", codec::EncodeFilterResult(*args, out));
+}
+
+// Many nodes, few reasons: each distinct reason is in the table once, and
+// every failure points at the reason its node would get on its own.
+TEST_F(WireTest, FilterSharesOneReasonPerDistinctAnswer) {
+  ExtenderArgs args;
+  args.pod = PodBuilder("p", "ml-team-a").Gpus(4).Build();
+  std::vector<std::string> names;
+  for (int k = 0; k < 100; ++k) {
+    for (const char* n : {"gpu-h100-001", "gpu-h100-002", "gpu-h100-007", "gpu-a100-mig-003"}) {
+      names.push_back(n);
+    }
+    names.push_back("not-a-node-" + std::to_string(k));
+  }
+  for (const std::string& n : names) args.node_names.push_back(n);
+  FilterOutcome out = service_->Filter(args);
+  EXPECT_EQ(out.passed.size(), 200u);  // h100-007 and the 4-GPU A100
+  EXPECT_EQ(out.failed.size(), 100u);
+  EXPECT_EQ(out.unresolvable.size(), 200u);
+  std::set<std::string> distinct(out.reasons.begin(), out.reasons.end());
+  EXPECT_EQ(distinct.size(), out.reasons.size());
+  EXPECT_EQ(out.reasons.size(), 3u);  // 2 of 8 free; no healthy GPUs; unknown node
+  for (const auto* list : {&out.failed, &out.unresolvable}) {
+    for (const FilterOutcome::Failure& f : *list) {
+      ExtenderArgs one = args;
+      one.node_names = {args.node_names[f.node]};
+      FilterOutcome alone = service_->Filter(one);
+      ASSERT_EQ(alone.failed.size() + alone.unresolvable.size(), 1u);
+      const FilterOutcome::Failure g =
+          alone.failed.empty() ? alone.unresolvable[0] : alone.failed[0];
+      EXPECT_EQ(out.reason(f), alone.reason(g)) << args.node_names[f.node];
+    }
+  }
 }
 
 TEST_F(WireTest, FilterNodeListModeEchoesNodes) {
@@ -146,8 +180,8 @@ TEST(WireKeysTest, FilterResultAlwaysHasEveryKey) {
   args.node_names = {"a", "b", "c"};
   FilterOutcome out;
   out.passed = {0};
-  out.failed = {{1, "gpusched: 2 of 8 GPUs free, pod needs 4"}};
-  out.unresolvable = {{2, "gpusched: node has no GPUs"}};
+  out.Fail(1, "gpusched: 2 of 8 GPUs free, pod needs 4");
+  out.FailUnresolvable(2, "gpusched: node has no GPUs");
   EXPECT_EQ(
       codec::EncodeFilterResult(args, out),
       R"({"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"gpusched: 2 of 8 GPUs free, pod needs 4"},)"
@@ -176,8 +210,8 @@ TEST(WireKeysTest, AnswersEscapeEveryByteThatNeedsIt) {
   for (int32_t i = 0; i < static_cast<int32_t>(names.size()); ++i) {
     scores.push_back(i % 13);
     if (i % 3 == 0) out.passed.push_back(i);
-    if (i % 3 == 1) out.failed.emplace_back(i, "reason \"" + names[i] + "\"");
-    if (i % 3 == 2) out.unresolvable.emplace_back(i, names[i]);
+    if (i % 3 == 1) out.Fail(i, "reason \"" + names[i] + "\"");
+    if (i % 3 == 2) out.FailUnresolvable(i, names[i]);
   }
   const json filter = json::parse(codec::EncodeFilterResult(args, out));
   ASSERT_EQ(filter["NodeNames"].size(), out.passed.size());
@@ -185,10 +219,12 @@ TEST(WireKeysTest, AnswersEscapeEveryByteThatNeedsIt) {
     EXPECT_EQ(filter["NodeNames"][k], names[out.passed[k]]);
   }
   ASSERT_EQ(filter["FailedNodes"].size(), out.failed.size());
-  for (const auto& [i, reason] : out.failed) EXPECT_EQ(filter["FailedNodes"][names[i]], reason);
+  for (const auto& f : out.failed) {
+    EXPECT_EQ(filter["FailedNodes"][names[f.node]], out.reason(f));
+  }
   ASSERT_EQ(filter["FailedAndUnresolvableNodes"].size(), out.unresolvable.size());
-  for (const auto& [i, reason] : out.unresolvable) {
-    EXPECT_EQ(filter["FailedAndUnresolvableNodes"][names[i]], reason);
+  for (const auto& f : out.unresolvable) {
+    EXPECT_EQ(filter["FailedAndUnresolvableNodes"][names[f.node]], out.reason(f));
   }
   EXPECT_EQ(filter["Error"], "");
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpusched/model/pod.h"
@@ -27,12 +28,33 @@ struct ExtenderArgs {
   std::vector<std::string> node_json;
 };
 
-// ExtenderFilterResult. Indices refer to ExtenderArgs::node_names.
+// ExtenderFilterResult. Node indices refer to ExtenderArgs::node_names.
+// Thousands of failed nodes share a handful of reasons, so each failure names
+// its reason by index into `reasons`: no string per node is made or copied.
 struct FilterOutcome {
+  struct Failure {
+    int32_t node;
+    int32_t reason;  // index into `reasons`
+  };
   std::vector<int32_t> passed;
-  std::vector<std::pair<int32_t, std::string>> failed;        // FailedNodes
-  std::vector<std::pair<int32_t, std::string>> unresolvable;  // FailedAndUnresolvableNodes
-  std::string error;                                          // Error
+  std::vector<Failure> failed;        // FailedNodes
+  std::vector<Failure> unresolvable;  // FailedAndUnresolvableNodes
+  std::vector<std::string> reasons;
+  std::string error;  // Error
+
+  // Adds `reason` to the table and returns its index.
+  int32_t AddReason(std::string reason) {
+    reasons.push_back(std::move(reason));
+    return static_cast<int32_t>(reasons.size() - 1);
+  }
+  // One failure with a reason of its own (for callers off the hot path).
+  void Fail(int32_t node, std::string reason) {
+    failed.push_back({node, AddReason(std::move(reason))});
+  }
+  void FailUnresolvable(int32_t node, std::string reason) {
+    unresolvable.push_back({node, AddReason(std::move(reason))});
+  }
+  const std::string& reason(const Failure& f) const { return reasons[f.reason]; }
 };
 
 // ExtenderBindingArgs.

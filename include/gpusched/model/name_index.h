@@ -22,7 +22,37 @@ class NameIndex {
   // Returns the index of `name`, or -1.
   int32_t Find(std::string_view name) const {
     if (slots_.empty()) return -1;
-    const uint64_t h = Hash(name);
+    return FindHashed(name, Hash(name));
+  }
+  // out[i] = Find(names[i]) for i < n. Faster than n calls to Find: the
+  // cache misses of neighbouring lookups overlap (software prefetch).
+  void FindAll(const std::string_view* names, size_t n, int32_t* out) const;
+  size_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
+
+  // A fast 64-bit string hash (8 bytes at a time, multiply-xorshift mixing).
+  static uint64_t Hash(std::string_view s) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ s.size();
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      h = Mix(h ^ w);
+    }
+    const size_t rest = s.size() - i;
+    uint64_t tail = 0;
+    if (rest > 0 && s.size() >= 8) {
+      // The last 8 bytes, shifted so only the unhashed ones remain: one load
+      // instead of a variable-length copy.
+      std::memcpy(&tail, s.data() + s.size() - 8, 8);
+      tail >>= 8 * (8 - rest);
+    } else if (rest > 0) {
+      std::memcpy(&tail, s.data(), rest);
+    }
+    return Mix(h ^ tail ^ (uint64_t{0xff} << 56));
+  }
+
+ private:
+  int32_t FindHashed(std::string_view name, uint64_t h) const {
     const uint32_t fp = static_cast<uint32_t>(h >> 32);
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
@@ -36,23 +66,6 @@ class NameIndex {
       }
     }
   }
-  size_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
-
-  // A fast 64-bit string hash (8 bytes at a time, multiply-xorshift mixing).
-  static uint64_t Hash(std::string_view s) {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ s.size();
-    size_t i = 0;
-    for (; i + 8 <= s.size(); i += 8) {
-      uint64_t w;
-      std::memcpy(&w, s.data() + i, 8);
-      h = Mix(h ^ w);
-    }
-    uint64_t tail = 0;
-    std::memcpy(&tail, s.data() + i, s.size() - i);
-    return Mix(h ^ tail ^ (uint64_t{0xff} << 56));
-  }
-
- private:
   static uint64_t Mix(uint64_t x) {
     x *= 0xbf58476d1ce4e5b9ULL;
     x ^= x >> 31;

@@ -80,6 +80,11 @@ class ClusterSnapshot {
   }
   // Returns the node's index, or -1.
   int32_t FindIndex(std::string_view name) const { return index_->Find(name); }
+  // (*out)[i] = FindIndex(names[i]) for every name; faster than one by one.
+  void FindIndices(const std::vector<std::string_view>& names, std::vector<int32_t>* out) const {
+    out->resize(names.size());
+    index_->FindAll(names.data(), names.size(), out->data());
+  }
   const NodeHot& hot(int32_t index) const { return hot_[index]; }
   const std::vector<std::string>& products() const { return *products_; }
   const std::string& product(const NodeInfo& n) const { return (*products_)[n.product_id]; }

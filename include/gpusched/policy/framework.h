@@ -62,7 +62,15 @@ class FilterMemo {
       : framework_(framework), ctx_(ctx) {}
   const FilterResult& Filter(const NodeInfo& node);
   // Same, reading only the packed fields unless the result is not cached.
-  const FilterResult& Filter(const NodeHot& node);
+  const FilterResult& Filter(const NodeHot& node) { return *FilterEntry(node).result; }
+  // Filter's answer and the id of its cache entry: nodes with equal ids got
+  // the same result object; id -1 means not cached (a partly shared device).
+  // `result` is valid until the next call.
+  struct Entry {
+    const FilterResult* result;
+    int32_t id;
+  };
+  Entry FilterEntry(const NodeHot& node);
   // Returns Framework::Score, cached per node state when every scorer
   // allows it (ScorePolicy::DependsOnlyOnGpuState, or
   // DependsOnlyOnGpuStateAndFreeCpu). REQUIRES: node fits.
@@ -84,7 +92,8 @@ class FilterMemo {
   };
   const Framework& framework_;
   const PodContext& ctx_;
-  absl::flat_hash_map<Key, FilterResult> memo_;
+  absl::flat_hash_map<Key, int32_t> memo_;  // -> index into results_
+  std::vector<FilterResult> results_;
   // Scores are cached by GPU state, plus free CPU when a scorer reads it.
   struct ScoreKey {
     Key gpu;
