@@ -2,7 +2,8 @@
 # HTTP load run: a 5,000-node cluster file, gpusched serve on loopback, then
 #  - filter+prioritize cycles on one keep-alive connection (500 / 5,000 / 20,000 names),
 #  - wrk throughput of filter at 5,000 names.
-# Usage: bench/http/load.sh [BUILD_DIR]   (BUILD_DIR default: build-bench, Release)
+# Usage: [CONFIG=policy.json] bench/http/load.sh [BUILD_DIR]
+#   (CONFIG default: config/scheduler-policy.json; BUILD_DIR default: build-bench, Release)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build="${1:-build-bench}"
@@ -18,7 +19,7 @@ mv "$work/cluster-5000.json" "$work/c5000.json"
 "$build/bench/http/gen_inputs" "$work" 20000 20000
 
 serve() {  # serve CLUSTER_FILE
-  "$build/gpusched" serve --config config/scheduler-policy.json --cluster "$1" \
+  "$build/gpusched" serve --config "${CONFIG:-config/scheduler-policy.json}" --cluster "$1" \
     --listen "127.0.0.1:$port" --threads "${THREADS:-2}" >"$work/serve.log" 2>&1 &
   server=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && return; sleep 0.2; done

@@ -95,6 +95,13 @@ void JsonAppender::String(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   *p_++ = '"';
   size_t i = CleanWordPrefix(s);
+  if (i < s.size() && s.size() - i < 8 && s.size() >= 8) {
+    // Only a part-word tail is left: test the last 8 bytes at once (they
+    // overlap the clean prefix, which is harmless).
+    uint64_t w;
+    std::memcpy(&w, s.data() + s.size() - 8, 8);
+    if (!NeedsEscape(w)) i = s.size();
+  }
   std::memcpy(p_, s.data(), i);
   p_ += i;
   for (; i < s.size(); ++i) {

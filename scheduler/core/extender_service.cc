@@ -8,6 +8,12 @@
 #include "gpusched/util/strings.h"
 
 namespace gpusched {
+namespace {
+
+// How many nodes ahead the verbs' loops prefetch packed node fields.
+constexpr int32_t kPrefetchAhead = 8;
+
+}  // namespace
 
 ExtenderService::ExtenderService(ClusterState* state,
                                  std::shared_ptr<const policy::Framework> framework)
@@ -83,6 +89,9 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   int32_t unknown_reason = kNotYet;
   out.passed.reserve(n);
   for (int32_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n && indices[i + kPrefetchAhead] >= 0) {
+      snapshot->PrefetchHot(indices[i + kPrefetchAhead]);
+    }
     const int32_t idx = indices[i];
     if (idx < 0) {
       if (unknown_reason == kNotYet) {
@@ -136,6 +145,9 @@ std::vector<int64_t> ExtenderService::Prioritize(const ExtenderArgs& args) const
   std::vector<int32_t> indices;
   snapshot->FindIndices(args.node_names, &indices);
   for (size_t i = 0; i < indices.size(); ++i) {
+    if (i + kPrefetchAhead < indices.size() && indices[i + kPrefetchAhead] >= 0) {
+      snapshot->PrefetchHot(indices[i + kPrefetchAhead]);
+    }
     if (indices[i] < 0) continue;
     const NodeHot& hot = snapshot->hot(indices[i]);
     if (!memo.Filter(hot).fits()) continue;
