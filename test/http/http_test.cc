@@ -103,23 +103,11 @@ class Client {
   std::string buf_;
 };
 
-std::string ReadFile(const std::string& rel) {
-  std::ifstream in(std::string(GPUSCHED_SOURCE_DIR) + "/" + rel);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class HttpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    codec::RequestDecoder d(256);
-    std::string cluster = ReadFile("config/demo-cluster.json");
-    auto objs = d.DecodeClusterList(cluster);
-    ASSERT_TRUE(objs.ok());
-    state_ = std::make_unique<ClusterState>(testing::ShippedTemplates());
-    state_->Reset(objs->nodes, objs->pods);
-    state_->Commit();
+    state_ = testing::DemoClusterState();
+    ASSERT_NE(state_, nullptr);
     service_ = std::make_unique<ExtenderService>(state_.get(),
                                                  *policy::Framework::Create(ScoringConfig{}));
     service_->SetReady(true);
@@ -155,14 +143,16 @@ class HttpTest : public ::testing::Test {
 TEST_F(HttpTest, FilterPrioritizeBindOnOneKeepAliveConnection) {
   Client c(port_);
   ASSERT_TRUE(c.connected());
-  auto f = c.Post("/scheduler/filter", ReadFile("config/examples/filter-request.json"));
+  auto f =
+      c.Post("/scheduler/filter", testing::ReadSourceFile("config/examples/filter-request.json"));
   ASSERT_EQ(f.status, 200);
   json fr = json::parse(f.body);
   EXPECT_EQ(fr["Error"], "");
   EXPECT_EQ(fr["NodeNames"], json({"dgx-a100-01", "dgx-a100-02", "hgx-h100-01", "hgx-h100-02"}));
   EXPECT_EQ(fr["FailedAndUnresolvableNodes"]["t4-01"],
             "gpusched: GPU Tesla-T4 not in requested models [A100 H100]");
-  auto p = c.Post("/scheduler/prioritize", ReadFile("config/examples/prioritize-request.json"));
+  auto p = c.Post("/scheduler/prioritize",
+                  testing::ReadSourceFile("config/examples/prioritize-request.json"));
   ASSERT_EQ(p.status, 200);
   json pr = json::parse(p.body);
   ASSERT_TRUE(pr.is_array());
@@ -171,7 +161,7 @@ TEST_F(HttpTest, FilterPrioritizeBindOnOneKeepAliveConnection) {
     EXPECT_GE(hp["Score"].get<int>(), 0);
     EXPECT_LE(hp["Score"].get<int>(), 10);
   }
-  auto b = c.Post("/scheduler/bind", ReadFile("config/examples/bind-request.json"));
+  auto b = c.Post("/scheduler/bind", testing::ReadSourceFile("config/examples/bind-request.json"));
   ASSERT_EQ(b.status, 200);
   EXPECT_EQ(json::parse(b.body)["Error"], "");
   // The assumption is visible to the next filter: dgx-a100-02 has 4 free now.
@@ -248,7 +238,8 @@ TEST_F(HttpTest, ReadyzAndMetrics) {
   EXPECT_EQ(c.Get("/readyz").status, 200);
   service_->SetReady(false);
   EXPECT_EQ(c.Get("/readyz").status, 503);
-  auto f = c.Post("/scheduler/filter", ReadFile("config/examples/filter-request.json"));
+  auto f =
+      c.Post("/scheduler/filter", testing::ReadSourceFile("config/examples/filter-request.json"));
   EXPECT_EQ(json::parse(f.body)["Error"], "gpusched: cluster state not synced yet");
   service_->SetReady(true);
   auto m = c.Get("/metrics");

@@ -32,13 +32,6 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using json = nlohmann::json;
 
-std::string ReadSource(const std::string& rel) {
-  std::ifstream in(std::string(GPUSCHED_SOURCE_DIR) + "/" + rel);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 struct ClientResult {
   bool handshake_ok = false;
   bool request_ok = false;
@@ -98,13 +91,8 @@ class TlsTest : public ::testing::Test {
   }
 
   void StartServer(bool mtls) {
-    codec::RequestDecoder d(256);
-    std::string cluster = ReadSource("config/demo-cluster.json");
-    auto objs = d.DecodeClusterList(cluster);
-    ASSERT_TRUE(objs.ok());
-    state_ = std::make_unique<ClusterState>(testing::ShippedTemplates());
-    state_->Reset(objs->nodes, objs->pods);
-    state_->Commit();
+    state_ = testing::DemoClusterState();
+    ASSERT_NE(state_, nullptr);
     service_ = std::make_unique<ExtenderService>(state_.get(),
                                                  *policy::Framework::Create(ScoringConfig{}));
     service_->SetReady(true);
@@ -152,7 +140,7 @@ TEST_F(TlsTest, TrustedCaServesHealthzAndFilter) {
   ASSERT_TRUE(h.request_ok);
   EXPECT_EQ(h.status, 200);
   auto f = TlsRequest(port_, pki_->ca_pem, "", "", bhttp::verb::post, "/scheduler/filter",
-                      ReadSource("config/examples/filter-request.json"));
+                      testing::ReadSourceFile("config/examples/filter-request.json"));
   ASSERT_TRUE(f.request_ok);
   ASSERT_EQ(f.status, 200);
   json fr = json::parse(f.body);
@@ -182,7 +170,7 @@ TEST_F(TlsTest, MutualTlsRejectsClientWithoutCertificateAndAcceptsClientCert) {
   EXPECT_EQ(anon.status, 0);
   auto with_cert = TlsRequest(port_, pki_->ca_pem, pki_->client_cert_pem, pki_->client_key_pem,
                               bhttp::verb::post, "/scheduler/filter",
-                              ReadSource("config/examples/filter-request.json"));
+                              testing::ReadSourceFile("config/examples/filter-request.json"));
   ASSERT_TRUE(with_cert.handshake_ok);
   ASSERT_TRUE(with_cert.request_ok);
   ASSERT_EQ(with_cert.status, 200);

@@ -6,6 +6,7 @@
 
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/config_codec.h"
+#include "scheduler/codec/extender_codec.h"
 
 namespace gpusched::testing {
 namespace {
@@ -48,12 +49,27 @@ std::vector<std::vector<std::string>> Dgx1V100Codes() {
 }
 
 std::vector<TopologyTemplate> ShippedTemplates() {
-  std::ifstream in(std::string(GPUSCHED_TESTING_SOURCE_DIR) + "/config/scheduler-policy.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto c = codec::DecodeConfig(ss.str());
+  auto c = codec::DecodeConfig(ReadSourceFile("config/scheduler-policy.json"));
   if (!c.ok()) return {};
   return c->topology_templates;
+}
+
+std::string ReadSourceFile(const std::string& relative_path) {
+  std::ifstream in(std::string(GPUSCHED_TESTING_SOURCE_DIR) + "/" + relative_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::unique_ptr<ClusterState> DemoClusterState() {
+  codec::RequestDecoder decoder(256);
+  std::string body = ReadSourceFile("config/demo-cluster.json");
+  auto objs = decoder.DecodeClusterList(body);
+  if (!objs.ok()) return nullptr;
+  auto state = std::make_unique<ClusterState>(ShippedTemplates());
+  state->Reset(objs->nodes, objs->pods);
+  state->Commit();
+  return state;
 }
 
 PodBuilder::PodBuilder(std::string name, std::string ns) {

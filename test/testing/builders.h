@@ -34,6 +34,14 @@ std::vector<std::vector<std::string>> Dgx1V100Codes();
 // The topology templates of config/scheduler-policy.json.
 std::vector<TopologyTemplate> ShippedTemplates();
 
+// The text of a file of the source tree, e.g. "config/demo-cluster.json";
+// empty if it cannot be read.
+std::string ReadSourceFile(const std::string& relative_path);
+
+// A committed ClusterState of config/demo-cluster.json with the shipped
+// templates, as `gpusched serve` starts; nullptr if the file does not decode.
+std::unique_ptr<ClusterState> DemoClusterState();
+
 class PodBuilder {
  public:
   explicit PodBuilder(std::string name, std::string ns = "default");

@@ -318,10 +318,7 @@ TEST(WirePodTest, EffectiveGpuRequest) {
 }
 
 TEST(WireClusterTest, DemoClusterLoads) {
-  std::ifstream in(std::string(GPUSCHED_SOURCE_DIR) + "/config/demo-cluster.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string body = ss.str();
+  std::string body = testing::ReadSourceFile("config/demo-cluster.json");
   codec::RequestDecoder d(256);
   auto objs = d.DecodeClusterList(body);
   ASSERT_TRUE(objs.ok()) << objs.status();
