@@ -110,6 +110,14 @@ struct FakeApiServer::Impl {
     cv.notify_all();
     return m[key] = std::move(obj);
   }
+  // As if other objects had been written since: every version a client
+  // holds is now too old. REQUIRES: mu held.
+  void CompactLocked() {
+    rv += 1;
+    compacted = rv;
+    log.clear();
+    snapshots.clear();
+  }
   void DeleteLocked(const std::string& kind, const std::string& key) {
     auto& m = store[kind];
     auto it = m.find(key);
@@ -213,14 +221,11 @@ int64_t FakeApiServer::resource_version() const {
   return impl_->rv;
 }
 
-void FakeApiServer::Compact() {
+void FakeApiServer::CompactAndDropWatches() {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  // As if other objects had been written since: every version a client
-  // holds is now too old.
-  impl_->rv += 1;
-  impl_->compacted = impl_->rv;
-  impl_->log.clear();
-  impl_->snapshots.clear();
+  impl_->CompactLocked();
+  ++impl_->drop_gen;
+  impl_->cv.notify_all();
 }
 
 void FakeApiServer::FailNext(int n, int status, std::string path_prefix) {

@@ -5,7 +5,7 @@
 //
 //  - list with limit/continue (consistent snapshot per list) and the List's
 //    resourceVersion; watch from a resourceVersion with bookmarks and
-//    timeoutSeconds; a version older than the last Compact() gets a watch
+//    timeoutSeconds; a version older than the last compaction gets a watch
 //    ERROR event with code 410 (as the real server does);
 //  - merge-patch on nodes and pods; pods/binding (409 if already assigned,
 //    or on a UID mismatch); policy/v1 eviction (429 when a disruption budget
@@ -49,9 +49,12 @@ class FakeApiServer {
   std::optional<Json> Get(const std::string& kind, const std::string& key) const;
   std::vector<Json> List(const std::string& kind) const;
   int64_t resource_version() const;
-  // Forget all events: every resourceVersion handed out so far gets 410 on
-  // watch (and continue tokens expire).
-  void Compact();
+  // Forget all events, so every resourceVersion handed out so far gets 410 on
+  // watch (and continue tokens expire), and drop open watches, under one
+  // lock: no open watch can send a bookmark carrying the post-compaction
+  // version in between (a client that got one would resume without the 410
+  // and miss the forgotten events).
+  void CompactAndDropWatches();
 
   // Faults.
   void FailNext(int n, int status, std::string path_prefix = "");

@@ -137,10 +137,10 @@ TEST_F(KubeSourceTest, GoneTriggersRelistAndMatchesColdStart) {
   auto q = NewQueue(&state);
   EXPECT_EQ(Invariants(state, *q), "");
   const int64_t lists = src.relists();
-  // Changes the watch will never deliver: compacted away, watch dropped.
+  // A change the open watch may or may not deliver before the compaction;
+  // the relist that the 410 forces must find it either way.
   api_->Put("pods", PodJson("c", "missed", 2, "gpu-3", "2,3", "Running"));
-  api_->Compact();
-  api_->DropWatches();
+  api_->CompactAndDropWatches();
   ASSERT_TRUE(WaitFor([&] { return src.relists() > lists && src.synced(); }));
   EXPECT_GE(unsynced.load(), 1);  // not ready during the relist
   ASSERT_TRUE(WaitFor([&] { return state.FindPodByName("c", "missed").has_value(); }));
@@ -198,8 +198,7 @@ TEST_F(KubeSourceTest, BadGpuIdsFailClosedAndAreReported) {
   // Reported once, not on every relist. The count is read before the watch
   // is dropped: the relist may finish before this thread runs again.
   const int64_t lists = src->relists();
-  api_->Compact();
-  api_->DropWatches();
+  api_->CompactAndDropWatches();
   ASSERT_TRUE(WaitFor([&] { return src->relists() > lists && src->synced(); }));
   EXPECT_EQ(BadCount(), 2u);
   EXPECT_EQ(metrics_.CounterValue("gpusched_bad_gpu_ids_total", {}), 2);
