@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "test/kube/child_process.h"
 #include "test/kube/fake_apiserver.h"
 #include "test/kube/kube_test_util.h"
+#include "test/testing/child_process.h"
 
 namespace gpusched::testing {
 namespace {

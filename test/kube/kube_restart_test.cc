@@ -25,77 +25,16 @@
 #include <thread>
 #include <vector>
 
-#include "test/kube/child_process.h"
 #include "test/kube/fake_apiserver.h"
 #include "test/kube/kube_test_util.h"
 #include "test/kube/queue_invariants.h"
+#include "test/testing/child_process.h"
 
 namespace gpusched::testing {
 namespace {
 
 constexpr char kIdsKey[] = "gpusched.io/gpu-ids";
 constexpr int kGpusPerNode = 8;
-
-uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-    socklen_t len = sizeof(a);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-struct HttpResult {
-  int status = 0;  // 0 = no response
-  std::string body;
-};
-
-// One request on its own connection (Connection: close). `after_send` runs
-// once the request is written, before the response is read.
-HttpResult Http(uint16_t port, const std::string& method, const std::string& path,
-                const std::string& body = "", const std::function<void()>& after_send = {}) {
-  HttpResult r;
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return r;
-  }
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!body.empty()) req += "Content-Type: application/json\r\n";
-  req += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  size_t off = 0;
-  while (off < req.size()) {
-    ssize_t n = send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    off += static_cast<size_t>(n);
-  }
-  if (after_send) after_send();
-  std::string buf;
-  char tmp[16384];
-  while (true) {
-    ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
-    if (n <= 0) break;
-    buf.append(tmp, static_cast<size_t>(n));
-  }
-  close(fd);
-  size_t end = buf.find("\r\n\r\n");
-  if (buf.size() < 12 || end == std::string::npos) return r;
-  r.status = std::atoi(buf.substr(9, 3).c_str());
-  r.body = buf.substr(end + 4);
-  return r;
-}
 
 class KubeRestartTest : public ::testing::Test {
  protected:

@@ -16,6 +16,7 @@
 #include "scheduler/kube/http_client.h"
 #include "scheduler/kube/kube_config.h"
 #include "test/kube/fake_apiserver.h"
+#include "test/testing/child_process.h"
 
 namespace gpusched::testing {
 
@@ -32,16 +33,6 @@ inline std::unique_ptr<kube::KubeHttpClient> ClientFor(const FakeApiServer& api,
   o.qps = 0;  // unlimited in tests
   o.timeout = std::chrono::milliseconds(3000);
   return *kube::KubeHttpClient::Create(cfg, o);
-}
-
-inline bool WaitFor(const std::function<bool()>& pred,
-                    std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
-  auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
 }
 
 // Pods (uid, node, ids, phase) and per-node device usage, sorted.
