@@ -172,6 +172,44 @@ absl::Status ApplyAnnotations(const Object& ann, std::string_view path, PodReque
   return absl::OkStatus();
 }
 
+// The name of the Job that controls the pod: the ownerReferences entry with
+// kind Job and controller true, else the job-name label the Job controller
+// sets. Malformed owner data is not the pod's GPU request: it only means no
+// Job, never a decode error.
+std::string OwningJob(const Object& meta) {
+  if (auto owners = Member(meta, "ownerReferences")) {
+    simdjson::dom::array refs;
+    if (owners->get_array().get(refs) == simdjson::SUCCESS) {
+      for (Element ref : refs) {
+        Object o;
+        std::string_view kind, name;
+        bool controller = false;
+        if (ref.get_object().get(o) != simdjson::SUCCESS) continue;
+        auto k = Member(o, "kind");
+        auto n = Member(o, "name");
+        auto c = Member(o, "controller");
+        if (!k || !n || !c || k->get_string().get(kind) != simdjson::SUCCESS ||
+            n->get_string().get(name) != simdjson::SUCCESS ||
+            c->get_bool().get(controller) != simdjson::SUCCESS) {
+          continue;
+        }
+        if (kind == "Job" && controller && !name.empty()) return std::string(name);
+      }
+    }
+  }
+  if (auto labels = Member(meta, "labels")) {
+    Object l;
+    if (labels->get_object().get(l) == simdjson::SUCCESS) {
+      for (std::string_view key : {"batch.kubernetes.io/job-name", "job-name"}) {
+        std::string_view v;
+        auto m = Member(l, key);
+        if (m && m->get_string().get(v) == simdjson::SUCCESS && !v.empty()) return std::string(v);
+      }
+    }
+  }
+  return "";
+}
+
 PodPhase ParsePhase(std::string_view p) {
   if (p == "Pending") return PodPhase::kPending;
   if (p == "Running") return PodPhase::kRunning;
@@ -205,6 +243,9 @@ absl::StatusOr<PodRequest> DecodePod(const Element& e, std::string_view path) {
   pod.deleting = deleting.has_value();
   GPUSCHED_ASSIGN_OR_RETURN(auto ann, OptObject(*meta, "annotations", mpath));
   if (ann) GPUSCHED_RETURN_IF_ERROR(ApplyAnnotations(*ann, StrCat(mpath, ".annotations"), pod));
+  // gang-size without a gang name: the gang is the pod's Job (the annotation
+  // set once in the Job's pod template). No Job: the pod runs alone.
+  if (pod.gang.empty() && pod.gang_size > 1) pod.gang = OwningJob(*meta);
 
   std::string spath = StrCat(path, ".spec");
   GPUSCHED_ASSIGN_OR_RETURN(auto spec, OptObject(pod_obj, "spec", path));

@@ -27,7 +27,10 @@ std::string PodJson(const std::string& name, const std::string& ns, int gpus, in
 
 // Router with the extender and debug routes over a harness.
 struct Routes {
-  explicit Routes(testing::Harness& h) {
+  // `after_bind`: the cluster write-back hook, as --kube mode installs it.
+  explicit Routes(testing::Harness& h,
+                  std::function<std::string(const BindingArgs&, DeviceMask)> after_bind = {}) {
+    deps.after_bind = std::move(after_bind);
     deps.service = h.service.get();
     deps.metrics = &metrics;
     deps.debug_queues = [&h] { return h.queue->Report(); };
@@ -90,6 +93,43 @@ TEST(QueueHttpTest, FilterBindPreemptAndDebug) {
   EXPECT_EQ(call("GET", "/debug/pods/team-a/none", "").status, 404);
 }
 
+// A bind whose write-back fails answers Error and rolls the assumption back:
+// the devices are free again, quota usage is back to zero, and the pod is
+// pending and can be filtered and bound once the write succeeds.
+TEST(QueueHttpTest, BindWhoseWriteBackFailsRollsTheAssumptionBack) {
+  QueueOptions o;
+  o.quotas = testing::Quotas({{"team-a", testing::Quota(8, 8)}});
+  testing::Harness h({Hgx8H100("h0")}, {}, o);
+  bool fail = true;
+  Routes routes(h, [&fail](const BindingArgs&, DeviceMask) {
+    return fail ? std::string("pods \"a1\" is forbidden: the API server refused") : std::string();
+  });
+  ASSERT_THAT(routes.Filter(PodJson("a1", "team-a", 8, 0), "[\"h0\"]").body,
+              HasSubstr("\"NodeNames\":[\"h0\"]"));
+  auto r = routes.Bind("a1", "team-a", "h0");
+  EXPECT_THAT(r.body, HasSubstr("the API server refused"));
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 0);
+  auto pod = h.state().FindPodByName("team-a", "a1");
+  ASSERT_TRUE(pod.has_value());
+  EXPECT_TRUE(pod->node_name.empty());
+  auto report = nlohmann::json::parse(routes.Call("GET", "/debug/queues", "").body);
+  int seen = 0;
+  for (const auto& n : report["namespaces"]) {
+    if (n["namespace"] != "team-a") continue;
+    ++seen;
+    EXPECT_EQ(n["usageGpus"], 0.0);
+  }
+  EXPECT_EQ(seen, 1);
+  // Another pod of the namespace can still have the whole quota and node.
+  EXPECT_THAT(routes.Filter(PodJson("a2", "team-a", 8, 0), "[\"h0\"]").body,
+              HasSubstr("\"NodeNames\":[\"h0\"]"));
+  fail = false;
+  EXPECT_THAT(routes.Filter(PodJson("a1", "team-a", 8, 0), "[\"h0\"]").body,
+              HasSubstr("\"NodeNames\":[\"h0\"]"));
+  EXPECT_THAT(routes.Bind("a1", "team-a", "h0").body, HasSubstr("\"Error\":\"\""));
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 8000);
+}
+
 // Hot reload (SetOptions is what the config watcher calls) changes the
 // admission answer of the HTTP filter.
 TEST(QueueHttpTest, QuotaReloadChangesFilterAnswer) {
@@ -115,12 +155,16 @@ TEST(QueueHttpTest, QuotaReloadChangesFilterAnswer) {
   EXPECT_THAT(r.body, HasSubstr("\"NodeNames\":[\"h0\"]"));
 }
 
-std::string GangPodJson(const std::string& name, int gpus) {
-  return "{\"metadata\":{\"name\":\"" + name + "\",\"namespace\":\"team-a\",\"uid\":\"uid-" + name +
-         "\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"annotations\":{\"gpusched.io/"
-         "gang\":\"g\",\"gpusched.io/gang-size\":\"2\"}},\"spec\":{\"containers\":[{\"name\":"
-         "\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"" +
-         std::to_string(gpus) + "\"}}}]},\"status\":{\"phase\":\"Pending\"}}";
+// A pending team-a pod of a two-member gang; `identity` is the metadata
+// that makes the gang: by default an explicit gang name.
+std::string GangPodJson(
+    const std::string& name, int gpus,
+    const std::string& identity =
+        R"("annotations":{"gpusched.io/gang":"g","gpusched.io/gang-size":"2"})") {
+  return R"({"metadata":{"name":")" + name + R"(","namespace":"team-a","uid":"uid-)" + name +
+         R"(","creationTimestamp":"2026-01-01T00:00:00Z",)" + identity +
+         R"(},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":")" +
+         std::to_string(gpus) + R"("}}}]},"status":{"phase":"Pending"}})";
 }
 
 // The node names a filter answer lets through.
@@ -155,6 +199,27 @@ TEST(QueueHttpTest, GangMembersPassFilterOnlyWhenAllAreReservedThenBind) {
   EXPECT_THAT(routes.Bind("m1", "team-a", n1[0]).body, HasSubstr("\"Error\":\"\""));
   EXPECT_TRUE(h.queue->ReservationUids().empty());
   EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 16000);
+}
+
+// The same gang made the way a Job makes it: gang-size set once in the pod
+// template, no gang name; the pods' controlling Job is the gang.
+TEST(QueueHttpTest, JobPodsWithOnlyGangSizeAreOneGang) {
+  testing::Harness h({Hgx8H100("h0"), Hgx8H100("h1")}, {}, QueueOptions{});
+  Routes routes(h);
+  const std::string nodes = "[\"h0\",\"h1\"]";
+  const std::string job =
+      R"("ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":"llm","uid":"j1",)"
+      R"("controller":true}],"annotations":{"gpusched.io/gang-size":"2"})";
+  auto n0 = Passed(routes.Filter(GangPodJson("llm-0", 8, job), nodes));
+  ASSERT_EQ(n0.size(), 1u);
+  EXPECT_EQ(h.queue->ReservationUids().size(), 2u);
+  EXPECT_THAT(routes.Call("GET", "/debug/queues", "").body, HasSubstr("\"gang\": \"llm\""));
+  auto n1 = Passed(routes.Filter(GangPodJson("llm-1", 8, job), nodes));
+  ASSERT_EQ(n1.size(), 1u);
+  EXPECT_NE(n0[0], n1[0]);
+  EXPECT_THAT(routes.Bind("llm-0", "team-a", n0[0]).body, HasSubstr("\"Error\":\"\""));
+  EXPECT_THAT(routes.Bind("llm-1", "team-a", n1[0]).body, HasSubstr("\"Error\":\"\""));
+  EXPECT_TRUE(h.queue->ReservationUids().empty());
 }
 
 // team-a borrows team-b's idle guarantee through filter+bind; team-b (higher

@@ -317,6 +317,54 @@ TEST(WirePodTest, EffectiveGpuRequest) {
   EXPECT_EQ(a->pod.priority, 7);
 }
 
+// gang-size without a gang name: the gang is the controlling Job (owner
+// reference, else the Job controller's label); an explicit name wins; no Job
+// (or owner data that is not a Job controller) leaves the pod alone.
+TEST(WirePodTest, GangDefaultsToTheControllingJob) {
+  struct Case {
+    const char* name;
+    const char* metadata_extra;
+    const char* annotations;
+    const char* want_gang;
+  };
+  const Case cases[] = {
+      {"owner reference", R"("ownerReferences":[{"apiVersion":"batch/v1","kind":"Job",
+          "name":"llm-sft","uid":"u1","controller":true}])",
+       R"("gpusched.io/gang-size":"3")", "llm-sft"},
+      {"owner that is not the controller",
+       R"("ownerReferences":[{"kind":"Job","name":"x","controller":false}])",
+       R"("gpusched.io/gang-size":"3")", ""},
+      {"controller that is not a Job",
+       R"("ownerReferences":[{"kind":"ReplicaSet","name":"rs","controller":true}])",
+       R"("gpusched.io/gang-size":"3")", ""},
+      {"job-name label", R"("labels":{"batch.kubernetes.io/job-name":"bert","job-name":"old"})",
+       R"("gpusched.io/gang-size":"2")", "bert"},
+      {"legacy job-name label", R"("labels":{"job-name":"old"})", R"("gpusched.io/gang-size":"2")",
+       "old"},
+      {"explicit name wins", R"("ownerReferences":[{"kind":"Job","name":"j","controller":true}])",
+       R"("gpusched.io/gang":"g","gpusched.io/gang-size":"2")", "g"},
+      {"gang of one is no gang",
+       R"("ownerReferences":[{"kind":"Job","name":"j","controller":true}])",
+       R"("gpusched.io/gang-size":"1")", ""},
+      {"no gang-size", R"("ownerReferences":[{"kind":"Job","name":"j","controller":true}])",
+       R"("gpusched.io/gpu-model":"A100")", ""},
+      {"malformed owner data", R"("ownerReferences":"Job/j","labels":{"job-name":7})",
+       R"("gpusched.io/gang-size":"2")", ""},
+  };
+  codec::RequestDecoder d;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string body =
+        std::string(R"({"Pod":{"metadata":{"name":"p","namespace":"ns",)") + c.metadata_extra +
+        R"(,"annotations":{)" + c.annotations +
+        R"(}},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"8"}}}]}},
+                          "NodeNames":[]})";
+    auto a = d.DecodeExtenderArgs(body);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->pod.gang, c.want_gang);
+  }
+}
+
 TEST(WireClusterTest, DemoClusterLoads) {
   std::string body = testing::ReadSourceFile("config/demo-cluster.json");
   codec::RequestDecoder d(256);

@@ -54,7 +54,9 @@ struct PodRequest {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   GpuRequest gpu;
-  std::string gang;  // gpusched.io/gang (namespace-scoped)
+  // gpusched.io/gang (namespace-scoped); when only gang-size is set, the name
+  // of the Job that controls the pod.
+  std::string gang;
   int32_t gang_size = 0;
   // Binding state as the API server (or our own assumption) knows it.
   std::string node_name;
