@@ -14,11 +14,6 @@ constexpr char kLabelMemory[] = "nvidia.com/gpu.memory";
 constexpr char kLabelCount[] = "nvidia.com/gpu.count";
 constexpr char kAnnotationTopologyMatrix[] = "gpusched.io/gpu-topology";
 
-void Field(JsonWriter& w, std::string_view key, std::string_view value) {
-  w.Key(key);
-  w.String(value);
-}
-
 std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -30,53 +25,52 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
 
 void WritePod(JsonWriter& w, const PodRequest& pod) {
   w.BeginObject();
-  Field(w, "apiVersion", "v1");
-  Field(w, "kind", "Pod");
+  w.StringMember("apiVersion", "v1");
+  w.StringMember("kind", "Pod");
   w.Key("metadata");
   w.BeginObject();
-  Field(w, "name", pod.name);
-  Field(w, "namespace", pod.ns.empty() ? "default" : pod.ns);
-  Field(w, "uid", pod.uid);
+  w.StringMember("name", pod.name);
+  w.StringMember("namespace", pod.ns.empty() ? "default" : pod.ns);
+  w.StringMember("uid", pod.uid);
   w.Key("annotations");
   w.BeginObject();
   const GpuRequest& g = pod.gpu;
   if (g.count > 0) {
-    if (!g.models.empty()) Field(w, kAnnotationGpuModel, Join(g.models, ","));
-    if (g.milli_per_gpu != 1000) Field(w, kAnnotationGpuMilli, StrCat(g.milli_per_gpu));
-    if (g.min_memory_mib > 0) Field(w, kAnnotationGpuMemory, StrCat(g.min_memory_mib, "Mi"));
+    if (!g.models.empty()) w.StringMember(kAnnotationGpuModel, Join(g.models, ","));
+    if (g.milli_per_gpu != 1000) w.StringMember(kAnnotationGpuMilli, StrCat(g.milli_per_gpu));
+    if (g.min_memory_mib > 0) w.StringMember(kAnnotationGpuMemory, StrCat(g.min_memory_mib, "Mi"));
     if (g.topology == TopologyMode::kNvlinkRequired) {
-      Field(w, kAnnotationTopology, "nvlink-required");
+      w.StringMember(kAnnotationTopology, "nvlink-required");
     } else if (g.topology == TopologyMode::kNone) {
-      Field(w, kAnnotationTopology, "none");
+      w.StringMember(kAnnotationTopology, "none");
     }
   }
-  if (!pod.gang.empty()) Field(w, kAnnotationGang, pod.gang);
-  if (pod.gang_size > 0) Field(w, kAnnotationGangSize, StrCat(pod.gang_size));
+  w.OptionalStringMember(kAnnotationGang, pod.gang);
+  if (pod.gang_size > 0) w.StringMember(kAnnotationGangSize, StrCat(pod.gang_size));
   w.EndObject();
   w.EndObject();
   w.Key("spec");
   w.BeginObject();
   if (pod.priority != 0) {
-    w.Key("priority");
-    w.Int(pod.priority);
+    w.IntMember("priority", pod.priority);
   }
-  if (!pod.priority_class.empty()) Field(w, "priorityClassName", pod.priority_class);
+  w.OptionalStringMember("priorityClassName", pod.priority_class);
   w.Key("containers");
   w.BeginArray();
   w.BeginObject();
-  Field(w, "name", "main");
+  w.StringMember("name", "main");
   w.Key("resources");
   w.BeginObject();
   w.Key("requests");
   w.BeginObject();
-  Field(w, "cpu", StrCat(pod.cpu_milli, "m"));
-  Field(w, "memory", StrCat(pod.memory_mib, "Mi"));
-  if (g.count > 0) Field(w, kResourceGpu, StrCat(g.count));
+  w.StringMember("cpu", StrCat(pod.cpu_milli, "m"));
+  w.StringMember("memory", StrCat(pod.memory_mib, "Mi"));
+  if (g.count > 0) w.StringMember(kResourceGpu, StrCat(g.count));
   w.EndObject();
   if (g.count > 0) {
     w.Key("limits");
     w.BeginObject();
-    Field(w, kResourceGpu, StrCat(g.count));
+    w.StringMember(kResourceGpu, StrCat(g.count));
     w.EndObject();
   }
   w.EndObject();
@@ -85,23 +79,23 @@ void WritePod(JsonWriter& w, const PodRequest& pod) {
   w.EndObject();
   w.Key("status");
   w.BeginObject();
-  Field(w, "phase", "Pending");
+  w.StringMember("phase", "Pending");
   w.EndObject();
   w.EndObject();
 }
 
 void WriteNode(JsonWriter& w, const NodeSpec& n) {
   w.BeginObject();
-  Field(w, "apiVersion", "v1");
-  Field(w, "kind", "Node");
+  w.StringMember("apiVersion", "v1");
+  w.StringMember("kind", "Node");
   w.Key("metadata");
   w.BeginObject();
-  Field(w, "name", n.name);
+  w.StringMember("name", n.name);
   w.Key("labels");
   w.BeginObject();
-  if (!n.product.empty()) Field(w, kLabelProduct, n.product);
-  if (n.gpu_memory_mib > 0) Field(w, kLabelMemory, StrCat(n.gpu_memory_mib));
-  if (n.gpu_count > 0) Field(w, kLabelCount, StrCat(n.gpu_count));
+  w.OptionalStringMember(kLabelProduct, n.product);
+  if (n.gpu_memory_mib > 0) w.StringMember(kLabelMemory, StrCat(n.gpu_memory_mib));
+  if (n.gpu_count > 0) w.StringMember(kLabelCount, StrCat(n.gpu_count));
   w.EndObject();
   w.Key("annotations");
   w.BeginObject();
@@ -115,7 +109,7 @@ void WriteNode(JsonWriter& w, const NodeSpec& n) {
       m.EndArray();
     }
     m.EndArray();
-    Field(w, kAnnotationTopologyMatrix, matrix);
+    w.StringMember(kAnnotationTopologyMatrix, matrix);
   }
   w.EndObject();
   w.EndObject();
@@ -128,15 +122,15 @@ void WriteNode(JsonWriter& w, const NodeSpec& n) {
   w.BeginObject();
   w.Key("capacity");
   w.BeginObject();
-  Field(w, "cpu", StrCat(n.cpu_milli, "m"));
-  Field(w, "memory", StrCat(n.memory_mib, "Mi"));
-  Field(w, kResourceGpu, StrCat(n.gpu_count));
+  w.StringMember("cpu", StrCat(n.cpu_milli, "m"));
+  w.StringMember("memory", StrCat(n.memory_mib, "Mi"));
+  w.StringMember(kResourceGpu, StrCat(n.gpu_count));
   w.EndObject();
   w.Key("allocatable");
   w.BeginObject();
-  Field(w, "cpu", StrCat(n.cpu_milli, "m"));
-  Field(w, "memory", StrCat(n.memory_mib, "Mi"));
-  Field(w, kResourceGpu, StrCat(n.gpu_allocatable));
+  w.StringMember("cpu", StrCat(n.cpu_milli, "m"));
+  w.StringMember("memory", StrCat(n.memory_mib, "Mi"));
+  w.StringMember(kResourceGpu, StrCat(n.gpu_allocatable));
   w.EndObject();
   w.EndObject();
   w.EndObject();
@@ -150,6 +144,16 @@ absl::StatusOr<Element> Parse(simdjson::dom::parser& parser, std::string_view bo
     return absl::InvalidArgumentError(StrCat(what, ": malformed JSON"));
   }
   return doc;
+}
+
+// Parses `body` and returns its root, which must be an object.
+absl::StatusOr<Object> ParseObject(simdjson::dom::parser& parser, std::string_view body,
+                                   std::string_view what) {
+  auto doc = Parse(parser, body, what);
+  if (!doc.ok()) return doc.status();
+  Object root;
+  if (doc->get_object().get(root) != simdjson::SUCCESS) return TypeError(what, "object");
+  return root;
 }
 
 absl::Status ReasonMap(const Object& root, std::string_view key,
@@ -190,8 +194,8 @@ std::string EncodeNodeList(const std::vector<NodeSpec>& nodes) {
   s.reserve(64 + nodes.size() * 512);
   JsonWriter w(&s);
   w.BeginObject();
-  Field(w, "apiVersion", "v1");
-  Field(w, "kind", "List");
+  w.StringMember("apiVersion", "v1");
+  w.StringMember("kind", "List");
   w.Key("metadata");
   w.BeginObject();
   w.EndObject();
@@ -227,22 +231,19 @@ std::string EncodeBindingArgs(const BindingArgs& args) {
   std::string s;
   JsonWriter w(&s);
   w.BeginObject();
-  Field(w, "PodName", args.pod_name);
-  Field(w, "PodNamespace", args.pod_namespace);
-  Field(w, "PodUID", args.pod_uid);
-  Field(w, "Node", args.node);
+  w.StringMember("PodName", args.pod_name);
+  w.StringMember("PodNamespace", args.pod_namespace);
+  w.StringMember("PodUID", args.pod_uid);
+  w.StringMember("Node", args.node);
   w.EndObject();
   return s;
 }
 
 absl::StatusOr<FilterReply> DecodeFilterReply(std::string_view body) {
   simdjson::dom::parser parser;
-  auto doc = Parse(parser, body, "ExtenderFilterResult");
-  if (!doc.ok()) return doc.status();
-  Object root;
-  if (doc->get_object().get(root) != simdjson::SUCCESS) {
-    return TypeError("ExtenderFilterResult", "object");
-  }
+  auto parsed = ParseObject(parser, body, "ExtenderFilterResult");
+  if (!parsed.ok()) return parsed.status();
+  const Object& root = *parsed;
   FilterReply r;
   auto error = OptString(root, "Error", "ExtenderFilterResult");
   if (!error.ok()) return error.status();
@@ -292,12 +293,9 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> DecodePrioritizeRep
 
 absl::StatusOr<std::string> DecodeBindingReply(std::string_view body) {
   simdjson::dom::parser parser;
-  auto doc = Parse(parser, body, "ExtenderBindingResult");
-  if (!doc.ok()) return doc.status();
-  Object root;
-  if (doc->get_object().get(root) != simdjson::SUCCESS) {
-    return TypeError("ExtenderBindingResult", "object");
-  }
+  auto parsed = ParseObject(parser, body, "ExtenderBindingResult");
+  if (!parsed.ok()) return parsed.status();
+  const Object& root = *parsed;
   auto error = OptString(root, "Error", "ExtenderBindingResult");
   if (!error.ok()) return error.status();
   return *error ? std::string(**error) : std::string();

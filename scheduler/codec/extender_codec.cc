@@ -24,6 +24,13 @@ absl::Status Malformed(std::string_view what, simdjson::error_code code) {
 
 absl::Status Shape(std::string_view msg) { return absl::InvalidArgumentError(ToAbsl(msg)); }
 
+// Decodes the request's required member "Pod"; `what` names the request.
+absl::StatusOr<PodRequest> RequiredPod(const Object& root, std::string_view what) {
+  auto pod = Member(root, "Pod");
+  if (!pod) return Shape(StrCat(what, ".Pod: missing"));
+  return DecodePod(*pod, StrCat(what, ".Pod"));
+}
+
 }  // namespace
 
 bool IsMalformedJson(const absl::Status& s) { return s.GetPayload(kMalformedPayload).has_value(); }
@@ -60,9 +67,7 @@ RequestDecoder::~RequestDecoder() = default;
 absl::StatusOr<ExtenderArgs> RequestDecoder::DecodeExtenderArgs(std::string& body) {
   GPUSCHED_ASSIGN_OR_RETURN(Object root, impl_->Root(body, "ExtenderArgs"));
   ExtenderArgs args;
-  auto pod = Member(root, "Pod");
-  if (!pod) return Shape("ExtenderArgs.Pod: missing");
-  GPUSCHED_ASSIGN_OR_RETURN(args.pod, DecodePod(*pod, "ExtenderArgs.Pod"));
+  GPUSCHED_ASSIGN_OR_RETURN(args.pod, RequiredPod(root, "ExtenderArgs"));
   auto names = Member(root, "NodeNames");
   auto nodes = Member(root, "Nodes");
   if (names) {
@@ -136,9 +141,7 @@ absl::StatusOr<BindingArgs> RequestDecoder::DecodeBindingArgs(std::string& body)
 absl::StatusOr<PreemptionArgs> RequestDecoder::DecodePreemptionArgs(std::string& body) {
   GPUSCHED_ASSIGN_OR_RETURN(Object root, impl_->Root(body, "ExtenderPreemptionArgs"));
   PreemptionArgs args;
-  auto pod = Member(root, "Pod");
-  if (!pod) return Shape("ExtenderPreemptionArgs.Pod: missing");
-  GPUSCHED_ASSIGN_OR_RETURN(args.pod, DecodePod(*pod, "ExtenderPreemptionArgs.Pod"));
+  GPUSCHED_ASSIGN_OR_RETURN(args.pod, RequiredPod(root, "ExtenderPreemptionArgs"));
   auto meta = Member(root, "NodeNameToMetaVictims");
   auto full = Member(root, "NodeNameToVictims");
   args.cache_mode = meta.has_value() || !full.has_value();
@@ -334,8 +337,7 @@ std::string EncodeBindingResult(std::string_view error) {
   std::string s;
   JsonWriter w(&s);
   w.BeginObject();
-  w.Key("Error");
-  w.String(EscapePercent(error));
+  w.StringMember("Error", EscapePercent(error));
   w.EndObject();
   return s;
 }
@@ -353,13 +355,11 @@ std::string EncodePreemptionResult(const PreemptionOutcome& out) {
     w.BeginArray();
     for (const std::string& uid : n.victim_uids) {
       w.BeginObject();
-      w.Key("UID");
-      w.String(uid);
+      w.StringMember("UID", uid);
       w.EndObject();
     }
     w.EndArray();
-    w.Key("NumPDBViolations");
-    w.Int(n.pdb_violations);
+    w.IntMember("NumPDBViolations", n.pdb_violations);
     w.EndObject();
   }
   w.EndObject();

@@ -44,6 +44,19 @@ class JsonWriter {
     WriteString(s);
   }
   void Int(int64_t v);
+  // The common member shapes: "k":"v" and "k":v.
+  void StringMember(std::string_view k, std::string_view v) {
+    Key(k);
+    String(v);
+  }
+  void IntMember(std::string_view k, int64_t v) {
+    Key(k);
+    Int(v);
+  }
+  // Writes "k":"v" only when `v` is non-empty (Kubernetes' omitempty).
+  void OptionalStringMember(std::string_view k, std::string_view v) {
+    if (!v.empty()) StringMember(k, v);
+  }
   void Bool(bool v) {
     Sep();
     out_->append(v ? "true" : "false");

@@ -229,37 +229,21 @@ std::string EncodeLease(std::string_view ns, std::string_view name, const LeaseR
   std::string s;
   JsonWriter w(&s);
   w.BeginObject();
-  w.Key("apiVersion");
-  w.String("coordination.k8s.io/v1");
-  w.Key("kind");
-  w.String("Lease");
+  w.StringMember("apiVersion", "coordination.k8s.io/v1");
+  w.StringMember("kind", "Lease");
   w.Key("metadata");
   w.BeginObject();
-  w.Key("name");
-  w.String(name);
-  w.Key("namespace");
-  w.String(ns);
-  if (!lease.resource_version.empty()) {
-    w.Key("resourceVersion");
-    w.String(lease.resource_version);
-  }
+  w.StringMember("name", name);
+  w.StringMember("namespace", ns);
+  w.OptionalStringMember("resourceVersion", lease.resource_version);
   w.EndObject();
   w.Key("spec");
   w.BeginObject();
-  w.Key("holderIdentity");
-  w.String(lease.holder);
-  w.Key("leaseDurationSeconds");
-  w.Int(lease.duration_seconds);
-  if (!lease.acquire_time.empty()) {
-    w.Key("acquireTime");
-    w.String(lease.acquire_time);
-  }
-  if (!lease.renew_time.empty()) {
-    w.Key("renewTime");
-    w.String(lease.renew_time);
-  }
-  w.Key("leaseTransitions");
-  w.Int(lease.transitions);
+  w.StringMember("holderIdentity", lease.holder);
+  w.IntMember("leaseDurationSeconds", lease.duration_seconds);
+  w.OptionalStringMember("acquireTime", lease.acquire_time);
+  w.OptionalStringMember("renewTime", lease.renew_time);
+  w.IntMember("leaseTransitions", lease.transitions);
   w.EndObject();
   w.EndObject();
   return s;
@@ -295,8 +279,7 @@ std::string EncodeAnnotationPatch(std::string_view key, std::string_view value) 
   w.BeginObject();
   w.Key("annotations");
   w.BeginObject();
-  w.Key(key);
-  w.String(value);
+  w.StringMember(key, value);
   w.EndObject();
   w.EndObject();
   w.EndObject();
@@ -312,29 +295,19 @@ std::string EncodeBinding(std::string_view ns, std::string_view name, std::strin
   std::string s;
   JsonWriter w(&s);
   w.BeginObject();
-  w.Key("apiVersion");
-  w.String("v1");
-  w.Key("kind");
-  w.String("Binding");
+  w.StringMember("apiVersion", "v1");
+  w.StringMember("kind", "Binding");
   w.Key("metadata");
   w.BeginObject();
-  w.Key("name");
-  w.String(name);
-  w.Key("namespace");
-  w.String(ns);
-  if (!uid.empty()) {
-    w.Key("uid");
-    w.String(uid);
-  }
+  w.StringMember("name", name);
+  w.StringMember("namespace", ns);
+  w.OptionalStringMember("uid", uid);
   w.EndObject();
   w.Key("target");
   w.BeginObject();
-  w.Key("apiVersion");
-  w.String("v1");
-  w.Key("kind");
-  w.String("Node");
-  w.Key("name");
-  w.String(node);
+  w.StringMember("apiVersion", "v1");
+  w.StringMember("kind", "Node");
+  w.StringMember("name", node);
   w.EndObject();
   w.EndObject();
   return s;
@@ -344,16 +317,12 @@ std::string EncodeEviction(std::string_view ns, std::string_view name, std::stri
   std::string s;
   JsonWriter w(&s);
   w.BeginObject();
-  w.Key("apiVersion");
-  w.String("policy/v1");
-  w.Key("kind");
-  w.String("Eviction");
+  w.StringMember("apiVersion", "policy/v1");
+  w.StringMember("kind", "Eviction");
   w.Key("metadata");
   w.BeginObject();
-  w.Key("name");
-  w.String(name);
-  w.Key("namespace");
-  w.String(ns);
+  w.StringMember("name", name);
+  w.StringMember("namespace", ns);
   w.EndObject();
   if (!uid.empty()) {
     // Only evict the pod we decided about, not a same-named successor.
@@ -361,8 +330,7 @@ std::string EncodeEviction(std::string_view ns, std::string_view name, std::stri
     w.BeginObject();
     w.Key("preconditions");
     w.BeginObject();
-    w.Key("uid");
-    w.String(uid);
+    w.StringMember("uid", uid);
     w.EndObject();
     w.EndObject();
   }
@@ -374,53 +342,33 @@ std::string EncodeEvent(const EventFields& e) {
   std::string s;
   JsonWriter w(&s);
   w.BeginObject();
-  w.Key("apiVersion");
-  w.String("v1");
-  w.Key("kind");
-  w.String("Event");
+  w.StringMember("apiVersion", "v1");
+  w.StringMember("kind", "Event");
   w.Key("metadata");
   w.BeginObject();
-  w.Key("name");
-  w.String(e.name);
-  w.Key("namespace");
-  w.String(e.ns);
+  w.StringMember("name", e.name);
+  w.StringMember("namespace", e.ns);
   w.EndObject();
   w.Key("involvedObject");
   w.BeginObject();
-  w.Key("apiVersion");
-  w.String("v1");
-  w.Key("kind");
-  w.String("Pod");
-  w.Key("namespace");
-  w.String(e.ns);
-  w.Key("name");
-  w.String(e.pod_name);
-  if (!e.pod_uid.empty()) {
-    w.Key("uid");
-    w.String(e.pod_uid);
-  }
+  w.StringMember("apiVersion", "v1");
+  w.StringMember("kind", "Pod");
+  w.StringMember("namespace", e.ns);
+  w.StringMember("name", e.pod_name);
+  w.OptionalStringMember("uid", e.pod_uid);
   w.EndObject();
-  w.Key("type");
-  w.String(e.type);
-  w.Key("reason");
-  w.String(e.reason);
-  w.Key("message");
-  w.String(e.message);
+  w.StringMember("type", e.type);
+  w.StringMember("reason", e.reason);
+  w.StringMember("message", e.message);
   w.Key("source");
   w.BeginObject();
-  w.Key("component");
-  w.String("gpusched");
+  w.StringMember("component", "gpusched");
   w.EndObject();
-  w.Key("reportingComponent");
-  w.String("gpusched");
-  w.Key("reportingInstance");
-  w.String(e.instance);
-  w.Key("firstTimestamp");
-  w.String(e.timestamp);
-  w.Key("lastTimestamp");
-  w.String(e.timestamp);
-  w.Key("count");
-  w.Int(1);
+  w.StringMember("reportingComponent", "gpusched");
+  w.StringMember("reportingInstance", e.instance);
+  w.StringMember("firstTimestamp", e.timestamp);
+  w.StringMember("lastTimestamp", e.timestamp);
+  w.IntMember("count", 1);
   w.EndObject();
   return s;
 }
