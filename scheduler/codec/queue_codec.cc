@@ -33,6 +33,13 @@ std::string EncodeQueueReport(const queue::QueueReport& report) {
       }
       queue.push_back(std::move(q));
     }
+    json models = json::array();
+    for (const queue::ModelQuotaUse& m : n.models) {
+      models.push_back({{"model", m.model},
+                        {"guaranteedGpus", Gpus(m.guaranteed_milli)},
+                        {"limitGpus", Gpus(m.limit_milli)},
+                        {"usageGpus", Gpus(m.usage_milli)}});
+    }
     namespaces.push_back({{"namespace", n.ns},
                           {"cohort", n.cohort},
                           {"guaranteedGpus", Gpus(n.guaranteed_milli)},
@@ -40,6 +47,7 @@ std::string EncodeQueueReport(const queue::QueueReport& report) {
                           {"usageGpus", Gpus(n.usage_milli)},
                           {"borrowedGpus", Gpus(n.borrowed_milli)},
                           {"cohortLendableGpus", Gpus(n.lendable_milli)},
+                          {"models", std::move(models)},
                           {"queue", std::move(queue)}});
   }
   out["namespaces"] = std::move(namespaces);

@@ -29,6 +29,10 @@ QueueReport QueueManager::Report() {
     nq.usage_milli = ledger.Usage(ns);
     nq.borrowed_milli = ledger.Borrowed(ns);
     nq.lendable_milli = ledger.Lendable(ns);
+    for (const auto& [model, amount] : ledger.Quota(ns).models) {
+      nq.models.push_back(
+          {model, amount.guaranteed * 1000, amount.limit * 1000, ledger.ModelUsage(ns, model)});
+    }
     std::vector<PodRequest> pods;
     for (size_t i = 0; i < units.size(); ++i) {
       for (const Entry* e : units[i].members) {

@@ -27,6 +27,15 @@ struct QueuedPod {
   std::string reason;  // "" if it would be admitted now
 };
 
+// A per-GPU-model quota of a namespace (quotas.namespaces.<ns>.models) and
+// the GPUs the namespace holds on nodes whose product matches it.
+struct ModelQuotaUse {
+  std::string model;
+  int64_t guaranteed_milli = 0;
+  int64_t limit_milli = 0;
+  int64_t usage_milli = 0;
+};
+
 struct NamespaceQueue {
   std::string ns;
   std::string cohort;
@@ -35,6 +44,7 @@ struct NamespaceQueue {
   int64_t usage_milli = 0;
   int64_t borrowed_milli = 0;
   int64_t lendable_milli = 0;  // what its cohort could lend it now
+  std::vector<ModelQuotaUse> models;
   std::vector<QueuedPod> queue;
 };
 

@@ -28,7 +28,9 @@ std::string CheckQueueInvariants(const std::vector<Holding>& holdings,
   std::map<std::string, int64_t> usage;                  // namespace -> milli
   std::set<std::string> held;
   std::set<std::string> placeholders;
+  bool products_known = true;
   for (const Holding& h : holdings) {
+    products_known = products_known && !h.product.empty();
     held.insert(h.uid);
     usage[h.ns] += int64_t{h.gpus} * h.milli_per_gpu;
     if (queue::IsReservation(h.uid)) placeholders.insert(h.uid);
@@ -56,6 +58,24 @@ std::string CheckQueueInvariants(const std::vector<Holding>& holdings,
     if (report.quotas_enabled && u > n.limit_milli) {
       bad << "namespace " << n.ns << " holds " << u << " milli-GPUs, above its limit "
           << n.limit_milli << "\n";
+    }
+    for (const queue::ModelQuotaUse& m : n.models) {
+      if (products_known) {
+        int64_t held_milli = 0;
+        for (const Holding& h : holdings) {
+          if (h.ns == n.ns && ProductMatches(m.model, h.product)) {
+            held_milli += int64_t{h.gpus} * h.milli_per_gpu;
+          }
+        }
+        if (m.usage_milli != held_milli) {
+          bad << "namespace " << n.ns << " model " << m.model << ": queue counts " << m.usage_milli
+              << " milli-GPUs, pods hold " << held_milli << "\n";
+        }
+      }
+      if (report.quotas_enabled && m.usage_milli > m.limit_milli) {
+        bad << "namespace " << n.ns << " holds " << m.usage_milli << " milli-GPUs of " << m.model
+            << ", above its model limit " << m.limit_milli << "\n";
+      }
     }
     for (const queue::QueuedPod& p : n.queue) {
       if (held.count(p.uid) != 0) bad << "queued pod " << p.ns << "/" << p.name << " holds GPUs\n";
@@ -110,6 +130,7 @@ std::string CheckQueueInvariants(const ClusterState& state, queue::QueueManager&
       h.uid = p.uid;
       h.ns = p.ns;
       h.node = node->name;
+      h.product = std::string(snap->product(*node));
       h.node_gpus = node->gpu_count;
       h.gpus = p.gpus;
       h.milli_per_gpu = p.milli_per_gpu;
@@ -171,6 +192,10 @@ std::string CheckQueueInvariants(const std::vector<Json>& api_pods,
     ns.ns = n.value("namespace", "");
     ns.limit_milli = Milli(n.value("limitGpus", 0.0));
     ns.usage_milli = Milli(n.value("usageGpus", 0.0));
+    for (const Json& m : n.value("models", Json::array())) {
+      ns.models.push_back({m.value("model", ""), Milli(m.value("guaranteedGpus", 0.0)),
+                           Milli(m.value("limitGpus", 0.0)), Milli(m.value("usageGpus", 0.0))});
+    }
     for (const Json& e : n.value("queue", Json::array())) {
       queue::QueuedPod qp;
       qp.ns = ns.ns;

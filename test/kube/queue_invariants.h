@@ -6,8 +6,10 @@
 //  - no device twice: on every node the shares held on a device sum to at
 //    most one GPU, and no pod is bound to a device index the node lacks;
 //  - no quota overrun: with quotas on, no namespace holds more GPUs than its
-//    limit, and the queue's usage of each namespace equals the GPUs its pods
-//    hold (the queue counts exactly what is held);
+//    limit or than one of its per-model limits, and the queue's usage of each
+//    namespace (and of each of its models, where the nodes' products are
+//    known) equals the GPUs its pods hold (the queue counts exactly what is
+//    held);
 //  - no leaked reservation: the gang placeholders holding devices are
 //    exactly the queue's live reservations, none is past its deadline; every
 //    pod still queued is pending (holds nothing); and, when the caller can
@@ -35,6 +37,7 @@ struct Holding {
   std::string uid;
   std::string ns;
   std::string node;
+  std::string product;    // the node's GPU product; "" if the caller cannot tell
   int32_t node_gpus = 0;  // devices the node has
   int32_t gpus = 0;
   int32_t milli_per_gpu = 1000;

@@ -73,6 +73,30 @@ TEST(QueueInvariantsTest, ReportsEachViolation) {
                        "queued pod t/a holds GPUs"));
 }
 
+TEST(QueueInvariantsTest, PerModelQuotas) {
+  // Two H100 GPUs and one T4 held; an H100 quota of limit 2.
+  Holding h100 = Hold("a", "t", "h", 0b11, 2);
+  h100.product = "NVIDIA-H100-80GB-HBM3";
+  Holding t4 = Hold("b", "t", "t", 0b1, 1);
+  t4.product = "Tesla-T4";
+  auto report = [](int64_t model_usage, int64_t model_limit) {
+    queue::QueueReport r = Report(3000, 8000);
+    r.namespaces[0].models.push_back({"H100", 0, model_limit, model_usage});
+    return r;
+  };
+  EXPECT_EQ(CheckQueueInvariants({h100, t4}, report(2000, 2000), {}), "");
+  EXPECT_TRUE(
+      Mentions(CheckQueueInvariants({h100, t4}, report(2000, 1000), {}), "above its model limit"));
+  EXPECT_TRUE(Mentions(CheckQueueInvariants({h100, t4}, report(3000, 8000), {}),
+                       "model H100: queue counts 3000 milli-GPUs, pods hold 2000"));
+  // Where the products are unknown (the API view) only the limit is checked.
+  Holding unknown = t4;
+  unknown.product.clear();
+  EXPECT_EQ(CheckQueueInvariants({h100, unknown}, report(3000, 8000), {}), "");
+  EXPECT_TRUE(Mentions(CheckQueueInvariants({h100, unknown}, report(3000, 2000), {}),
+                       "above its model limit"));
+}
+
 TEST(QueueInvariantsTest, ApiViewAgainstDebugQueues) {
   std::vector<Json> pods = {
       PodJson("t", "a", 2, "n0", "0,1", "Running"), PodJson("t", "b", 2, "n0", "2,3", "Running"),
@@ -81,6 +105,12 @@ TEST(QueueInvariantsTest, ApiViewAgainstDebugQueues) {
   const std::string ok = R"({"quotasEnabled": true, "namespaces": [{"namespace": "t",
       "limitGpus": 4, "usageGpus": 4, "queue": []}], "gangReservations": []})";
   EXPECT_EQ(CheckQueueInvariants(pods, gpus, ok), "");
+  // /debug/queues' per-model usage above the model's limit.
+  const std::string model_over = R"({"quotasEnabled": true, "namespaces": [{"namespace": "t",
+      "limitGpus": 8, "usageGpus": 4, "queue": [],
+      "models": [{"model": "H100", "guaranteedGpus": 2, "limitGpus": 2, "usageGpus": 4}]}],
+      "gangReservations": []})";
+  EXPECT_TRUE(Mentions(CheckQueueInvariants(pods, gpus, model_over), "above its model limit"));
   // The process counts a GPU the API does not show bound: a leaked assumption.
   const std::string leaked = R"({"quotasEnabled": true, "namespaces": [{"namespace": "t",
       "limitGpus": 8, "usageGpus": 6, "queue": []}], "gangReservations": []})";

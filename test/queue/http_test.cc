@@ -13,6 +13,7 @@ namespace gpusched::queue {
 namespace {
 
 using ::gpusched::testing::Hgx8H100;
+using ::gpusched::testing::Pcie4xT4;
 using ::gpusched::testing::PodBuilder;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -93,6 +94,16 @@ TEST(QueueHttpTest, FilterBindPreemptAndDebug) {
   EXPECT_EQ(call("GET", "/debug/pods/team-a/none", "").status, 404);
 }
 
+// The node names a filter answer lets through.
+std::vector<std::string> Passed(const http::HttpResponse& r) {
+  std::vector<std::string> out;
+  auto j = nlohmann::json::parse(r.body);
+  if (j.contains("NodeNames") && j["NodeNames"].is_array()) {
+    for (const auto& n : j["NodeNames"]) out.push_back(n.get<std::string>());
+  }
+  return out;
+}
+
 // A bind whose write-back fails answers Error and rolls the assumption back:
 // the devices are free again, quota usage is back to zero, and the pod is
 // pending and can be filtered and bound once the write succeeds.
@@ -130,6 +141,37 @@ TEST(QueueHttpTest, BindWhoseWriteBackFailsRollsTheAssumptionBack) {
   EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 8000);
 }
 
+// A per-model quota: /debug/queues shows its usage, and once the H100 amount
+// is used up a pod that may run on any GPU passes only the T4 node.
+TEST(QueueHttpTest, PerModelQuotaIsReportedAndEnforced) {
+  QueueOptions o;
+  NamespaceQuota a = testing::Quota(8, 8);
+  a.models["H100"] = {4, 4};
+  o.quotas = testing::Quotas({{"team-a", a}});
+  testing::Harness h({Hgx8H100("h0"), Pcie4xT4("t0")}, {}, o);
+  Routes routes(h);
+  const std::string nodes = "[\"h0\",\"t0\"]";
+  ASSERT_THAT(routes.Filter(PodJson("a1", "team-a", 4, 0), "[\"h0\"]").body,
+              HasSubstr("\"NodeNames\":[\"h0\"]"));
+  ASSERT_THAT(routes.Bind("a1", "team-a", "h0").body, HasSubstr("\"Error\":\"\""));
+  auto report = nlohmann::json::parse(routes.Call("GET", "/debug/queues", "").body);
+  int seen = 0;
+  for (const auto& n : report["namespaces"]) {
+    if (n["namespace"] != "team-a") continue;
+    ++seen;
+    EXPECT_EQ(n["usageGpus"], 4.0);
+    ASSERT_EQ(n["models"].size(), 1u);
+    EXPECT_EQ(n["models"][0]["model"], "H100");
+    EXPECT_EQ(n["models"][0]["guaranteedGpus"], 4.0);
+    EXPECT_EQ(n["models"][0]["limitGpus"], 4.0);
+    EXPECT_EQ(n["models"][0]["usageGpus"], 4.0);
+  }
+  EXPECT_EQ(seen, 1);
+  auto r = routes.Filter(PodJson("a2", "team-a", 1, 0), nodes);
+  EXPECT_EQ(Passed(r), std::vector<std::string>{"t0"});
+  EXPECT_THAT(r.body, HasSubstr("\"h0\":\"gpusched: namespace team-a at H100 quota: 4/4 GPUs"));
+}
+
 // Hot reload (SetOptions is what the config watcher calls) changes the
 // admission answer of the HTTP filter.
 TEST(QueueHttpTest, QuotaReloadChangesFilterAnswer) {
@@ -165,16 +207,6 @@ std::string GangPodJson(
          R"(","creationTimestamp":"2026-01-01T00:00:00Z",)" + identity +
          R"(},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":")" +
          std::to_string(gpus) + R"("}}}]},"status":{"phase":"Pending"}})";
-}
-
-// The node names a filter answer lets through.
-std::vector<std::string> Passed(const http::HttpResponse& r) {
-  std::vector<std::string> out;
-  auto j = nlohmann::json::parse(r.body);
-  if (j.contains("NodeNames") && j["NodeNames"].is_array()) {
-    for (const auto& n : j["NodeNames"]) out.push_back(n.get<std::string>());
-  }
-  return out;
 }
 
 // A gang of two 8-GPU pods: the first member's filter reserves devices for

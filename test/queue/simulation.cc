@@ -170,6 +170,10 @@ class Simulation {
     NamespaceQuota& q = o.quotas.namespaces[ns];
     q.gpus.guaranteed = Rand(12);
     q.gpus.limit = q.gpus.guaranteed + Rand(8);
+    for (auto& [model, amount] : q.models) {
+      amount.guaranteed = Rand(8);
+      amount.limit = amount.guaranteed + Rand(6);
+    }
     o.reclaim.evict_over_limit = Rand(4) == 0;
     o.reclaim.only_lower_priority = Rand(2) == 0;
     h_.options = o;
@@ -260,6 +264,17 @@ class Simulation {
         return;
       }
       prev_usage_[ns] = usage;
+      // Per-model limits hold the same way (team-a's H100 amount).
+      for (const auto& [model, amount] : ledger.Quota(ns).models) {
+        const int64_t used = ledger.ModelUsage(ns, model);
+        const std::string key = StrCat(ns, "/", model);
+        if (used > amount.limit * 1000 && used > prev_usage_[key]) {
+          r_.violation = StrCat("namespace ", ns, " grew to ", used, " milli-GPUs of ", model,
+                                " above its model limit ", amount.limit * 1000);
+          return;
+        }
+        prev_usage_[key] = used;
+      }
     }
     if (ticked_) {
       ticked_ = false;
@@ -309,7 +324,7 @@ class Simulation {
   int64_t next_id_ = 0;
   bool ticked_ = false;
   std::deque<std::string> finished_;
-  std::map<std::string, int64_t> prev_usage_;
+  std::map<std::string, int64_t> prev_usage_;  // namespace or namespace/model -> milli
 };
 
 }  // namespace
