@@ -5,6 +5,7 @@
 #include <bit>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/escaping.h"
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/internal/dom.h"
@@ -371,6 +372,71 @@ std::string EncodeEvent(const EventFields& e) {
   w.IntMember("count", 1);
   w.EndObject();
   return s;
+}
+
+std::string EncodeExecInfo(std::string_view api_version, const ExecClusterInfo* cluster) {
+  std::string s;
+  JsonWriter w(&s);
+  w.BeginObject();
+  w.StringMember("apiVersion", api_version);
+  w.StringMember("kind", "ExecCredential");
+  w.Key("spec");
+  w.BeginObject();
+  if (cluster != nullptr) {
+    w.Key("cluster");
+    w.BeginObject();
+    w.StringMember("server", cluster->server);
+    w.OptionalStringMember("certificate-authority-data", absl::Base64Escape(cluster->ca_pem));
+    if (cluster->insecure_skip_verify) {
+      w.Key("insecure-skip-tls-verify");
+      w.Bool(true);
+    }
+    w.EndObject();
+  }
+  w.Key("interactive");
+  w.Bool(false);
+  w.EndObject();
+  w.EndObject();
+  return s;
+}
+
+absl::StatusOr<ExecCredentialStatus> DecodeExecCredential(std::string_view body,
+                                                          std::string_view api_version) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("ExecCredential: malformed JSON");
+  }
+  auto str = [](const nlohmann::json& o, const char* k) {
+    auto it = o.find(k);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (str(j, "kind") != "ExecCredential") {
+    return absl::InvalidArgumentError(
+        StrCat("ExecCredential.kind: want ExecCredential, got '", str(j, "kind"), "'"));
+  }
+  if (str(j, "apiVersion") != api_version) {
+    return absl::InvalidArgumentError(StrCat("ExecCredential.apiVersion: want ", api_version,
+                                             ", got '", str(j, "apiVersion"), "'"));
+  }
+  auto status = j.find("status");
+  if (status == j.end() || !status->is_object()) {
+    return absl::InvalidArgumentError("ExecCredential.status: missing");
+  }
+  ExecCredentialStatus out;
+  out.token = str(*status, "token");
+  if (out.token.empty()) {
+    if (!str(*status, "clientCertificateData").empty()) {
+      return absl::UnimplementedError(
+          "ExecCredential.status: a client certificate, not a token; only token credentials "
+          "are supported from exec plugins");
+    }
+    return absl::InvalidArgumentError("ExecCredential.status.token: missing");
+  }
+  if (std::string expiry = str(*status, "expirationTimestamp"); !expiry.empty()) {
+    GPUSCHED_ASSIGN_OR_RETURN(out.expiration_unix,
+                              ParseTimestamp(expiry, "ExecCredential.status.expirationTimestamp"));
+  }
+  return out;
 }
 
 }  // namespace gpusched::codec

@@ -120,6 +120,28 @@ struct EventFields {
 };
 std::string EncodeEvent(const EventFields& e);
 
+// client.authentication.k8s.io ExecCredential, the protocol of kubeconfig
+// credential plugins (users[].user.exec). The plugin reads the
+// KUBERNETES_EXEC_INFO environment variable and prints a credential.
+struct ExecClusterInfo {
+  std::string server;  // https://host:port
+  std::string ca_pem;  // sent base64-encoded as certificate-authority-data
+  bool insecure_skip_verify = false;
+};
+// The KUBERNETES_EXEC_INFO value: spec.interactive false, and spec.cluster
+// when `cluster` is not null (the kubeconfig's provideClusterInfo).
+std::string EncodeExecInfo(std::string_view api_version, const ExecClusterInfo* cluster);
+
+struct ExecCredentialStatus {
+  std::string token;
+  int64_t expiration_unix = 0;  // status.expirationTimestamp; 0 = does not expire
+};
+// A plugin's output: kind ExecCredential of `api_version` with status.token.
+// Errors name the field; a credential that carries only a client
+// certificate is refused (gpusched authenticates with tokens from plugins).
+absl::StatusOr<ExecCredentialStatus> DecodeExecCredential(std::string_view body,
+                                                          std::string_view api_version);
+
 }  // namespace gpusched::codec
 
 #endif  // GPUSCHED_CODEC_KUBE_CODEC_H_

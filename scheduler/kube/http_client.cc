@@ -135,7 +135,7 @@ KubeHttpClient::KubeHttpClient(KubeConfig config, ClientOptions options, std::un
     : config_(std::move(config)),
       options_(std::move(options)),
       tls_(std::move(tls)),
-      token_(config_.token, config_.token_file),
+      token_(config_),
       bucket_(options_.qps, options_.burst) {}
 
 KubeHttpClient::~KubeHttpClient() = default;
@@ -196,7 +196,8 @@ absl::StatusOr<HttpResult> KubeHttpClient::Do(std::string_view method, std::stri
   req.set(http::field::host, config_.host);
   req.set(http::field::user_agent, options_.user_agent);
   req.set(http::field::accept, "application/json");
-  if (std::string auth = Authorization(); !auth.empty()) req.set(http::field::authorization, auth);
+  std::string auth = Authorization();
+  if (!auth.empty()) req.set(http::field::authorization, auth);
   if (!body.empty()) req.set(http::field::content_type, std::string(content_type));
   req.body() = std::move(body);
   req.keep_alive(true);
@@ -204,6 +205,7 @@ absl::StatusOr<HttpResult> KubeHttpClient::Do(std::string_view method, std::stri
   // A pooled connection may have been closed by the server while idle: one
   // retry on a fresh connection. (Callers' writes are idempotent or detect a
   // repeat: 409 on a second binding, 404 on a second eviction.)
+  bool auth_retried = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::unique_ptr<Conn> c = attempt == 0 ? TakeIdle() : nullptr;
     const bool reused = c != nullptr;
@@ -224,6 +226,17 @@ absl::StatusOr<HttpResult> KubeHttpClient::Do(std::string_view method, std::stri
     auto& res = parser.get();
     HttpResult out{static_cast<int>(res.result_int()), std::move(res.body())};
     if (res.keep_alive()) PutIdle(std::move(c));
+    // A credential plugin's token the server refuses: one retry with a
+    // fresh token, if the plugin gives a different one.
+    if (out.status == 401 && !auth_retried && token_.Invalidate()) {
+      auth_retried = true;
+      if (std::string fresh = Authorization(); fresh != auth && !fresh.empty()) {
+        auth = std::move(fresh);
+        req.set(http::field::authorization, auth);
+        attempt = -1;
+        continue;
+      }
+    }
     return out;
   }
   return absl::UnavailableError(StrCat(method, " ", target, ": connection lost"));
@@ -262,6 +275,7 @@ absl::StatusOr<int> KubeHttpClient::Stream(std::string_view target, std::chrono:
   ec = c->Run(idle, [&](auto h) { http::async_read_header(c->stream, c->buffer, parser, h); });
   if (ec) return failed(StrCat("GET ", target), ec);
   const int status = static_cast<int>(parser.get().result_int());
+  if (status == 401) token_.Invalidate();  // the watch's retry gets a fresh plugin token
   std::string pending;
   char chunk[64 * 1024];
   while (!parser.is_done()) {

@@ -1,5 +1,7 @@
 // KubeHttpClient: HTTPS/1.1 to the Kubernetes API server with Boost.Beast
-// over OpenSSL. Bearer-token or client-certificate authentication, server
+// over OpenSSL. Bearer-token (static, file, or a kubeconfig credential
+// plugin's, renewed and retried once when the server answers 401) or
+// client-certificate authentication, server
 // verification against the configured CA (host name or IP SAN), keep-alive
 // connection reuse, a client-side QPS/burst token bucket, per-request
 // timeouts, and streaming GETs for watches.

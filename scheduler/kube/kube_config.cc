@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -9,6 +10,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/codec/kube_codec.h"
+#include "scheduler/kube/exec_credential.h"
 #include "scheduler/kube/mini_yaml.h"
 
 namespace gpusched::kube {
@@ -57,6 +60,48 @@ const YamlNode* Named(const YamlNode& root, std::string_view list_key, const std
     if (e.Str("name") == name) return e.Get(inner);
   }
   return nullptr;
+}
+
+constexpr std::string_view kExecApiVersions[] = {"client.authentication.k8s.io/v1",
+                                                 "client.authentication.k8s.io/v1beta1"};
+
+// users[].user.exec of a kubeconfig; `where` prefixes errors.
+absl::StatusOr<ExecPlugin> ParseExec(const YamlNode& exec, const std::string& dir,
+                                     const std::string& where) {
+  ExecPlugin p;
+  p.command = exec.Str("command");
+  if (p.command.empty()) return absl::InvalidArgumentError(StrCat(where, ".command: missing"));
+  if (p.command.find('/') != std::string::npos) p.command = Resolve(dir, p.command);
+  p.api_version = exec.Str("apiVersion");
+  if (std::find(std::begin(kExecApiVersions), std::end(kExecApiVersions), p.api_version) ==
+      std::end(kExecApiVersions)) {
+    return absl::InvalidArgumentError(
+        StrCat(where, ".apiVersion: want client.authentication.k8s.io/v1 or v1beta1, got '",
+               p.api_version, "'"));
+  }
+  if (const YamlNode* args = exec.Get("args"); args != nullptr) {
+    for (const YamlNode& a : args->list) {
+      if (a.kind != YamlNode::Kind::kScalar) {
+        return absl::InvalidArgumentError(StrCat(where, ".args: must be strings"));
+      }
+      p.args.push_back(a.scalar);
+    }
+  }
+  if (const YamlNode* env = exec.Get("env"); env != nullptr) {
+    for (const YamlNode& e : env->list) {
+      if (e.Str("name").empty()) {
+        return absl::InvalidArgumentError(StrCat(where, ".env[].name: missing"));
+      }
+      p.env.emplace_back(e.Str("name"), e.Str("value"));
+    }
+  }
+  p.install_hint = exec.Str("installHint");
+  p.provide_cluster_info = exec.Str("provideClusterInfo") == "true";
+  if (exec.Str("interactiveMode") == "Always") {
+    return absl::InvalidArgumentError(
+        StrCat(where, ".interactiveMode: Always needs a terminal; gpusched runs without one"));
+  }
+  return p;
 }
 
 }  // namespace
@@ -135,15 +180,44 @@ absl::StatusOr<KubeConfig> LoadKubeconfig(const std::string& path, const std::st
     if (!key.ok()) return key.status();
     cfg.client_cert_pem = *std::move(cert);
     cfg.client_key_pem = *std::move(key);
-    if (user->Get("exec") != nullptr || user->Get("auth-provider") != nullptr) {
+    if (const YamlNode* exec = user->Get("exec"); exec != nullptr) {
+      auto plugin = ParseExec(*exec, dir, StrCat(path, ": users.", ctx->Str("user"), ".exec"));
+      if (!plugin.ok()) return plugin.status();
+      cfg.exec = *std::move(plugin);
+    }
+    if (user->Get("auth-provider") != nullptr) {
       return absl::UnimplementedError(
-          StrCat(path, ": user '", ctx->Str("user"), "' uses exec/auth-provider, not supported"));
+          StrCat(path, ": user '", ctx->Str("user"),
+                 "' uses auth-provider, which Kubernetes removed; use an exec plugin"));
     }
   }
   return cfg;
 }
 
+TokenSource::TokenSource(const KubeConfig& config)
+    : token_(config.token), file_(config.token_file) {
+  if (!config.exec) return;
+  codec::ExecClusterInfo cluster;
+  const bool v6 = config.host.find(':') != std::string::npos;
+  cluster.server = v6 ? StrCat("https://[", config.host, "]:", config.port)
+                      : StrCat("https://", config.host, ":", config.port);
+  cluster.ca_pem = config.ca_pem;
+  cluster.insecure_skip_verify = config.insecure_skip_verify;
+  exec_ = std::make_unique<ExecCredentialSource>(
+      *config.exec, codec::EncodeExecInfo(config.exec->api_version,
+                                          config.exec->provide_cluster_info ? &cluster : nullptr));
+}
+
+TokenSource::~TokenSource() = default;
+
+bool TokenSource::Invalidate() {
+  if (exec_ == nullptr) return false;
+  exec_->Invalidate();
+  return true;
+}
+
 std::string TokenSource::Get() {
+  if (exec_ != nullptr) return exec_->Get();
   absl::MutexLock lock(&mu_);
   if (file_.empty()) return token_;
   auto now = std::chrono::steady_clock::now();

@@ -1,7 +1,10 @@
 // KubeConfig: where the API server is and how to authenticate to it, from
 // either the in-cluster service account (--kube) or a kubeconfig file
-// (--kubeconfig). TokenSource hands out the bearer token and re-reads the
-// token file when it changes (projected service-account tokens rotate).
+// (--kubeconfig). TokenSource hands out the bearer token: it re-reads the
+// token file when it changes (projected service-account tokens rotate), or
+// runs the kubeconfig's credential plugin (users[].user.exec, as for EKS,
+// GKE or OIDC logins) and caches its token until it expires or the API
+// server refuses it.
 //
 // Kubeconfig files are read with a small parser for the block-style YAML
 // that kubectl writes (maps, "- " lists, plain and quoted scalars, comments);
@@ -13,13 +16,28 @@
 #define GPUSCHED_KUBE_KUBE_CONFIG_H_
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
 namespace gpusched::kube {
+
+// A kubeconfig credential plugin (users[].user.exec); it prints a
+// client.authentication.k8s.io ExecCredential holding a bearer token.
+struct ExecPlugin {
+  std::string command;  // with a '/': a path (relative ones resolved); else looked up in PATH
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;  // added to gpusched's environment
+  std::string api_version;  // client.authentication.k8s.io/v1 or /v1beta1
+  std::string install_hint;
+  bool provide_cluster_info = false;
+};
 
 struct KubeConfig {
   std::string host;  // DNS name or IP literal (no brackets)
@@ -30,6 +48,7 @@ struct KubeConfig {
   std::string token_file;  // or a file holding it (preferred; re-read)
   std::string client_cert_pem;
   std::string client_key_pem;
+  std::optional<ExecPlugin> exec;  // a credential plugin instead of a token
 };
 
 inline constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -44,14 +63,22 @@ absl::StatusOr<KubeConfig> LoadKubeconfig(const std::string& path, const std::st
 // Fills host/port from "https://host[:port][/]". Only https is accepted.
 absl::Status ParseServerUrl(std::string_view url, KubeConfig* cfg);
 
+class ExecCredentialSource;
+
 class TokenSource {
  public:
-  TokenSource(std::string token, std::string token_file)
-      : token_(std::move(token)), file_(std::move(token_file)) {}
-  // The current token ("" if none). Checks the file at most once a second.
+  explicit TokenSource(const KubeConfig& config);
+  ~TokenSource();
+  // The current token ("" if none). Checks the file at most once a second;
+  // runs the plugin when it has no unexpired token.
   std::string Get() ABSL_LOCKS_EXCLUDED(mu_);
+  // The API server refused the token (401): a plugin's token is dropped, so
+  // the next Get runs the plugin again. Returns whether a new token may
+  // come of it (a plugin is configured).
+  bool Invalidate();
 
  private:
+  std::unique_ptr<ExecCredentialSource> exec_;
   absl::Mutex mu_;
   std::string token_ ABSL_GUARDED_BY(mu_);
   const std::string file_;
