@@ -35,7 +35,8 @@ std::map<std::string, int> GangSizes(const ClusterSnapshot& snapshot) {
 
 std::optional<std::vector<std::string>> QueueManager::PlanNodeLocked(
     const PodRequest& preemptor, const NodeInfo& node, const ClusterSnapshot& snapshot,
-    const policy::Framework& fw, const std::vector<std::string>* allowed, bool reclaim) {
+    const policy::Framework& fw, const std::vector<std::string>* allowed, bool reclaim,
+    int64_t quota_demand) {
   const QuotaLedger& ledger = LedgerLocked(snapshot);
   const bool quotas = options_.quotas.enabled;
   const int64_t demand = DemandMilli(preemptor.gpu);
@@ -122,7 +123,7 @@ std::optional<std::vector<std::string>> QueueManager::PlanNodeLocked(
         after.Add(p->ns, product, -int64_t{p->gpus} * p->milli_per_gpu);
       }
     }
-    return after.Check(preemptor.ns, demand).ok &&
+    return after.Check(preemptor.ns, quota_demand > 0 ? quota_demand : demand).ok &&
            after.CheckModels(preemptor.ns, product, demand).empty();
   };
   policy::PodContext ctx = fw.Prepare(preemptor, snapshot);
@@ -145,10 +146,16 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
   PreemptionOutcome out;
   if (args.pod.preempt_never || args.pod.gpu.count == 0) return out;
   absl::MutexLock l(&mu_);
+  // Evicting for a pod its queue holds back would free GPUs it still may not
+  // take: not while an earlier unit could use the same nodes, and only
+  // victims that leave quota for the earlier units as well.
+  const Evaluation ev = EvaluateLocked(args.pod, snapshot, fw, /*all_checks=*/true);
+  if (ev.behind_earlier) return out;
   for (const PreemptionArgs::Candidate& c : args.candidates) {
     const NodeInfo* node = snapshot.Find(c.node);
     if (node == nullptr) continue;
-    auto plan = PlanNodeLocked(args.pod, *node, snapshot, fw, &c.victim_uids, false);
+    auto plan =
+        PlanNodeLocked(args.pod, *node, snapshot, fw, &c.victim_uids, false, ev.quota_demand);
     if (!plan.has_value()) continue;
     PreemptionOutcome::NodeVictims nv{c.node, std::move(*plan), c.pdb_violations};
     // Victims kube-scheduler chose that hold no GPUs (its CPU/memory
@@ -196,9 +203,9 @@ int QueueManager::ReclaimLocked(const ClusterSnapshot& snapshot, const policy::F
   for (const auto& [ns, q] : pending_) namespaces.push_back(ns);
   for (const std::string& ns : namespaces) {
     auto busy = reclaiming_.find(ns);
-    if (busy != reclaiming_.end() && now - busy->second.first < options_.reclaim_cooldown_ms &&
+    if (busy != reclaiming_.end() && now - busy->second.at_ms < options_.reclaim_cooldown_ms &&
         std::any_of(
-            busy->second.second.begin(), busy->second.second.end(),
+            busy->second.victims.begin(), busy->second.victims.end(),
             [&](const std::string& uid) { return deps_.state->FindPod(uid).has_value(); })) {
       continue;  // the last victims are still terminating
     }
@@ -238,7 +245,7 @@ int QueueManager::ReclaimLocked(const ClusterSnapshot& snapshot, const policy::F
     const std::string reason = StrCat("reclaim: namespace ", ns, " is below its guarantee and ",
                                       pod.Key(), " needs ", FormatGpus(head->demand), " GPUs");
     for (const std::string& uid : *best) evictions += EvictLocked(uid, reason, "reclaim") ? 1 : 0;
-    reclaiming_[ns] = {now, *best};
+    reclaiming_[ns] = {now, *best, pod.uid, head->demand};
   }
   return evictions;
 }

@@ -104,7 +104,7 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
     e.pod = *pod;
     e.first_seen_ms = Now();
   }
-  Evaluation ev = EvaluateLocked(*pod, *snapshot, *fw);
+  Evaluation ev = EvaluateLocked(*pod, *snapshot, *fw, /*all_checks=*/true);
   r.position = ev.position;
   r.reason = ev.reason;
   policy::PodContext ctx = fw->Prepare(*pod, *snapshot);
@@ -123,9 +123,9 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
                         : StrCat("admissible by quota and queue order, but no node has room (",
                                  first_reason, ")");
   }
-  if (fits == 0 && !pod->preempt_never) {
+  if (fits == 0 && !pod->preempt_never && !ev.behind_earlier) {
     for (const auto& node : snapshot->nodes()) {
-      auto plan = PlanNodeLocked(*pod, *node, *snapshot, *fw, nullptr, false);
+      auto plan = PlanNodeLocked(*pod, *node, *snapshot, *fw, nullptr, false, ev.quota_demand);
       if (!plan.has_value() || plan->empty()) continue;
       PreemptionPreview p;
       p.node = node->name;

@@ -48,6 +48,19 @@ const QuotaLedger& QueueManager::LedgerLocked(const ClusterSnapshot& snapshot) {
     ledger_generation_ = snapshot.generation();
     ledger_version_ = config_version_;
   }
+  // Claims last while the pod reclaim works for waits (bounded in time).
+  std::map<std::string, int64_t> claims;
+  const int64_t now = Now();
+  for (const auto& [ns, r] : reclaiming_) {
+    auto q = pending_.find(ns);
+    if (now - r.at_ms >= options_.stale_after_ms || q == pending_.end() ||
+        !q->second.contains(r.for_uid)) {
+      continue;
+    }
+    auto pod = deps_.state->FindPod(r.for_uid);
+    if (pod.has_value() && Waiting(*pod)) claims[ns] = r.demand;
+  }
+  if (claims != ledger_->claims()) ledger_->SetClaims(std::move(claims));
   return *ledger_;
 }
 
@@ -103,7 +116,8 @@ std::vector<QueueManager::Unit> QueueManager::UnitsLocked(const std::string& ns,
 
 QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
                                                       const ClusterSnapshot& snapshot,
-                                                      const policy::Framework& fw) {
+                                                      const policy::Framework& fw,
+                                                      bool all_checks) {
   Evaluation ev;
   std::vector<Unit> units = UnitsLocked(pod.ns, snapshot);
   size_t k = 0;
@@ -130,6 +144,7 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
     ahead.push_back(&u);
   }
   const int64_t demand = units[k].demand;
+  ev.quota_demand = ahead_demand + demand;
   const std::string position = StrCat("position ", ev.position, " in queue");
   const std::string needs = IsGang(pod) ? StrCat("gang ", pod.gang, " needs ", FormatGpus(demand))
                                         : StrCat("pod needs ", FormatGpus(demand));
@@ -142,7 +157,7 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
                 FormatGpus(ahead_demand));
     }
     StrAppend(&ev.reason, "; ", position);
-    return ev;
+    if (!all_checks) return ev;
   }
   // Capacity: an earlier unit that could use the same nodes must go first.
   // Only units kube-scheduler has asked about count (one never asked for may
@@ -168,6 +183,8 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
       if (!p_usable[i]) continue;
       if (hmemo.Filter(snapshot.hot(i)).verdict == policy::Verdict::kUnresolvable) continue;
       const PodRequest& h = u->head->pod;
+      ev.behind_earlier = true;
+      if (!ev.reason.empty()) return ev;  // the quota reason stays the one shown
       ev.reason = StrCat("gpusched: namespace ", pod.ns, ": waiting behind ", h.name, " (priority ",
                          h.priority, ", needs ", FormatGpus(u->demand),
                          " GPUs), earlier in the queue and able to use the same nodes; ", position);

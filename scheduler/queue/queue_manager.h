@@ -133,6 +133,10 @@ class QueueManager final : public PodGate {
     std::string reason;  // "" = admissible
     int32_t position = 0;
     bool needs_gang_reservation = false;
+    // Quota the pod's admission needs: its unit's demand (a gang: all
+    // members not yet placed) plus the earlier units that count.
+    int64_t quota_demand = 0;
+    bool behind_earlier = false;  // an earlier unit could use the same nodes and goes first
   };
 
   int64_t Now() const;
@@ -143,8 +147,11 @@ class QueueManager final : public PodGate {
   // Queue of `ns` in order; drops entries ClusterState no longer has pending.
   std::vector<Unit> UnitsLocked(const std::string& ns, const ClusterSnapshot& snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `all_checks`: also decide behind_earlier when quota already refuses (the
+  // preempt verb needs both; filter stops at the first reason).
   Evaluation EvaluateLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
-                            const policy::Framework& fw) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                            const policy::Framework& fw, bool all_checks = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const QuotaLedger& LedgerLocked(const ClusterSnapshot& snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteWaitLocked(const std::string& ns, double seconds) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -160,11 +167,13 @@ class QueueManager final : public PodGate {
   // Preemption and reclaim (preempt_reclaim.cc).
   // Victims (uids, highest priority first) so `preemptor` fits on `node`;
   // `allowed` = kube-scheduler's candidates (null: any pod on the node);
-  // `reclaim`: only borrowers of the preemptor's cohort.
+  // `reclaim`: only borrowers of the preemptor's cohort; `quota_demand`:
+  // what its admission needs of quota (Evaluation::quota_demand; 0 = its own
+  // demand): the victims must leave that much, or it would still wait.
   std::optional<std::vector<std::string>> PlanNodeLocked(
       const PodRequest& preemptor, const NodeInfo& node, const ClusterSnapshot& snapshot,
-      const policy::Framework& fw, const std::vector<std::string>* allowed, bool reclaim)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      const policy::Framework& fw, const std::vector<std::string>* allowed, bool reclaim,
+      int64_t quota_demand = 0) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int ReclaimLocked(const ClusterSnapshot& snapshot, const policy::Framework& fw)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int EvictOverLimitLocked(const ClusterSnapshot& snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -178,9 +187,17 @@ class QueueManager final : public PodGate {
   std::map<std::string, absl::flat_hash_map<std::string, Entry>> pending_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Reservation> reservations_ ABSL_GUARDED_BY(mu_);
   uint64_t reservation_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  // Reclaim victims still terminating, by namespace they were evicted for.
-  std::map<std::string, std::pair<int64_t, std::vector<std::string>>> reclaiming_
-      ABSL_GUARDED_BY(mu_);
+  // The last reclaim per namespace it was for: its victims (still
+  // terminating until they are gone) and the pod it frees GPUs for, whose
+  // demand the namespace claims (QuotaLedger::SetClaims) while that pod
+  // waits, for at most stale_after_ms.
+  struct Reclaim {
+    int64_t at_ms = 0;
+    std::vector<std::string> victims;
+    std::string for_uid;
+    int64_t demand = 0;
+  };
+  std::map<std::string, Reclaim> reclaiming_ ABSL_GUARDED_BY(mu_);
   // Pods we asked to evict (uid -> when): not planned again while they go.
   absl::flat_hash_map<std::string, int64_t> evicted_ ABSL_GUARDED_BY(mu_);
   // Ledger cache for one snapshot generation and config version.

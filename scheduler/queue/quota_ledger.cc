@@ -65,15 +65,31 @@ std::vector<std::string> QuotaLedger::Namespaces() const {
   return out;
 }
 
+int64_t QuotaLedger::HeldBack(const std::string& o) const {
+  auto it = claims_.find(o);
+  if (it == claims_.end()) return 0;
+  return std::clamp<int64_t>(Guaranteed(o) - Usage(o), 0, it->second);
+}
+
 int64_t QuotaLedger::Lendable(const std::string& ns) const {
   const std::string& cohort = Quota(ns).cohort;
   if (cohort.empty()) return 0;
   int64_t free = 0;
   for (const std::string& o : Namespaces()) {
     if (o == ns || Quota(o).cohort != cohort) continue;
-    free += Guaranteed(o) - Usage(o);  // idle guarantee minus what o borrows
+    free += Guaranteed(o) - Usage(o) - HeldBack(o);  // idle guarantee minus what o borrows
   }
   return std::max<int64_t>(0, free);
+}
+
+int64_t QuotaLedger::Claimed(const std::string& ns) const {
+  const std::string& cohort = Quota(ns).cohort;
+  if (cohort.empty()) return 0;
+  int64_t held = 0;
+  for (const auto& [o, milli] : claims_) {
+    if (o != ns && Quota(o).cohort == cohort) held += HeldBack(o);
+  }
+  return held;
 }
 
 int64_t QuotaLedger::ModelLendable(const std::string& ns, const std::string& model) const {
@@ -96,6 +112,7 @@ QuotaVerdict QuotaLedger::Check(const std::string& ns, int64_t demand) const {
   v.guaranteed = Guaranteed(ns);
   v.limit = Limit(ns);
   v.lendable = Lendable(ns);
+  v.claimed = Claimed(ns);
   if (!config_->enabled) return v;
   const int64_t after = v.usage + demand;
   if (after <= v.guaranteed) return v;
@@ -125,6 +142,10 @@ std::string QuotaMessage(const std::string& ns, const std::string& cohort, const
   std::string cohort_text =
       cohort.empty() ? std::string("no cohort")
                      : StrCat("cohort ", cohort, " has ", FormatGpus(v.lendable), " idle");
+  if (v.claimed > 0) {
+    StrAppend(&cohort_text, " (", FormatGpus(v.claimed),
+              " more held for pods of namespaces below their guarantee)");
+  }
   return StrCat("gpusched: namespace ", ns, " at quota: ", FormatGpus(v.usage), "/",
                 FormatGpus(v.guaranteed), " GPUs guaranteed, limit ", FormatGpus(v.limit), ", ",
                 cohort_text);

@@ -12,6 +12,11 @@
 // (sum of max(0, usage(o) - guaranteed(o))), never below 0. The same rule
 // applies per model key (ProductMatches against the node's product).
 //
+// Claims: a namespace below its guarantee whose waiting pod reclaim is
+// freeing GPUs for holds back up to that pod's demand of its idle guarantee
+// (SetClaims); the held amount is not lendable, so the GPUs reclaim frees
+// cannot be borrowed by another namespace before the pod gets them.
+//
 // Built per decision; value type; thread-compatible.
 #ifndef GPUSCHED_QUEUE_QUOTA_LEDGER_H_
 #define GPUSCHED_QUEUE_QUOTA_LEDGER_H_
@@ -44,6 +49,7 @@ struct QuotaVerdict {
   int64_t guaranteed = 0;
   int64_t limit = 0;
   int64_t lendable = 0;  // what the cohort can lend now
+  int64_t claimed = 0;   // idle guarantee the cohort holds back (claims)
 };
 
 class QuotaLedger {
@@ -61,6 +67,11 @@ class QuotaLedger {
   int64_t Borrowed(const std::string& ns) const;
   // What the other members of ns's cohort can lend now (milli, >= 0).
   int64_t Lendable(const std::string& ns) const;
+  // Idle guarantee the other members of ns's cohort hold back by claims.
+  int64_t Claimed(const std::string& ns) const;
+  // namespace -> milli-GPUs of its idle guarantee held back (see above).
+  void SetClaims(std::map<std::string, int64_t> claims) { claims_ = std::move(claims); }
+  const std::map<std::string, int64_t>& claims() const { return claims_; }
 
   // Namespace-level check of `demand` milli-GPUs more for `ns`.
   QuotaVerdict Check(const std::string& ns, int64_t demand) const;
@@ -76,9 +87,12 @@ class QuotaLedger {
     std::map<std::string, int64_t> by_product;
   };
   int64_t ModelLendable(const std::string& ns, const std::string& model) const;
+  // The part of o's idle guarantee its claim holds back.
+  int64_t HeldBack(const std::string& o) const;
 
   const QuotaConfig* config_;
   std::map<std::string, Use> use_;
+  std::map<std::string, int64_t> claims_;
 };
 
 // The standard "at quota" message (without the queue position).

@@ -13,6 +13,7 @@ using ::gpusched::testing::Hgx8H100;
 using ::gpusched::testing::PodBuilder;
 using ::testing::ElementsAre;
 using testing::Harness;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::Quota;
 using testing::Quotas;
@@ -47,6 +48,42 @@ TEST(PreemptTest, KeepsFewestLowerPriorityVictimsMostRecentFirst) {
   PreemptionOutcome out = h.service->Preempt(Args(p, {{"h0", {"uid-t-old", "uid-t-new"}}}));
   ASSERT_THAT(out.nodes, SizeIs(1));
   EXPECT_THAT(out.nodes[0].victim_uids, ElementsAre("uid-t-new"));
+}
+
+// Evicting for a pod its queue still holds back frees GPUs it may not take:
+// the preempt verb answers nothing for a pod behind an earlier one that can
+// use the same nodes, and does preempt for that earlier one.
+TEST(PreemptTest, NothingForAPodWaitingBehindAnEarlierOne) {
+  QueueOptions o;
+  o.quotas = Quotas({{"t", Quota(16, 16)}, {"u", Quota(8, 8)}});
+  Harness h({Hgx8H100("h0")}, {Running("low", "u", 8, "h0", 0xff, 1)}, o);
+  PodRequest first = PodBuilder("first", "t").Gpus(8).Priority(200).Build();
+  PodRequest later = PodBuilder("later", "t").Gpus(8).Priority(100).Build();
+  EXPECT_THAT(h.Filter(first), IsEmpty());
+  EXPECT_THAT(h.Filter(later), IsEmpty());
+  EXPECT_THAT(h.service->Preempt(Args(later, {{"h0", {"uid-u-low"}}})).nodes, IsEmpty());
+  PreemptionOutcome out = h.service->Preempt(Args(first, {{"h0", {"uid-u-low"}}}));
+  ASSERT_THAT(out.nodes, SizeIs(1));
+  EXPECT_THAT(out.nodes[0].victim_uids, ElementsAre("uid-u-low"));
+}
+
+// A gang's admission needs quota for all its members: victims on one node
+// that free quota for one member only are not worth evicting.
+TEST(PreemptTest, GangPreemptsOnlyWhenTheVictimsFreeQuotaForTheWholeGang) {
+  QueueOptions o;
+  o.quotas = Quotas({{"t", Quota(8, 8)}});
+  Harness h({Hgx8H100("h0"), Hgx8H100("h1")},
+            {Running("l0", "t", 4, "h0", 0x0f, 1), Running("l1", "t", 4, "h1", 0x0f, 1)}, o);
+  PodRequest m0 = PodBuilder("m0", "t").Gpus(4).Priority(100).Gang("g", 2).Build();
+  std::string reason;
+  EXPECT_THAT(h.Filter(m0, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("gang g needs 8"));
+  // One node's victim leaves 4 of the 8 GPUs of quota the gang needs.
+  EXPECT_THAT(h.service->Preempt(Args(m0, {{"h0", {"uid-t-l0"}}, {"h1", {"uid-t-l1"}}})).nodes,
+              IsEmpty());
+  // Without the other member the pod alone would have been enough.
+  PodRequest solo = PodBuilder("solo", "t").Gpus(4).Priority(100).Build();
+  EXPECT_THAT(h.service->Preempt(Args(solo, {{"h0", {"uid-t-l0"}}})).nodes, SizeIs(1));
 }
 
 TEST(PreemptTest, NeverEvictsEqualOrHigherPriority) {

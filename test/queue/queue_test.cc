@@ -219,6 +219,33 @@ TEST(ReclaimTest, NamespaceBelowGuaranteeEvictsLowerPriorityBorrowers) {
   EXPECT_EQ(h.queue->Tick(), 0);  // team-a is back at its guarantee
 }
 
+// The GPUs reclaim frees for a namespace below its guarantee are held for
+// it: another borrower may not take them first (its idle guarantee is
+// claimed, not lendable), until the pod they are for binds or goes away.
+TEST(ReclaimTest, FreedGpusAreNotLentToAnotherBorrowerFirst) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")},
+                     {"team-b", Quota(8, 16, "r")},
+                     {"team-c", Quota(0, 16, "r")}});
+  Harness h(H100s(2),
+            {Running("a0", "team-a", 8, "h0", 0xff), Running("c0", "team-c", 4, "h1", 0x0f, -1),
+             Running("c1", "team-c", 4, "h1", 0xf0, -1)},
+            o);
+  PodRequest b = PodBuilder("b", "team-b").Gpus(4).Build();
+  EXPECT_THAT(h.Filter(b), IsEmpty());
+  EXPECT_EQ(h.queue->Tick(), 1);  // one of team-c's borrowers goes
+  PodRequest c2 = PodBuilder("c2", "team-c").Gpus(4).Priority(5).Build();
+  std::string reason;
+  EXPECT_THAT(h.Filter(c2, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("cohort r has 4 idle (4 more held for pods of namespaces below "
+                                "their guarantee)"));
+  EXPECT_THAT(h.Filter(b), ElementsAre("h1"));
+  // The pod the claim was for is deleted: the guarantee is lendable again.
+  h.state().RemovePod(b.uid);
+  h.state().Commit();
+  EXPECT_THAT(h.Filter(c2), ElementsAre("h1"));
+}
+
 TEST(ReclaimTest, LowerPriorityPolicyKeepsEqualPriorityBorrowers) {
   QueueOptions o;
   o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}});

@@ -185,7 +185,7 @@ TEST(QueueReplay, BorrowerIsReclaimedForANamespaceBelowItsGuarantee) {
 // A seeded random workload (priority classes, gangs, loose multi-pod jobs,
 // three VCs, one with a lower limit): at every step no namespace holds more
 // than its limit, and the run preempts, reclaims, borrows and finishes
-// every job.
+// every job without evicting the same jobs over and over.
 TEST(QueueReplay, NoNamespaceExceedsItsLimitAtAnyStep) {
   std::mt19937 rng(20240607);
   auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
@@ -232,6 +232,14 @@ TEST(QueueReplay, NoNamespaceExceedsItsLimitAtAnyStep) {
   EXPECT_EQ(r->quota_violations, 0);
   EXPECT_GT(r->preemptions, 0);
   EXPECT_GT(r->reclaim_evictions, 0);
+  // No eviction churn. Before the preempt verb asked the queue whether the
+  // preemptor would be admitted after its victims went, and before reclaim's
+  // freed GPUs were held for the pod they were freed for, this workload made
+  // 2,938 preemptions (268 by reclaim) and lost 188,221 GPU-s; now 87 (37)
+  // and 11,191.
+  EXPECT_LE(r->preemptions, 200);
+  EXPECT_LE(r->reclaim_evictions, 80);
+  EXPECT_LE(r->lost_gpu_seconds, 25000);
   EXPECT_GT(r->per_ns.at("a").max_borrowed, 0);
   EXPECT_LE(r->per_ns.at("c").max_borrowed, 8);
 }
