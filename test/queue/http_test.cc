@@ -104,6 +104,15 @@ std::vector<std::string> Passed(const http::HttpResponse& r) {
   return out;
 }
 
+// Namespace `ns`'s entry of GET /debug/queues (null if it is not listed).
+nlohmann::json DebugNamespace(Routes& routes, const std::string& ns) {
+  auto j = nlohmann::json::parse(routes.Call("GET", "/debug/queues", "").body);
+  for (const auto& n : j["namespaces"]) {
+    if (n["namespace"] == ns) return n;
+  }
+  return nlohmann::json();
+}
+
 // A bind whose write-back fails answers Error and rolls the assumption back:
 // the devices are free again, quota usage is back to zero, and the pod is
 // pending and can be filtered and bound once the write succeeds.
@@ -123,14 +132,7 @@ TEST(QueueHttpTest, BindWhoseWriteBackFailsRollsTheAssumptionBack) {
   auto pod = h.state().FindPodByName("team-a", "a1");
   ASSERT_TRUE(pod.has_value());
   EXPECT_TRUE(pod->node_name.empty());
-  auto report = nlohmann::json::parse(routes.Call("GET", "/debug/queues", "").body);
-  int seen = 0;
-  for (const auto& n : report["namespaces"]) {
-    if (n["namespace"] != "team-a") continue;
-    ++seen;
-    EXPECT_EQ(n["usageGpus"], 0.0);
-  }
-  EXPECT_EQ(seen, 1);
+  EXPECT_EQ(DebugNamespace(routes, "team-a")["usageGpus"], 0.0);
   // Another pod of the namespace can still have the whole quota and node.
   EXPECT_THAT(routes.Filter(PodJson("a2", "team-a", 8, 0), "[\"h0\"]").body,
               HasSubstr("\"NodeNames\":[\"h0\"]"));
@@ -154,19 +156,13 @@ TEST(QueueHttpTest, PerModelQuotaIsReportedAndEnforced) {
   ASSERT_THAT(routes.Filter(PodJson("a1", "team-a", 4, 0), "[\"h0\"]").body,
               HasSubstr("\"NodeNames\":[\"h0\"]"));
   ASSERT_THAT(routes.Bind("a1", "team-a", "h0").body, HasSubstr("\"Error\":\"\""));
-  auto report = nlohmann::json::parse(routes.Call("GET", "/debug/queues", "").body);
-  int seen = 0;
-  for (const auto& n : report["namespaces"]) {
-    if (n["namespace"] != "team-a") continue;
-    ++seen;
-    EXPECT_EQ(n["usageGpus"], 4.0);
-    ASSERT_EQ(n["models"].size(), 1u);
-    EXPECT_EQ(n["models"][0]["model"], "H100");
-    EXPECT_EQ(n["models"][0]["guaranteedGpus"], 4.0);
-    EXPECT_EQ(n["models"][0]["limitGpus"], 4.0);
-    EXPECT_EQ(n["models"][0]["usageGpus"], 4.0);
-  }
-  EXPECT_EQ(seen, 1);
+  nlohmann::json n = DebugNamespace(routes, "team-a");
+  EXPECT_EQ(n["usageGpus"], 4.0);
+  ASSERT_EQ(n["models"].size(), 1u);
+  EXPECT_EQ(n["models"][0]["model"], "H100");
+  EXPECT_EQ(n["models"][0]["guaranteedGpus"], 4.0);
+  EXPECT_EQ(n["models"][0]["limitGpus"], 4.0);
+  EXPECT_EQ(n["models"][0]["usageGpus"], 4.0);
   auto r = routes.Filter(PodJson("a2", "team-a", 1, 0), nodes);
   EXPECT_EQ(Passed(r), std::vector<std::string>{"t0"});
   EXPECT_THAT(r.body, HasSubstr("\"h0\":\"gpusched: namespace team-a at H100 quota: 4/4 GPUs"));
@@ -272,13 +268,7 @@ TEST(QueueHttpTest, ReclaimEvictsBorrowerVisibleInDebugQueues) {
     ASSERT_FALSE(passed.empty()) << name;
     ASSERT_THAT(routes.Bind(name, "team-a", passed[0]).body, HasSubstr("\"Error\":\"\""));
   }
-  auto team = [&](const std::string& ns) {
-    auto j = nlohmann::json::parse(routes.Call("GET", "/debug/queues", "").body);
-    for (const auto& n : j["namespaces"]) {
-      if (n["namespace"] == ns) return n;
-    }
-    return nlohmann::json();
-  };
+  auto team = [&](const std::string& ns) { return DebugNamespace(routes, ns); };
   EXPECT_EQ(team("team-a")["usageGpus"].get<double>(), 16);
   EXPECT_EQ(team("team-a")["borrowedGpus"].get<double>(), 8);
   EXPECT_TRUE(Passed(routes.Filter(PodJson("b", "team-b", 4, 10), nodes)).empty());
