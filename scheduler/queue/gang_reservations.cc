@@ -63,6 +63,42 @@ std::vector<std::string> QueueManager::ReservationUids() const {
   return out;
 }
 
+int32_t QueueManager::PlaceGangLocked(const PodRequest& pod, int32_t missing,
+                                      const ClusterSnapshot& snapshot, const policy::Framework& fw,
+                                      const std::map<std::string, NodeInfo>& overrides,
+                                      std::vector<std::pair<std::string, DeviceMask>>* picks) {
+  policy::PodContext ctx = fw.Prepare(pod, snapshot);
+  QuotaLedger ledger = LedgerLocked(snapshot);
+  const int64_t demand = DemandMilli(pod.gpu);
+  std::map<std::string, NodeInfo> changed = overrides;
+  for (int32_t i = 0; i < missing; ++i) {
+    const NodeInfo* best = nullptr;
+    DeviceMask best_devices = 0;
+    int64_t best_score = -1;
+    for (const auto& ptr : snapshot.nodes()) {
+      auto c = changed.find(ptr->name);
+      const NodeInfo& n = c == changed.end() ? *ptr : c->second;
+      if (!fw.Filter(ctx, n).fits()) continue;
+      if (!ledger.CheckModels(pod.ns, snapshot.product(n), demand).empty()) continue;
+      auto placement = policy::ChoosePlacement(pod.gpu, n);
+      if (!placement.has_value()) continue;
+      const int64_t score = fw.Score(ctx, n);
+      if (score > best_score) {
+        best = &n;
+        best_devices = placement->devices;
+        best_score = score;
+      }
+    }
+    if (best == nullptr) return i;
+    const std::string name = best->name;
+    NodeInfo next = WithPod(*best, pod, best_devices);
+    ledger.Add(pod.ns, snapshot.product(next), demand);
+    changed[name] = std::move(next);
+    picks->emplace_back(name, best_devices);
+  }
+  return missing;
+}
+
 std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
                                                const ClusterSnapshot& snapshot,
                                                const policy::Framework& fw) {
@@ -92,39 +128,11 @@ std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
     return StrCat("gpusched: gang ", pod.gang, " already has its ", pod.gang_size,
                   " members holding GPUs");
   }
-  // Place every missing member on hypothetical nodes, best score first.
-  policy::PodContext ctx = fw.Prepare(pod, snapshot);
-  QuotaLedger ledger = LedgerLocked(snapshot);
-  const int64_t demand = DemandMilli(pod.gpu);
-  std::map<std::string, NodeInfo> changed;
   std::vector<std::pair<std::string, DeviceMask>> picks;
-  for (int32_t i = 0; i < missing; ++i) {
-    const NodeInfo* best = nullptr;
-    DeviceMask best_devices = 0;
-    int64_t best_score = -1;
-    for (const auto& ptr : snapshot.nodes()) {
-      auto c = changed.find(ptr->name);
-      const NodeInfo& n = c == changed.end() ? *ptr : c->second;
-      if (!fw.Filter(ctx, n).fits()) continue;
-      if (!ledger.CheckModels(pod.ns, snapshot.product(n), demand).empty()) continue;
-      auto placement = policy::ChoosePlacement(pod.gpu, n);
-      if (!placement.has_value()) continue;
-      const int64_t score = fw.Score(ctx, n);
-      if (score > best_score) {
-        best = &n;
-        best_devices = placement->devices;
-        best_score = score;
-      }
-    }
-    if (best == nullptr) {
-      return StrCat("gpusched: gang ", pod.gang, " needs ", missing, " x ", FormatGpus(demand),
-                    " GPUs at once; only ", i, " fit now");
-    }
-    const std::string name = best->name;
-    NodeInfo next = WithPod(*best, pod, best_devices);
-    ledger.Add(pod.ns, snapshot.product(next), demand);
-    changed[name] = std::move(next);
-    picks.emplace_back(name, best_devices);
+  const int32_t placed = PlaceGangLocked(pod, missing, snapshot, fw, {}, &picks);
+  if (placed < missing) {
+    return StrCat("gpusched: gang ", pod.gang, " needs ", missing, " x ",
+                  FormatGpus(DemandMilli(pod.gpu)), " GPUs at once; only ", placed, " fit now");
   }
   Reservation r;
   r.ns = pod.ns;

@@ -151,12 +151,34 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
   // victims that leave quota for the earlier units as well.
   const Evaluation ev = EvaluateLocked(args.pod, snapshot, fw, /*all_checks=*/true);
   if (ev.behind_earlier) return out;
+  std::map<std::string, NodeInfo> gang_room;  // nodes without lower-priority pods
   for (const PreemptionArgs::Candidate& c : args.candidates) {
     const NodeInfo* node = snapshot.Find(c.node);
     if (node == nullptr) continue;
     auto plan =
         PlanNodeLocked(args.pod, *node, snapshot, fw, &c.victim_uids, false, ev.quota_demand);
     if (!plan.has_value()) continue;
+    // A gang member's preemption must be a step towards the whole gang
+    // starting: with this node's victims gone, and every pod of lower
+    // priority elsewhere (which the other members' preemptions may take),
+    // all missing members must be placeable. kube-scheduler preempts for one
+    // member at a time and keeps the freed node for it (nominatedNodeName).
+    if (IsGang(args.pod) && !reservations_.contains(GangKey(args.pod.ns, args.pod.gang))) {
+      if (gang_room.empty()) {
+        for (const auto& other : snapshot.nodes()) {
+          std::vector<std::string> lower;
+          for (const PodOnNode& p : other->pods) {
+            if (p.priority < args.pod.priority && !IsReservation(p.uid)) lower.push_back(p.uid);
+          }
+          if (!lower.empty()) gang_room[other->name] = policy::WithoutPods(*other, lower);
+        }
+      }
+      std::map<std::string, NodeInfo> room = gang_room;
+      room[node->name] = policy::WithoutPods(*node, *plan);
+      const int32_t missing = args.pod.gang_size - HeldGangMembers(args.pod, snapshot);
+      std::vector<std::pair<std::string, DeviceMask>> picks;
+      if (PlaceGangLocked(args.pod, missing, snapshot, fw, room, &picks) < missing) continue;
+    }
     PreemptionOutcome::NodeVictims nv{c.node, std::move(*plan), c.pdb_violations};
     // Victims kube-scheduler chose that hold no GPUs (its CPU/memory
     // choice) stay, unless we know them as not lower priority.

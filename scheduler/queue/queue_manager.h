@@ -158,6 +158,15 @@ class QueueManager final : public PodGate {
 
   // Gangs (gang_reservations.cc).
   Slot* SlotOfLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Places up to `missing` members of `pod`'s gang one after another on
+  // hypothetical nodes (best score first; `overrides` replace nodes of the
+  // snapshot by name). Appends (node, devices) per placed member to `picks`;
+  // returns how many were placed.
+  int32_t PlaceGangLocked(const PodRequest& pod, int32_t missing, const ClusterSnapshot& snapshot,
+                          const policy::Framework& fw,
+                          const std::map<std::string, NodeInfo>& overrides,
+                          std::vector<std::pair<std::string, DeviceMask>>* picks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string ClaimOrReserveLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
                                    const policy::Framework& fw) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int32_t HeldGangMembers(const PodRequest& pod, const ClusterSnapshot& snapshot) const;

@@ -86,6 +86,28 @@ TEST(PreemptTest, GangPreemptsOnlyWhenTheVictimsFreeQuotaForTheWholeGang) {
   EXPECT_THAT(h.service->Preempt(Args(solo, {{"h0", {"uid-t-l0"}}})).nodes, SizeIs(1));
 }
 
+// For a gang member the victims must be a step towards the whole gang: with
+// them gone, and every lower-priority pod elsewhere (the other members'
+// preemptions), all members must fit; a gang that can never start preempts
+// nobody.
+TEST(PreemptTest, GangMemberPreemptsOnlyWhenTheWholeGangCanStart) {
+  QueueOptions o;
+  o.quotas = Quotas({{"t", Quota(24, 24)}, {"u", Quota(16, 16)}});
+  PodRequest m0 = PodBuilder("m0", "t").Gpus(8).Priority(100).Gang("g", 2).Build();
+  Harness blocked({Hgx8H100("h0"), Hgx8H100("h1")},
+                  {Running("l0", "u", 8, "h0", 0xff, 1), Running("top", "u", 8, "h1", 0xff, 1000)},
+                  o);
+  EXPECT_THAT(blocked.Filter(m0), IsEmpty());
+  EXPECT_THAT(blocked.service->Preempt(Args(m0, {{"h0", {"uid-u-l0"}}})).nodes, IsEmpty());
+
+  Harness stepwise({Hgx8H100("h0"), Hgx8H100("h1")},
+                   {Running("l0", "u", 8, "h0", 0xff, 1), Running("l1", "u", 8, "h1", 0xff, 1)}, o);
+  EXPECT_THAT(stepwise.Filter(m0), IsEmpty());
+  PreemptionOutcome out = stepwise.service->Preempt(Args(m0, {{"h0", {"uid-u-l0"}}}));
+  ASSERT_THAT(out.nodes, SizeIs(1));
+  EXPECT_THAT(out.nodes[0].victim_uids, ElementsAre("uid-u-l0"));
+}
+
 TEST(PreemptTest, NeverEvictsEqualOrHigherPriority) {
   Harness h({Hgx8H100("h0")}, {Running("same", "t", 8, "h0", 0xff, 100)}, QueueOptions{});
   PodRequest p = PodBuilder("p", "t").Gpus(4).Priority(100).Build();
