@@ -16,6 +16,17 @@ namespace {
 
 constexpr size_t kMaxDepth = 128;
 
+// Member `k` of a parsed object as a string ("" if absent or of another
+// type) and as an integer (0 likewise): never throws.
+std::string JsonString(const nlohmann::json& o, const char* k) {
+  auto it = o.find(k);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+int64_t JsonInt(const nlohmann::json& o, const char* k) {
+  auto it = o.find(k);
+  return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{0};
+}
+
 absl::Status ParseError(std::string_view what, simdjson::error_code err) {
   return absl::InvalidArgumentError(
       StrCat(what, ": malformed JSON: ", simdjson::error_message(err)));
@@ -75,11 +86,11 @@ void DecodeItem(const Element& item, ObjectKind kind, ListPage& page) {
 
 KubeStatus StatusFromJson(const nlohmann::json& j) {
   KubeStatus s;
-  if (!j.is_object() || j.value("kind", "") != "Status") return s;
-  if (j.contains("code") && j["code"].is_number_integer()) s.code = j["code"].get<int>();
-  if (j.contains("reason") && j["reason"].is_string()) s.reason = j["reason"].get<std::string>();
-  if (j.contains("message") && j["message"].is_string())
-    s.message = j["message"].get<std::string>();
+  if (!j.is_object() || JsonString(j, "kind") != "Status") return s;
+  const int64_t code = JsonInt(j, "code");
+  s.code = code >= 100 && code <= 599 ? static_cast<int>(code) : 0;
+  s.reason = JsonString(j, "reason");
+  s.message = JsonString(j, "message");
   return s;
 }
 
@@ -205,14 +216,8 @@ absl::StatusOr<LeaseRecord> DecodeLease(std::string_view body) {
   if (j.is_discarded() || !j.is_object())
     return absl::InvalidArgumentError("Lease: malformed JSON");
   LeaseRecord r;
-  auto str = [](const nlohmann::json& o, const char* k) {
-    auto it = o.find(k);
-    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  auto num = [](const nlohmann::json& o, const char* k) {
-    auto it = o.find(k);
-    return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{0};
-  };
+  const auto& str = JsonString;
+  const auto& num = JsonInt;
   if (auto m = j.find("metadata"); m != j.end() && m->is_object()) {
     r.resource_version = str(*m, "resourceVersion");
   }
@@ -406,10 +411,7 @@ absl::StatusOr<ExecCredentialStatus> DecodeExecCredential(std::string_view body,
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError("ExecCredential: malformed JSON");
   }
-  auto str = [](const nlohmann::json& o, const char* k) {
-    auto it = o.find(k);
-    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
+  const auto& str = JsonString;
   if (str(j, "kind") != "ExecCredential") {
     return absl::InvalidArgumentError(
         StrCat("ExecCredential.kind: want ExecCredential, got '", str(j, "kind"), "'"));
