@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Renders deploy/ with `kubectl kustomize` and checks the key settings of the
-# gpusched manifests, then checks that every file in deploy/examples parses.
+# gpusched manifests: mutual TLS between kube-scheduler and the extender by
+# default (cert-manager Certificates, the extender's TLS flags, the extender
+# stanza's tlsConfig), probes on the plain-HTTP health port, the
+# NetworkPolicy, and that deploy/without-cert-manager renders the same
+# objects minus cert-manager's. Then checks that every file in deploy/examples
+# parses.
 # Usage: render_test.sh PATH/TO/deploy
 set -euo pipefail
 
@@ -66,6 +71,132 @@ fi
 
 expect_doc Service gpusched
 expect_in 'port: 8888'
+
+# get KIND NAME JSONPATH: a field of a rendered object, read offline by
+# kubectl (label --local changes nothing and needs no API server).
+get() {
+  doc "$1" "$2" | kubectl label --local -f - gpusched-render-test=1 -o "jsonpath=$3" ||
+    fail "cannot read $3 of $1/$2"
+}
+
+# expect_eq WHAT ACTUAL EXPECTED
+expect_eq() {
+  [[ "$2" == "$3" ]] || fail "$1 is '$2', want '$3'"
+}
+
+# --- Mutual TLS, extender side.
+container='.spec.template.spec.containers[?(@.name=="gpusched")]'
+args=$(get Deployment gpusched "{range ${container}.args[*]}{@}{\"\\n\"}{end}")
+# arg FLAG: the value after FLAG in the extender's args (empty if absent).
+arg() {
+  awk -v flag="$1" 'prev == flag { print; exit } { prev = $0 }' <<<"${args}"
+}
+expect_eq "extender --tls-cert" "$(arg --tls-cert)" /etc/gpusched-tls/tls.crt
+expect_eq "extender --tls-key" "$(arg --tls-key)" /etc/gpusched-tls/tls.key
+expect_eq "extender --tls-client-ca (mutual TLS)" "$(arg --tls-client-ca)" /etc/gpusched-tls/ca.crt
+# secret_at KIND NAME CONTAINER DIR: the Secret mounted at DIR in CONTAINER.
+secret_at() {
+  local vol
+  vol=$(get "$1" "$2" "{.spec.template.spec.containers[?(@.name==\"$3\")].volumeMounts[?(@.mountPath==\"$4\")].name}")
+  [[ -n "${vol}" ]] || fail "$1/$2 container $3 mounts nothing at $4"
+  get "$1" "$2" "{.spec.template.spec.volumes[?(@.name==\"${vol}\")].secret.secretName}"
+}
+expect_eq "Secret at /etc/gpusched-tls in Deployment/gpusched" \
+  "$(secret_at Deployment gpusched gpusched /etc/gpusched-tls)" gpusched-server-tls
+
+# --- Probes on the plain-HTTP health port, which is not the main port.
+main_listen=$(arg --listen)
+health_listen=$(arg --health-listen)
+[[ -n "${health_listen}" ]] || fail "Deployment/gpusched does not run --health-listen"
+health_port=${health_listen##*:}
+[[ "${health_port}" != "${main_listen##*:}" ]] ||
+  fail "--health-listen ${health_listen} is the main port ${main_listen}"
+for probe in readinessProbe:/readyz livenessProbe:/healthz; do
+  kind=${probe%%:*}
+  expect_eq "${kind} path" "$(get Deployment gpusched "{${container}.${kind}.httpGet.path}")" \
+    "${probe#*:}"
+  port=$(get Deployment gpusched "{${container}.${kind}.httpGet.port}")
+  if [[ ! "${port}" =~ ^[0-9]+$ ]]; then
+    port=$(get Deployment gpusched "{${container}.ports[?(@.name==\"${port}\")].containerPort}")
+  fi
+  expect_eq "${kind} port" "${port}" "${health_port}"
+  scheme=$(get Deployment gpusched "{${container}.${kind}.httpGet.scheme}")
+  [[ -z "${scheme}" || "${scheme}" == HTTP ]] || fail "${kind} scheme is ${scheme}, want HTTP"
+done
+
+# --- Mutual TLS, kube-scheduler side: the extender stanza.
+get ConfigMap gpu-scheduler-config '{.data.config\.yaml}' >"${work}/scheduler-config.yaml"
+stanza() {
+  kubectl label --local -f "${work}/scheduler-config.yaml" gpusched-render-test=1 \
+    -o "jsonpath={.extenders[0].$1}" || fail "cannot read extenders[0].$1"
+}
+url=$(stanza urlPrefix)
+[[ "${url}" =~ ^https://([^:/]+):([0-9]+)/ ]] || fail "extender urlPrefix ${url} is not https://HOST:PORT/..."
+url_host=${BASH_REMATCH[1]}
+expect_eq "urlPrefix port" "${BASH_REMATCH[2]}" "$(get Service gpusched '{.spec.ports[0].port}')"
+expect_eq "extender enableHTTPS" "$(stanza enableHTTPS)" true
+[[ "$(stanza tlsConfig.insecure)" != true ]] || fail "extender tlsConfig.insecure is true"
+expect_eq "Secret at /etc/gpusched-tls in Deployment/gpu-scheduler" \
+  "$(secret_at Deployment gpu-scheduler kube-scheduler /etc/gpusched-tls)" gpu-scheduler-client-tls
+expect_eq "tlsConfig.caFile" "$(stanza tlsConfig.caFile)" /etc/gpusched-tls/ca.crt
+expect_eq "tlsConfig.certFile" "$(stanza tlsConfig.certFile)" /etc/gpusched-tls/tls.crt
+expect_eq "tlsConfig.keyFile" "$(stanza tlsConfig.keyFile)" /etc/gpusched-tls/tls.key
+
+# --- cert-manager: self-signed Issuer -> CA Certificate -> CA Issuer -> the
+# server and client Certificates, written to the Secrets mounted above.
+[[ -n "$(get Issuer gpusched-selfsigned '{.spec.selfSigned}')" ]] ||
+  fail "Issuer/gpusched-selfsigned is not selfSigned"
+expect_eq "Certificate/gpusched-ca isCA" "$(get Certificate gpusched-ca '{.spec.isCA}')" true
+expect_eq "Certificate/gpusched-ca issuer" \
+  "$(get Certificate gpusched-ca '{.spec.issuerRef.name}')" gpusched-selfsigned
+expect_eq "Issuer/gpusched-ca CA Secret" "$(get Issuer gpusched-ca '{.spec.ca.secretName}')" \
+  "$(get Certificate gpusched-ca '{.spec.secretName}')"
+# leaf NAME SECRET USAGE
+leaf() {
+  expect_eq "Certificate/$1 secretName" "$(get Certificate "$1" '{.spec.secretName}')" "$2"
+  expect_eq "Certificate/$1 issuer" "$(get Certificate "$1" '{.spec.issuerRef.name}')" gpusched-ca
+  local usages
+  usages=$(get Certificate "$1" '{range .spec.usages[*]}{@}{"\n"}{end}')
+  grep -qxF "$3" <<<"${usages}" || fail "Certificate/$1 usages lack '$3'"
+}
+leaf gpusched-server gpusched-server-tls "server auth"
+leaf gpu-scheduler-client gpu-scheduler-client-tls "client auth"
+dns_names=$(get Certificate gpusched-server '{range .spec.dnsNames[*]}{@}{"\n"}{end}')
+grep -qxF "${url_host}" <<<"${dns_names}" ||
+  fail "Certificate/gpusched-server dnsNames lack ${url_host} (the host in urlPrefix)"
+
+# --- NetworkPolicy: the main port only from gpu-scheduler and Prometheus,
+# the health port from anywhere.
+expect_eq "NetworkPolicy/gpusched podSelector" \
+  "$(get NetworkPolicy gpusched '{.spec.podSelector.matchLabels}')" \
+  "$(get Deployment gpusched '{.spec.selector.matchLabels}')"
+main_port=${main_listen##*:}
+rules=$(get NetworkPolicy gpusched '{range .spec.ingress[*]}{.ports[*].port}|{.from}{"\n"}{end}')
+expect_rule() {
+  grep -qxF -- "$1" <<<"${rules}" || fail "NetworkPolicy/gpusched has no ingress rule '$1' in:
+${rules}"
+}
+scheduler_label=$(get Deployment gpu-scheduler \
+  '{.spec.template.metadata.labels.app\.kubernetes\.io/name}')
+expect_rule "${main_port}|[{\"podSelector\":{\"matchLabels\":{\"app.kubernetes.io/name\":\"${scheduler_label}\"}}}]"
+expect_rule "${main_port}|[{\"namespaceSelector\":{},\"podSelector\":{\"matchLabels\":{\"app.kubernetes.io/name\":\"prometheus\"}}}]"
+expect_rule "${health_port}|"
+[[ $(wc -l <<<"${rules}") -eq 3 ]] || fail "NetworkPolicy/gpusched has other ingress rules:
+${rules}"
+
+# --- Without cert-manager: the same objects minus cert-manager's.
+alt=${work}/without-cert-manager.yaml
+kubectl kustomize --load-restrictor LoadRestrictionsNone "${deploy_dir}/without-cert-manager" \
+  >"${alt}" || fail "kubectl kustomize ${deploy_dir}/without-cert-manager failed"
+# Drops the documents whose apiVersion is cert-manager's.
+awk '
+  function flush() { if (buf != "" && !cm) printf "%s", buf; buf = ""; cm = 0 }
+  /^---$/ { flush(); buf = $0 "\n"; next }
+  { buf = buf $0 "\n"; if ($0 ~ /^apiVersion: cert-manager\.io\//) cm = 1 }
+  END { flush() }
+' "${rendered}" | sed '1{/^---$/d}' >"${work}/without-cm-expected.yaml"
+diff -u "${work}/without-cm-expected.yaml" "${alt}" >&2 ||
+  fail "deploy/without-cert-manager differs from deploy/ in more than the cert-manager objects"
 
 expect_doc ClusterRole gpusched
 expect_in 'pods/binding'
