@@ -65,6 +65,9 @@ expect_in 'readOnlyRootFilesystem: true'
 expect_in 'runAsNonRoot: true'
 expect_in 'allowPrivilegeEscalation: false'
 expect_in 'mountPath: /etc/gpusched$'
+# Only the leader is Ready, so a rollout (an upgrade, or the restart after a
+# certificate renewal) must be allowed to take the Ready pod down.
+expect_in 'maxUnavailable: 100%'
 if grep -q 'subPath' <<<"${current}"; then
   fail "Deployment/gpusched mounts with subPath; ConfigMap updates would not propagate"
 fi
