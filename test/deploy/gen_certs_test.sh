@@ -115,21 +115,41 @@ other=${work}/other
 cmp -s "${other}/ca.crt" "${certs}/ca.crt" && fail "--new-ca reused the CA"
 "${script}" --days 0 --no-apply --out "${work}/bad" 2>/dev/null && fail "--days 0 accepted"
 
-# --- The real server with these files, as deploy/extender.yaml runs it.
+# --- The real server with these files, as deploy/extender.yaml runs it:
+# mTLS on the main port, and /healthz and /readyz on a plain-HTTP port.
 source_dir=$(cd "${deploy_dir}/.." && pwd)
-"${gpusched}" serve --config "${source_dir}/config/scheduler-policy.json" \
-  --cluster "${source_dir}/config/demo-cluster.json" --listen 127.0.0.1:0 \
-  --tls-cert "${certs}/server.crt" --tls-key "${certs}/server.key" \
-  --tls-client-ca "${certs}/ca.crt" >"${work}/serve.out" 2>"${work}/serve.err" &
-server_pid=$!
-port=
-for _ in $(seq 1 100); do
-  port=$(sed -nE 's|.* on https://127\.0\.0\.1:([0-9]+)/scheduler$|\1|p' "${work}/serve.out")
-  [[ -n "${port}" ]] && break
-  kill -0 "${server_pid}" 2>/dev/null || fail "gpusched serve exited: $(cat "${work}/serve.err")"
-  sleep 0.1
-done
-[[ -n "${port}" ]] || fail "gpusched serve did not report its port"
+# start_server [ARGS...]: starts gpusched serve on loopback with the files
+# plus ARGS; sets server_pid and port. Returns 1 if the server exits first.
+start_server() {
+  "${gpusched}" serve --config "${source_dir}/config/scheduler-policy.json" \
+    --cluster "${source_dir}/config/demo-cluster.json" --listen 127.0.0.1:0 \
+    --tls-cert "${certs}/server.crt" --tls-key "${certs}/server.key" \
+    --tls-client-ca "${certs}/ca.crt" "$@" >"${work}/serve.out" 2>"${work}/serve.err" &
+  server_pid=$!
+  port=
+  for _ in $(seq 1 100); do
+    port=$(sed -nE 's|.* on https://127\.0\.0\.1:([0-9]+)/scheduler$|\1|p' "${work}/serve.out")
+    [[ -n "${port}" ]] && return 0
+    if ! kill -0 "${server_pid}" 2>/dev/null; then
+      wait "${server_pid}" || true
+      server_pid=
+      return 1
+    fi
+    sleep 0.1
+  done
+  fail "gpusched serve did not report its port"
+}
+health_port=
+if start_server --health-listen 127.0.0.1:0; then
+  health_port=$(sed -nE 's|.*probes.* port ([0-9]+)$|\1|p' "${work}/serve.out")
+  [[ -n "${health_port}" ]] || fail "gpusched serve did not report its health port"
+elif grep -q -- 'health-listen' "${work}/serve.err"; then
+  # A binary from before --health-listen: check the TLS side alone.
+  echo "gen-certs test: gpusched serve has no --health-listen, health port not checked"
+  start_server || fail "gpusched serve exited: $(cat "${work}/serve.err")"
+else
+  fail "gpusched serve exited: $(cat "${work}/serve.err")"
+fi
 
 # fetch PATH [curl options]: the body of GET https://<service name>:port/PATH
 # (the name resolves to loopback, so curl checks it against the SANs).
@@ -143,8 +163,9 @@ fetch() {
 client=(--cert "${certs}/client.crt" --key "${certs}/client.key")
 fetch /healthz "${client[@]}" >/dev/null 2>"${work}/curl.err" ||
   fail "curl with the client certificate was refused: $(cat "${work}/curl.err")"
-fetch /metrics "${client[@]}" 2>"${work}/curl.err" | grep -q '^gpusched_' ||
-  fail "GET /metrics with the client certificate has no gpusched_ metrics"
+metrics=$(fetch /metrics "${client[@]}" 2>"${work}/curl.err") ||
+  fail "GET /metrics with the client certificate failed: $(cat "${work}/curl.err")"
+grep -q '^gpusched_' <<<"${metrics}" || fail "GET /metrics has no gpusched_ metrics"
 if fetch /healthz >/dev/null 2>&1; then
   fail "served a client without a certificate"
 fi
@@ -159,6 +180,20 @@ if curl -sS --fail --max-time 10 --resolve "wrong.example:${port}:127.0.0.1" \
   --cacert "${certs}/ca.crt" "${client[@]}" "https://wrong.example:${port}/healthz" \
   >/dev/null 2>&1; then
   fail "the server certificate passed for a name it does not carry"
+fi
+
+# The health port: plain HTTP, the probes and nothing else.
+if [[ -n "${health_port}" ]]; then
+  # status PATH: the HTTP status of GET http://127.0.0.1:<health port>PATH.
+  status() {
+    curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:${health_port}$1" || true
+  }
+  [[ "$(status /healthz)" == 200 ]] || fail "health port: GET /healthz is $(status /healthz)"
+  [[ "$(status /readyz)" =~ ^(200|503)$ ]] || fail "health port: GET /readyz is $(status /readyz)"
+  for path in /metrics /debug/queues /scheduler/filter; do
+    code=$(status "${path}")
+    [[ "${code}" =~ ^4 ]] || fail "health port serves ${path} (status ${code})"
+  done
 fi
 
 echo "gen-certs test: OK"
