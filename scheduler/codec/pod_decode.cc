@@ -10,6 +10,7 @@
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/internal/dom.h"
+#include "scheduler/codec/internal/gang_decode.h"
 
 namespace gpusched::codec {
 namespace {
@@ -246,6 +247,7 @@ absl::StatusOr<PodRequest> DecodePod(const Element& e, std::string_view path) {
   // gang-size without a gang name: the gang is the pod's Job (the annotation
   // set once in the Job's pod template). No Job: the pod runs alone.
   if (pod.gang.empty() && pod.gang_size > 1) pod.gang = OwningJob(*meta);
+  ApplyGangDeclarations(*meta, pod);  // framework labels; gpusched.io/gang* win
 
   std::string spath = StrCat(path, ".spec");
   GPUSCHED_ASSIGN_OR_RETURN(auto spec, OptObject(pod_obj, "spec", path));

@@ -30,6 +30,29 @@ enum class TopologyMode : uint8_t {
 
 enum class PodPhase : uint8_t { kPending, kRunning, kSucceeded, kFailed, kUnknown };
 
+// The object that declares a gang's size when the pod does not carry it
+// (docs/queue.md, "Gangs from framework labels"). The object lives in the
+// pod's namespace; scheduler/kube reads it and fills PodRequest::gang_size.
+enum class GangOwnerKind : uint8_t {
+  kNone,
+  kPodGroup,         // scheduling.x-k8s.io/v1alpha1 PodGroup (scheduler-plugins)
+  kVolcanoPodGroup,  // scheduling.volcano.sh/v1beta1 PodGroup
+  kJobSet,           // jobset.x-k8s.io/v1alpha2 JobSet (also a TrainJob's pods)
+  kPyTorchJob,       // kubeflow.org/v1 PyTorchJob
+  kMpiJob,           // kubeflow.org/v2beta1 MPIJob (mpi-operator)
+};
+
+struct GangOwner {
+  GangOwnerKind kind = GangOwnerKind::kNone;
+  std::string name;
+  bool operator==(const GangOwner&) const = default;
+};
+
+// PodRequest::gang_size of a gang whose size is declared by an object not
+// read yet: the pod belongs to a gang and must not be admitted (alone or
+// otherwise) until the size is known.
+inline constexpr int32_t kGangSizeUnknown = -1;
+
 // What the pod needs from GPUs on one node.
 struct GpuRequest {
   int32_t count = 0;             // devices; 0 = the pod needs no GPU
@@ -55,9 +78,14 @@ struct PodRequest {
   int64_t memory_mib = 0;
   GpuRequest gpu;
   // gpusched.io/gang (namespace-scoped); when only gang-size is set, the name
-  // of the Job that controls the pod.
+  // of the Job that controls the pod. Declared by a framework instead, a
+  // kind prefix and the group's name ("pg/llm", "jobset/llm").
   std::string gang;
+  // Members that must be placed at once: gpusched.io/gang-size, or a
+  // framework's minMember (smaller than the pod count for elastic gangs).
+  // kGangSizeUnknown while gang_owner has not been read.
   int32_t gang_size = 0;
+  GangOwner gang_owner;  // kind kNone when the size is on the pod
   // Binding state as the API server (or our own assumption) knows it.
   std::string node_name;
   PodPhase phase = PodPhase::kPending;
