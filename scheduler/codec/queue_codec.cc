@@ -48,6 +48,8 @@ std::string EncodeQueueReport(const queue::QueueReport& report) {
                           {"borrowedGpus", Gpus(n.borrowed_milli)},
                           {"cohortLendableGpus", Gpus(n.lendable_milli)},
                           {"models", std::move(models)},
+                          {"pendingPods", n.pending_pods},
+                          {"listedPods", n.queue.size()},
                           {"queue", std::move(queue)}});
   }
   out["namespaces"] = std::move(namespaces);

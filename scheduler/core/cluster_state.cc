@@ -112,6 +112,17 @@ void ClusterState::Touch(const std::string& node) {
   if (!node.empty()) dirty_.insert(node);
 }
 
+void ClusterState::NoteChanged(const std::string& uid) {
+  if (pods_reset_) return;  // the next read is a full one anyway
+  changed_pods_.insert(uid);
+  // Without a reader the set would only grow (the removed pods' uids): past
+  // a bound, the next read becomes a full one instead.
+  if (changed_pods_.size() > pods_.size() + 65536) {
+    changed_pods_.clear();
+    pods_reset_ = true;
+  }
+}
+
 void ClusterState::UpsertNode(NodeSpec spec) {
   absl::MutexLock l(&mu_);
   std::string name = spec.name;
@@ -150,6 +161,7 @@ void ClusterState::UpsertPod(PodRequest pod) {
   }
   uid_by_key_[pod.Key()] = pod.uid;
   std::string uid = pod.uid;
+  NoteChanged(uid);
   pods_[uid] = std::move(pod);
 }
 
@@ -158,25 +170,16 @@ void ClusterState::RemovePod(std::string_view uid) {
   auto it = pods_.find(ToAbsl(uid));
   if (it == pods_.end()) return;
   UnlinkPod(it->second);
+  NoteChanged(it->first);
   pods_.erase(it);
-}
-
-void ClusterState::NotePending(const PodRequest& pod) {
-  absl::MutexLock l(&mu_);
-  auto it = pods_.find(pod.uid);
-  if (it != pods_.end() && (it->second.HoldsGpus() || !pod.node_name.empty())) return;
-  if (it != pods_.end()) {
-    it->second = pod;
-    return;
-  }
-  uid_by_key_[pod.Key()] = pod.uid;
-  pods_[pod.uid] = pod;
 }
 
 void ClusterState::Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> pods) {
   absl::MutexLock l(&mu_);
   nodes_.clear();
   pods_.clear();
+  changed_pods_.clear();
+  pods_reset_ = true;
   uid_by_key_.clear();
   pods_by_node_.clear();
   built_.clear();
@@ -234,6 +237,7 @@ absl::Status ClusterState::Assume(const PodRequest& pod, std::string_view node,
   pods_by_node_[bound.node_name].insert(bound.uid);
   Touch(bound.node_name);
   uid_by_key_[bound.Key()] = bound.uid;
+  NoteChanged(bound.uid);
   pods_[bound.uid] = std::move(bound);
   CommitLocked();
   return absl::OkStatus();
@@ -249,6 +253,7 @@ void ClusterState::Forget(std::string_view uid) {
   it->second.has_gpu_ids = false;
   it->second.gpu_ids = 0;
   uid_by_key_[it->second.Key()] = it->second.uid;
+  NoteChanged(it->first);
   CommitLocked();
 }
 
@@ -333,6 +338,31 @@ std::vector<PodRequest> ClusterState::Pods() const {
   for (const auto& [uid, p] : pods_) out.push_back(p);
   std::sort(out.begin(), out.end(),
             [](const PodRequest& a, const PodRequest& b) { return a.uid < b.uid; });
+  return out;
+}
+
+ClusterState::PodChanges ClusterState::TakePodChanges(
+    const std::function<bool(const PodRequest&)>& keep, bool all) {
+  absl::MutexLock l(&mu_);
+  PodChanges out;
+  if (all || pods_reset_) {
+    out.full = true;
+    for (const auto& [uid, p] : pods_) {
+      if (keep(p)) out.pods.emplace_back(uid, p);
+    }
+  } else {
+    out.pods.reserve(changed_pods_.size());
+    for (const std::string& uid : changed_pods_) {
+      auto it = pods_.find(uid);
+      if (it != pods_.end() && keep(it->second)) {
+        out.pods.emplace_back(uid, it->second);
+      } else {
+        out.pods.emplace_back(uid, std::nullopt);
+      }
+    }
+  }
+  changed_pods_.clear();
+  pods_reset_ = false;
   return out;
 }
 

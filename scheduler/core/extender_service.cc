@@ -44,7 +44,8 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
     for (int32_t i = 0; i < n; ++i) out.passed.push_back(i);
     return out;
   }
-  if (!pod.HoldsGpus()) state_->NotePending(pod);
+  // The request names a pod; it never adds one to the cluster view (only the
+  // cluster source does). The gate reads the source's pod by UID.
   auto snapshot = state_->Snapshot();
   PodGate* gate = gate_.load();
   if (gate != nullptr) {
@@ -159,14 +160,19 @@ std::vector<int64_t> ExtenderService::Prioritize(const ExtenderArgs& args) const
 
 std::string ExtenderService::Bind(const BindingArgs& args, DeviceMask* devices) {
   if (!ready_) return "gpusched: cluster state not synced yet";
-  auto pod = state_->FindPodByName(args.pod_namespace, args.pod_name);
-  if (!pod.has_value()) {
+  // Only ever the pod the cluster source shows: by UID when the request
+  // names one (kube-scheduler always does), and with the requested name.
+  auto pod = args.pod_uid.empty() ? state_->FindPodByName(args.pod_namespace, args.pod_name)
+                                  : state_->FindPod(args.pod_uid);
+  if (!pod.has_value() || pod->ns != args.pod_namespace || pod->name != args.pod_name) {
+    auto named = state_->FindPodByName(args.pod_namespace, args.pod_name);
+    if (named.has_value() && !args.pod_uid.empty() && named->uid != args.pod_uid) {
+      return StrCat("gpusched: pod ", args.pod_namespace, "/", args.pod_name, " has UID ",
+                    named->uid, ", bind asked for ", args.pod_uid);
+    }
     return StrCat("gpusched: pod ", args.pod_namespace, "/", args.pod_name,
-                  " is unknown (never filtered by gpusched)");
-  }
-  if (!args.pod_uid.empty() && pod->uid != args.pod_uid) {
-    return StrCat("gpusched: pod ", args.pod_namespace, "/", args.pod_name, " has UID ", pod->uid,
-                  ", bind asked for ", args.pod_uid);
+                  args.pod_uid.empty() ? "" : StrCat(" (uid ", args.pod_uid, ")"),
+                  " is not in the cluster view (the cluster source has not shown it)");
   }
   if (pod->HoldsGpus()) {
     if (pod->node_name == args.node) return "";  // idempotent: already bound there

@@ -46,13 +46,13 @@ QueueManager::Slot* QueueManager::SlotOfLocked(const std::string& uid) {
 }
 
 std::string QueueManager::ReservedNode(const PodRequest& pod) {
-  absl::MutexLock l(&mu_);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   const Slot* s = SlotOfLocked(pod.uid);
   return s != nullptr && !s->bound ? s->node : "";
 }
 
 std::vector<std::string> QueueManager::ReservationUids() const {
-  absl::MutexLock l(&mu_);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   std::vector<std::string> out;
   for (const auto& [key, r] : reservations_) {
     for (const Slot& s : r.slots) {
@@ -68,7 +68,7 @@ int32_t QueueManager::PlaceGangLocked(const PodRequest& pod, int32_t missing,
                                       const std::map<std::string, NodeInfo>& overrides,
                                       std::vector<std::pair<std::string, DeviceMask>>* picks) {
   policy::PodContext ctx = fw.Prepare(pod, snapshot);
-  QuotaLedger ledger = LedgerLocked(snapshot);
+  QuotaLedger ledger = LedgerLocked();
   const int64_t demand = DemandMilli(pod.gpu);
   std::map<std::string, NodeInfo> changed = overrides;
   for (int32_t i = 0; i < missing; ++i) {
@@ -123,7 +123,7 @@ std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
     return StrCat("gpusched: gang ", pod.gang, ": all ", slots.size(),
                   " reserved device sets are claimed by other members");
   }
-  const int32_t missing = pod.gang_size - HeldGangMembers(pod, snapshot);
+  const int32_t missing = pod.gang_size - HeldGangMembersLocked(pod);
   if (missing <= 0) {
     return StrCat("gpusched: gang ", pod.gang, " already has its ", pod.gang_size,
                   " members holding GPUs");

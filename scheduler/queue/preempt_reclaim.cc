@@ -3,8 +3,11 @@
 // units (a gang is a unit and is only eligible if all its members are on the
 // node), ordered borrowed first, then lowest priority, then most recently
 // started, and planned with policy::PlanVictims on a copy of the node.
+// Reclaim is planned by the tick without the mutex (PlanReclaim reads only
+// copies) and recorded under it only if still current.
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "gpusched/util/strings.h"
 #include "scheduler/queue/queue_manager.h"
@@ -20,37 +23,31 @@ struct Candidate {
   int64_t start = 0;
 };
 
-// Number of pods per namespace/gang in the snapshot.
-std::map<std::string, int> GangSizes(const ClusterSnapshot& snapshot) {
-  std::map<std::string, int> out;
-  for (const auto& node : snapshot.nodes()) {
-    for (const PodOnNode& p : node->pods) {
-      if (!p.gang.empty()) ++out[p.ns + "/" + p.gang];
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
-std::optional<std::vector<std::string>> QueueManager::PlanNodeLocked(
-    const PodRequest& preemptor, const NodeInfo& node, const ClusterSnapshot& snapshot,
-    const policy::Framework& fw, const std::vector<std::string>* allowed, bool reclaim,
-    int64_t quota_demand) {
-  const QuotaLedger& ledger = LedgerLocked(snapshot);
-  const bool quotas = options_.quotas.enabled;
+QueueManager::PlanInputs QueueManager::LivePlanInputsLocked() {
+  return {&LedgerLocked(), &options_, &evicted_, &usage_};
+}
+
+std::optional<std::vector<std::string>> QueueManager::PlanNode(
+    const PlanInputs& in, const PodRequest& preemptor, const NodeInfo& node,
+    const ClusterSnapshot& snapshot, const policy::Framework& fw,
+    const std::vector<std::string>* allowed, bool reclaim, int64_t quota_demand) {
+  const QuotaLedger& ledger = *in.ledger;
+  const QueueOptions& options = *in.options;
+  const bool quotas = options.quotas.enabled;
   const int64_t demand = DemandMilli(preemptor.gpu);
   const bool borrows =
       quotas && ledger.Usage(preemptor.ns) + demand > ledger.Guaranteed(preemptor.ns);
   const std::string& cohort = ledger.Quota(preemptor.ns).cohort;
   auto eligible = [&](const PodOnNode& p) {
-    if (IsReservation(p.uid) || evicted_.contains(p.uid)) return false;
+    if (IsReservation(p.uid) || in.evicted->contains(p.uid)) return false;
     const bool lower = p.priority < preemptor.priority;
     if (reclaim) {
       if (p.ns == preemptor.ns || cohort.empty() || ledger.Quota(p.ns).cohort != cohort)
         return false;
       if (ledger.Usage(p.ns) <= ledger.Guaranteed(p.ns)) return false;
-      return lower || !options_.reclaim.only_lower_priority;
+      return lower || !options.reclaim.only_lower_priority;
     }
     if (!lower) return false;
     if (p.ns != preemptor.ns && borrows && ledger.Usage(p.ns) <= ledger.Guaranteed(p.ns)) {
@@ -62,7 +59,6 @@ std::optional<std::vector<std::string>> QueueManager::PlanNodeLocked(
     return allowed == nullptr ||
            std::find(allowed->begin(), allowed->end(), p.uid) != allowed->end();
   };
-  std::map<std::string, int> gang_sizes = GangSizes(snapshot);
   std::vector<Candidate> cands;
   std::map<std::string, size_t> gang_index;
   for (const PodOnNode& p : node.pods) {
@@ -87,7 +83,7 @@ std::optional<std::vector<std::string>> QueueManager::PlanNodeLocked(
                      [&](const Candidate& c) {
                        if (c.pods.front()->gang.empty()) return false;
                        const PodOnNode& f = *c.pods.front();
-                       if (gang_sizes[f.ns + "/" + f.gang] != static_cast<int>(c.pods.size())) {
+                       if (in.usage->GangHeld(f.ns, f.gang) != static_cast<int>(c.pods.size())) {
                          return true;
                        }
                        bool any_listed = false;
@@ -145,7 +141,9 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
                                         const policy::Framework& fw) {
   PreemptionOutcome out;
   if (args.pod.preempt_never || args.pod.gpu.count == 0) return out;
-  absl::MutexLock l(&mu_);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  SyncLocked(deps_.state->Snapshot());
+  const PlanInputs live = LivePlanInputsLocked();
   // Evicting for a pod its queue holds back would free GPUs it still may not
   // take: not while an earlier unit could use the same nodes, and only
   // victims that leave quota for the earlier units as well.
@@ -156,7 +154,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
     const NodeInfo* node = snapshot.Find(c.node);
     if (node == nullptr) continue;
     auto plan =
-        PlanNodeLocked(args.pod, *node, snapshot, fw, &c.victim_uids, false, ev.quota_demand);
+        PlanNode(live, args.pod, *node, snapshot, fw, &c.victim_uids, false, ev.quota_demand);
     if (!plan.has_value()) continue;
     // A gang member's preemption must be a step towards the whole gang
     // starting: with this node's victims gone, and every pod of lower
@@ -175,7 +173,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
       }
       std::map<std::string, NodeInfo> room = gang_room;
       room[node->name] = policy::WithoutPods(*node, *plan);
-      const int32_t missing = args.pod.gang_size - HeldGangMembers(args.pod, snapshot);
+      const int32_t missing = args.pod.gang_size - HeldGangMembersLocked(args.pod);
       std::vector<std::pair<std::string, DeviceMask>> picks;
       if (PlaceGangLocked(args.pod, missing, snapshot, fw, room, &picks) < missing) continue;
     }
@@ -203,27 +201,43 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
   return out;
 }
 
-bool QueueManager::EvictLocked(const std::string& uid, const std::string& reason,
-                               const std::string& label) {
+std::optional<PodRequest> QueueManager::MarkEvictedLocked(const std::string& uid) {
   auto pod = deps_.state->FindPod(uid);
-  if (!pod.has_value() || deps_.writer == nullptr) return false;
+  if (!pod.has_value() || deps_.writer == nullptr) return std::nullopt;
   evicted_[uid] = Now();
-  absl::Status s = deps_.writer->Evict(*pod, reason);
-  std::cerr << "gpusched: " << label << ": evict " << pod->Key() << " on " << pod->node_name << ": "
-            << reason << (s.ok() ? "" : StrCat(" (failed: ", FromAbsl(s.message()), ")")) << "\n";
-  if (deps_.metrics != nullptr) {
-    deps_.metrics->Inc("gpusched_evictions_total", "Evictions requested by gpusched.",
-                       {{"reason", label}});
-  }
-  return s.ok();
+  return pod;
 }
 
-int QueueManager::ReclaimLocked(const ClusterSnapshot& snapshot, const policy::Framework& fw) {
-  int evictions = 0;
+int QueueManager::SendEvictions(const std::vector<std::pair<PodRequest, std::string>>& evictions,
+                                const std::string& label) {
+  int sent = 0;
+  for (const auto& [pod, reason] : evictions) {
+    absl::Status s = deps_.writer->Evict(pod, reason);
+    std::cerr << "gpusched: " << label << ": evict " << pod.Key() << " on " << pod.node_name << ": "
+              << reason << (s.ok() ? "" : StrCat(" (failed: ", FromAbsl(s.message()), ")")) << "\n";
+    if (deps_.metrics != nullptr) {
+      deps_.metrics->Inc("gpusched_evictions_total", "Evictions requested by gpusched.",
+                         {{"reason", label}});
+    }
+    sent += s.ok() ? 1 : 0;
+  }
+  return sent;
+}
+
+std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
+    const ClusterSnapshot& snapshot) {
+  std::vector<ReclaimJob> jobs;
   const int64_t now = Now();
-  std::vector<std::string> namespaces;
-  for (const auto& [ns, q] : pending_) namespaces.push_back(ns);
-  for (const std::string& ns : namespaces) {
+  const QuotaLedger& ledger = LedgerLocked();
+  // Cohorts with a member above its guarantee: only their pods can be
+  // reclaimed, so a namespace of any other cohort has nothing to plan.
+  std::set<std::string> lending;
+  for (const std::string& ns : ledger.Namespaces()) {
+    if (ledger.Usage(ns) > ledger.Guaranteed(ns) && !ledger.Quota(ns).cohort.empty()) {
+      lending.insert(ledger.Quota(ns).cohort);
+    }
+  }
+  for (const auto& [ns, order] : order_) {
     auto busy = reclaiming_.find(ns);
     if (busy != reclaiming_.end() && now - busy->second.at_ms < options_.reclaim_cooldown_ms &&
         std::any_of(
@@ -231,55 +245,96 @@ int QueueManager::ReclaimLocked(const ClusterSnapshot& snapshot, const policy::F
             [&](const std::string& uid) { return deps_.state->FindPod(uid).has_value(); })) {
       continue;  // the last victims are still terminating
     }
-    std::vector<Unit> units = UnitsLocked(ns, snapshot);
-    const Unit* head = nullptr;
-    for (const Unit& u : units) {
-      if (now - std::max(u.head->last_filter_ms, u.head->first_seen_ms) > options_.stale_after_ms) {
-        continue;
-      }
-      head = &u;
+    // The head: the first unit filtered (or seen) within stale_after_ms.
+    // A gang is one unit, seen at its first member.
+    const Entry* head = nullptr;
+    absl::flat_hash_set<std::string> gangs;
+    for (const Entry* e : order) {
+      if (IsGang(e->pod) && !gangs.insert(e->pod.gang).second) continue;
+      if (now - std::max(e->last_filter_ms, e->first_seen_ms) > options_.stale_after_ms) continue;
+      head = e;
       break;
     }
-    if (head == nullptr || IsGang(head->head->pod)) continue;
-    const QuotaLedger& ledger = LedgerLocked(snapshot);
-    if (ledger.Quota(ns).cohort.empty() ||
-        ledger.Usage(ns) + head->demand > ledger.Guaranteed(ns)) {
+    if (head == nullptr || IsGang(head->pod)) continue;
+    const std::string& cohort = ledger.Quota(ns).cohort;
+    const int64_t demand = DemandMilli(head->pod.gpu);
+    if (cohort.empty() || ledger.Usage(ns) + demand > ledger.Guaranteed(ns)) {
       continue;  // only a namespace within its guarantee reclaims
     }
-    const PodRequest& pod = head->head->pod;
-    policy::PodContext ctx = fw.Prepare(pod, snapshot);
-    bool fits = false;
-    for (const auto& node : snapshot.nodes()) {
-      if (policy::FitsWithDevices(fw, ctx, *node)) {
-        fits = true;
-        break;
-      }
-    }
-    if (fits) continue;
-    std::optional<std::vector<std::string>> best;
-    for (const auto& node : snapshot.nodes()) {
-      auto plan = PlanNodeLocked(pod, *node, snapshot, fw, nullptr, true);
-      if (plan.has_value() && !plan->empty() && (!best || plan->size() < best->size())) {
-        best = std::move(plan);
-      }
-    }
-    if (!best.has_value()) continue;
-    const std::string reason = StrCat("reclaim: namespace ", ns, " is below its guarantee and ",
-                                      pod.Key(), " needs ", FormatGpus(head->demand), " GPUs");
-    for (const std::string& uid : *best) evictions += EvictLocked(uid, reason, "reclaim") ? 1 : 0;
-    reclaiming_[ns] = {now, *best, pod.uid, head->demand};
+    if (!lending.contains(cohort)) continue;  // no borrower to reclaim from
+    jobs.push_back({ns, head->pod, demand, {}});
   }
-  return evictions;
+  (void)snapshot;
+  return jobs;
 }
 
-int QueueManager::EvictOverLimitLocked(const ClusterSnapshot& snapshot) {
-  int evictions = 0;
-  const QuotaLedger& ledger = LedgerLocked(snapshot);
+void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snapshot,
+                               const policy::Framework& fw, ReclaimJob* job) {
+  policy::PodContext ctx = fw.Prepare(job->pod, snapshot);
+  policy::FilterMemo memo(fw, ctx);
+  const auto& nodes = snapshot.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (memo.Filter(snapshot.hot(static_cast<int32_t>(i))).fits() &&
+        policy::FitsWithDevices(fw, ctx, *nodes[i])) {
+      return;  // it fits somewhere as is: nothing to reclaim
+    }
+  }
+  const QuotaLedger& ledger = *in.ledger;
+  const std::string& cohort = ledger.Quota(job->pod.ns).cohort;
+  std::optional<std::vector<std::string>> best;
+  for (const auto& node : nodes) {
+    // Only nodes holding a pod of a borrowing member of the cohort can give.
+    const bool has_victim = std::any_of(node->pods.begin(), node->pods.end(), [&](const auto& p) {
+      return p.ns != job->pod.ns && ledger.Quota(p.ns).cohort == cohort &&
+             ledger.Usage(p.ns) > ledger.Guaranteed(p.ns);
+    });
+    if (!has_victim) continue;
+    auto plan = PlanNode(in, job->pod, *node, snapshot, fw, nullptr, true);
+    if (plan.has_value() && !plan->empty() && (!best || plan->size() < best->size())) {
+      best = std::move(plan);
+    }
+  }
+  if (best.has_value()) job->victims = std::move(*best);
+}
+
+std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLocked(
+    const std::vector<ReclaimJob>& jobs, uint64_t planned_generation) {
+  std::vector<std::pair<PodRequest, std::string>> out;
+  const int64_t now = Now();
+  for (const ReclaimJob& job : jobs) {
+    if (job.victims.empty()) continue;
+    // Still current: nothing changed since the plan, or the pod still
+    // heads its queue and every victim is still there and not evicted.
+    const Entry* e = FindEntryLocked(job.pod.uid);
+    if (e == nullptr) continue;
+    if (deps_.state->Snapshot()->generation() != planned_generation) {
+      auto q = order_.find(job.ns);
+      if (q == order_.end() || *q->second.begin() != e) continue;
+      if (std::any_of(job.victims.begin(), job.victims.end(), [&](const std::string& uid) {
+            return evicted_.contains(uid) || !deps_.state->FindPod(uid).has_value();
+          })) {
+        continue;
+      }
+    }
+    const std::string reason = StrCat("reclaim: namespace ", job.ns, " is below its guarantee and ",
+                                      job.pod.Key(), " needs ", FormatGpus(job.demand), " GPUs");
+    for (const std::string& uid : job.victims) {
+      if (auto pod = MarkEvictedLocked(uid)) out.emplace_back(std::move(*pod), reason);
+    }
+    reclaiming_[job.ns] = {now, job.victims, job.pod.uid, job.demand};
+  }
+  return out;
+}
+
+std::vector<std::pair<PodRequest, std::string>> QueueManager::OverLimitEvictionsLocked(
+    const ClusterSnapshot& snapshot) {
+  std::vector<std::pair<PodRequest, std::string>> out;
+  const QuotaLedger& ledger = LedgerLocked();
   std::map<std::string, int64_t> over;
   for (const std::string& ns : ledger.Namespaces()) {
     if (ledger.Usage(ns) > ledger.Limit(ns)) over[ns] = ledger.Usage(ns) - ledger.Limit(ns);
   }
-  if (over.empty()) return 0;
+  if (over.empty()) return out;
   std::vector<const PodOnNode*> pods;
   for (const auto& node : snapshot.nodes()) {
     for (const PodOnNode& p : node->pods) {
@@ -308,10 +363,10 @@ int QueueManager::EvictOverLimitLocked(const ClusterSnapshot& snapshot) {
                                       FormatGpus(ledger.Limit(p->ns)), " GPUs");
     for (const PodOnNode* q : group) {
       left -= int64_t{q->gpus} * q->milli_per_gpu;
-      evictions += EvictLocked(q->uid, reason, "over-limit") ? 1 : 0;
+      if (auto pod = MarkEvictedLocked(q->uid)) out.emplace_back(std::move(*pod), reason);
     }
   }
-  return evictions;
+  return out;
 }
 
 }  // namespace gpusched::queue

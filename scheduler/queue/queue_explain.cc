@@ -1,5 +1,7 @@
-// QueueManager: what the debug endpoints and /metrics show.
+// QueueManager: what the debug endpoints and /metrics show. The queue report
+// copies what it lists under the mutex and explains it without the mutex.
 #include <algorithm>
+#include <deque>
 #include <set>
 
 #include "gpusched/policy/preemption_planner.h"
@@ -8,34 +10,92 @@
 
 namespace gpusched::queue {
 
-QueueReport QueueManager::Report() {
+QueueReport QueueManager::Report(const ReportQuery& query) {
   auto fw = deps_.framework();
-  absl::MutexLock l(&mu_);
   auto snapshot = deps_.state->Snapshot();
-  const int64_t now = Now();
   QueueReport report;
-  report.quotas_enabled = options_.quotas.enabled;
-  std::set<std::string> names;
-  for (const std::string& ns : LedgerLocked(*snapshot).Namespaces()) names.insert(ns);
-  for (const auto& [ns, q] : pending_) names.insert(ns);
-  for (const std::string& ns : names) {
-    std::vector<Unit> units = UnitsLocked(ns, *snapshot);
-    const QuotaLedger& ledger = LedgerLocked(*snapshot);
-    NamespaceQueue nq;
-    nq.ns = ns;
-    nq.cohort = ledger.Quota(ns).cohort;
-    nq.guaranteed_milli = ledger.Guaranteed(ns);
-    nq.limit_milli = ledger.Limit(ns);
-    nq.usage_milli = ledger.Usage(ns);
-    nq.borrowed_milli = ledger.Borrowed(ns);
-    nq.lendable_milli = ledger.Lendable(ns);
-    for (const auto& [model, amount] : ledger.Quota(ns).models) {
-      nq.models.push_back(
-          {model, amount.guaranteed * 1000, amount.limit * 1000, ledger.ModelUsage(ns, model)});
+  // Copies made under the mutex: entries (stable addresses), units over
+  // them, the ledger and the options it points to.
+  std::deque<Entry> entries;
+  std::vector<std::vector<Unit>> units;
+  std::vector<std::set<std::string>> reserved;
+  QueueOptions options;
+  std::unique_ptr<QuotaLedger> ledger;
+  int64_t now = 0;
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    SyncLocked(snapshot);
+    now = Now();
+    options = options_;
+    ledger = std::make_unique<QuotaLedger>(LedgerLocked());
+    ledger->RebindConfig(options.quotas);
+    report.quotas_enabled = options_.quotas.enabled;
+    std::set<std::string> names;
+    if (!query.ns.empty()) {
+      names.insert(query.ns);
+    } else {
+      for (const std::string& ns : ledger->Namespaces()) names.insert(ns);
+      for (const auto& [ns, q] : order_) names.insert(ns);
     }
-    std::vector<PodRequest> pods;
-    for (size_t i = 0; i < units.size(); ++i) {
-      for (const Entry* e : units[i].members) {
+    for (const std::string& ns : names) {
+      NamespaceQueue nq;
+      nq.ns = ns;
+      auto q = order_.find(ns);
+      nq.pending_pods = q == order_.end() ? 0 : static_cast<int64_t>(q->second.size());
+      std::vector<Unit> live = UnitsLocked(ns, "", static_cast<size_t>(std::max(0, query.limit)));
+      std::vector<Unit> copy;
+      std::set<std::string> gangs;
+      size_t listed = 0;
+      for (const Unit& u : live) {
+        if (listed >= static_cast<size_t>(std::max(0, query.limit))) break;
+        Unit c{nullptr, {}, u.demand};
+        for (const Entry* e : u.members) {
+          entries.push_back(*e);
+          c.members.push_back(&entries.back());
+          if (e == u.head) c.head = &entries.back();
+        }
+        listed += c.members.size();
+        if (IsGang(u.head->pod) && reservations_.contains(GangKey(ns, u.head->pod.gang))) {
+          gangs.insert(u.head->pod.gang);
+        }
+        copy.push_back(std::move(c));
+      }
+      units.push_back(std::move(copy));
+      reserved.push_back(std::move(gangs));
+      report.namespaces.push_back(std::move(nq));
+    }
+    for (const auto& [key, r] : reservations_) {
+      if (!query.ns.empty() && r.ns != query.ns) continue;
+      GangReservationReport g;
+      g.ns = r.ns;
+      g.gang = r.gang;
+      g.slots = static_cast<int32_t>(r.slots.size());
+      g.expires_in_seconds = static_cast<double>(r.deadline_ms - now) / 1000.0;
+      for (const Slot& s : r.slots) {
+        g.bound += s.bound ? 1 : 0;
+        g.nodes.emplace_back(s.node, FormatMask(s.devices));
+      }
+      report.reservations.push_back(std::move(g));
+    }
+  }
+  // Explained from the copies, without the mutex.
+  std::vector<NamespaceQueue> shown;
+  for (size_t n = 0; n < report.namespaces.size(); ++n) {
+    NamespaceQueue& nq = report.namespaces[n];
+    const std::string& ns = nq.ns;
+    nq.cohort = ledger->Quota(ns).cohort;
+    nq.guaranteed_milli = ledger->Guaranteed(ns);
+    nq.limit_milli = ledger->Limit(ns);
+    nq.usage_milli = ledger->Usage(ns);
+    nq.borrowed_milli = ledger->Borrowed(ns);
+    nq.lendable_milli = ledger->Lendable(ns);
+    for (const auto& [model, amount] : ledger->Quota(ns).models) {
+      nq.models.push_back(
+          {model, amount.guaranteed * 1000, amount.limit * 1000, ledger->ModelUsage(ns, model)});
+    }
+    const std::vector<Unit>& us = units[n];
+    for (size_t i = 0; i < us.size(); ++i) {
+      for (const Entry* e : us[i].members) {
         QueuedPod qp;
         qp.ns = ns;
         qp.name = e->pod.name;
@@ -48,28 +108,17 @@ QueueReport QueueManager::Report() {
         qp.gang_size = e->pod.gang_size;
         qp.position = static_cast<int32_t>(i + 1);
         qp.wait_seconds = static_cast<double>(now - e->first_seen_ms) / 1000.0;
+        EvalInputs in{ledger.get(), &options, IsGang(e->pod) && reserved[n].contains(e->pod.gang),
+                      now};
+        qp.reason = EvaluateUnits(us, i, e->pod, in, *snapshot, *fw, false).reason;
         nq.queue.push_back(std::move(qp));
-        pods.push_back(e->pod);
       }
     }
-    // Reasons last: evaluating re-reads the queue.
-    for (size_t i = 0; i < pods.size(); ++i) {
-      nq.queue[i].reason = EvaluateLocked(pods[i], *snapshot, *fw).reason;
+    if (options.quotas.enabled || nq.pending_pods > 0 || !query.ns.empty()) {
+      shown.push_back(std::move(nq));
     }
-    if (options_.quotas.enabled || !nq.queue.empty()) report.namespaces.push_back(std::move(nq));
   }
-  for (const auto& [key, r] : reservations_) {
-    GangReservationReport g;
-    g.ns = r.ns;
-    g.gang = r.gang;
-    g.slots = static_cast<int32_t>(r.slots.size());
-    g.expires_in_seconds = static_cast<double>(r.deadline_ms - now) / 1000.0;
-    for (const Slot& s : r.slots) {
-      g.bound += s.bound ? 1 : 0;
-      g.nodes.emplace_back(s.node, FormatMask(s.devices));
-    }
-    report.reservations.push_back(std::move(g));
-  }
+  report.namespaces = std::move(shown);
   std::sort(report.reservations.begin(), report.reservations.end(),
             [](const auto& a, const auto& b) { return a.ns + a.gang < b.ns + b.gang; });
   return report;
@@ -79,8 +128,9 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   auto pod = deps_.state->FindPodByName(ns, name);
   if (!pod.has_value()) return std::nullopt;
   auto fw = deps_.framework();
-  absl::MutexLock l(&mu_);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   auto snapshot = deps_.state->Snapshot();
+  SyncLocked(snapshot);
   PodReport r;
   r.ns = ns;
   r.name = name;
@@ -98,11 +148,6 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   if (pod->gpu.count == 0) {
     r.reason = "pod requests no GPU: gpusched does not queue it";
     return r;
-  }
-  if (!pending_[ns].contains(pod->uid)) {
-    Entry& e = pending_[ns][pod->uid];
-    e.pod = *pod;
-    e.first_seen_ms = Now();
   }
   Evaluation ev = EvaluateLocked(*pod, *snapshot, *fw, /*all_checks=*/true);
   r.position = ev.position;
@@ -124,8 +169,9 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
                                  first_reason, ")");
   }
   if (fits == 0 && !pod->preempt_never && !ev.behind_earlier) {
+    const PlanInputs live = LivePlanInputsLocked();
     for (const auto& node : snapshot->nodes()) {
-      auto plan = PlanNodeLocked(*pod, *node, *snapshot, *fw, nullptr, false, ev.quota_demand);
+      auto plan = PlanNode(live, *pod, *node, *snapshot, *fw, nullptr, false, ev.quota_demand);
       if (!plan.has_value() || plan->empty()) continue;
       PreemptionPreview p;
       p.node = node->name;
@@ -145,18 +191,18 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
 }
 
 void QueueManager::CollectMetrics(GaugeWriter& w) {
-  absl::MutexLock l(&mu_);
-  auto snapshot = deps_.state->Snapshot();
-  const QuotaLedger& ledger = LedgerLocked(*snapshot);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  SyncLocked(deps_.state->Snapshot());
+  const QuotaLedger& ledger = LedgerLocked();
   std::set<std::string> names;
   for (const std::string& ns : ledger.Namespaces()) names.insert(ns);
-  for (const auto& [ns, q] : pending_) names.insert(ns);
+  for (const auto& [ns, q] : order_) names.insert(ns);
   for (const auto& [ns, h] : waits_) names.insert(ns);
   for (const std::string& ns : names) {
     const Labels labels = {{"namespace", ns}};
-    auto q = pending_.find(ns);
+    auto q = order_.find(ns);
     w.Gauge("gpusched_queue_pending_pods", "Pending GPU pods in the namespace's queue.", labels,
-            q == pending_.end() ? 0.0 : static_cast<double>(q->second.size()));
+            q == order_.end() ? 0.0 : static_cast<double>(q->second.size()));
     if (options_.quotas.enabled) {
       w.Gauge("gpusched_quota_usage_gpus", "GPUs held by the namespace.", labels,
               ledger.Usage(ns) / 1000.0);
@@ -175,6 +221,9 @@ void QueueManager::CollectMetrics(GaugeWriter& w) {
     w.Histogram("gpusched_queue_wait_seconds", "Time from first sight to bind.",
                 {{"namespace", ns}}, kBounds, h.buckets, h.count, h.sum);
   }
+  w.Gauge("gpusched_queue_lock_hold_max_seconds",
+          "Longest single hold of the queue manager's mutex since start.", {},
+          static_cast<double>(lock_stats_.max_ns.load()) / 1e9);
 }
 
 }  // namespace gpusched::queue

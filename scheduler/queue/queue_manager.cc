@@ -17,12 +17,23 @@ bool Earlier(const PodRequest& a, const PodRequest& b) {
   return a.uid < b.uid;
 }
 
+// A pod that waits in a queue: asks for GPUs, holds none, not going away.
 bool Waiting(const PodRequest& p) {
   return p.gpu.count > 0 && !p.HoldsGpus() && !p.deleting &&
          (p.phase == PodPhase::kPending || p.phase == PodPhase::kUnknown) && !IsReservation(p.uid);
 }
 
+// The fields that place a pod in its queue.
+bool SamePlace(const PodRequest& a, const PodRequest& b) {
+  return a.ns == b.ns && a.priority == b.priority && a.creation_unix == b.creation_unix &&
+         a.name == b.name && a.gang == b.gang && (a.gang_size > 1) == (b.gang_size > 1);
+}
+
 }  // namespace
+
+bool QueueManager::EarlierEntry::operator()(const Entry* a, const Entry* b) const {
+  return Earlier(a->pod, b->pod);
+}
 
 QueueManager::QueueManager(QueueDeps deps, QueueOptions options)
     : deps_(std::move(deps)), options_(std::move(options)) {}
@@ -35,81 +46,142 @@ int64_t QueueManager::Now() const {
 }
 
 void QueueManager::SetOptions(QueueOptions options) {
-  absl::MutexLock l(&mu_);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   options_ = std::move(options);
   ledger_.reset();
   ++config_version_;
 }
 
-const QuotaLedger& QueueManager::LedgerLocked(const ClusterSnapshot& snapshot) {
-  if (ledger_ == nullptr || ledger_generation_ != snapshot.generation() ||
+// ---- the pending index ----------------------------------------------------
+
+QueueManager::Entry* QueueManager::FindEntryLocked(const std::string& uid) {
+  auto it = entries_.find(uid);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+void QueueManager::EraseEntryLocked(const std::string& uid) {
+  auto it = entries_.find(uid);
+  if (it == entries_.end()) return;
+  Entry* e = &it->second;
+  auto q = order_.find(e->pod.ns);
+  if (q != order_.end()) {
+    q->second.erase(e);
+    if (q->second.empty()) order_.erase(q);
+  }
+  if (IsGang(e->pod)) {
+    auto g = gang_members_.find(GangKey(e->pod.ns, e->pod.gang));
+    if (g != gang_members_.end()) {
+      std::erase(g->second, e);
+      if (g->second.empty()) gang_members_.erase(g);
+    }
+  }
+  entries_.erase(it);
+}
+
+void QueueManager::UpsertEntryLocked(PodRequest pod) {
+  Entry* e = FindEntryLocked(pod.uid);
+  if (e != nullptr && SamePlace(e->pod, pod)) {
+    e->pod = std::move(pod);  // the fields that order it are unchanged
+    return;
+  }
+  int64_t first_seen = Now(), last_filter = -1;
+  if (e != nullptr) {
+    first_seen = e->first_seen_ms;
+    last_filter = e->last_filter_ms;
+    EraseEntryLocked(pod.uid);
+  }
+  const std::string uid = pod.uid;
+  Entry& fresh = entries_[uid];
+  fresh.pod = std::move(pod);
+  fresh.first_seen_ms = first_seen;
+  fresh.last_filter_ms = last_filter;
+  order_[fresh.pod.ns].insert(&fresh);
+  if (IsGang(fresh.pod)) gang_members_[GangKey(fresh.pod.ns, fresh.pod.gang)].push_back(&fresh);
+}
+
+void QueueManager::SyncLocked(std::shared_ptr<const ClusterSnapshot> snapshot) {
+  const bool scratch = options_.recompute_from_scratch;
+  ClusterState::PodChanges changes = deps_.state->TakePodChanges(Waiting, full_sync_ || scratch);
+  full_sync_ = false;
+  if (changes.full) {
+    absl::flat_hash_set<std::string> keep;
+    for (const auto& [uid, pod] : changes.pods) keep.insert(uid);
+    std::vector<std::string> gone;
+    for (const auto& [uid, e] : entries_) {
+      if (!keep.contains(uid)) gone.push_back(uid);
+    }
+    for (const std::string& uid : gone) EraseEntryLocked(uid);
+  }
+  for (auto& [uid, pod] : changes.pods) {
+    if (pod.has_value()) {
+      UpsertEntryLocked(std::move(*pod));
+    } else {
+      EraseEntryLocked(uid);
+    }
+  }
+  if (scratch) {
+    usage_.Clear();
+    ledger_.reset();
+  }
+  usage_.Update(std::move(snapshot));
+}
+
+void QueueManager::Resync() {
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  full_sync_ = true;
+  SyncLocked(deps_.state->Snapshot());
+}
+
+// ---- queue order and admission ----------------------------------------------
+
+const QuotaLedger& QueueManager::LedgerLocked() {
+  if (ledger_ == nullptr || ledger_generation_ != usage_.generation() ||
       ledger_version_ != config_version_) {
-    ledger_ = std::make_unique<QuotaLedger>(options_.quotas, snapshot);
-    ledger_generation_ = snapshot.generation();
+    ledger_ = std::make_unique<QuotaLedger>(options_.quotas, usage_.use());
+    ledger_generation_ = usage_.generation();
     ledger_version_ = config_version_;
   }
   // Claims last while the pod reclaim works for waits (bounded in time).
   std::map<std::string, int64_t> claims;
   const int64_t now = Now();
   for (const auto& [ns, r] : reclaiming_) {
-    auto q = pending_.find(ns);
-    if (now - r.at_ms >= options_.stale_after_ms || q == pending_.end() ||
-        !q->second.contains(r.for_uid)) {
-      continue;
-    }
-    auto pod = deps_.state->FindPod(r.for_uid);
-    if (pod.has_value() && Waiting(*pod)) claims[ns] = r.demand;
+    if (now - r.at_ms >= options_.stale_after_ms) continue;
+    const Entry* e = FindEntryLocked(r.for_uid);
+    if (e != nullptr && e->pod.ns == ns) claims[ns] = r.demand;
   }
   if (claims != ledger_->claims()) ledger_->SetClaims(std::move(claims));
   return *ledger_;
 }
 
-int32_t QueueManager::HeldGangMembers(const PodRequest& pod,
-                                      const ClusterSnapshot& snapshot) const {
-  int32_t held = 0;
-  for (const auto& node : snapshot.nodes()) {
-    for (const PodOnNode& p : node->pods) {
-      if (p.gang == pod.gang && p.ns == pod.ns) ++held;
-    }
-  }
-  return held;
+int32_t QueueManager::HeldGangMembersLocked(const PodRequest& pod) const {
+  return usage_.GangHeld(pod.ns, pod.gang);
 }
 
 std::vector<QueueManager::Unit> QueueManager::UnitsLocked(const std::string& ns,
-                                                          const ClusterSnapshot& snapshot) {
+                                                          const std::string& stop_uid,
+                                                          size_t max_units) {
   std::vector<Unit> units;
-  auto q = pending_.find(ns);
-  if (q == pending_.end()) return units;
-  std::vector<const Entry*> order;
-  for (auto it = q->second.begin(); it != q->second.end();) {
-    auto now = deps_.state->FindPod(it->first);
-    if (!now.has_value() || !Waiting(*now)) {
-      q->second.erase(it++);
-      continue;
-    }
-    it->second.pod = std::move(*now);
-    order.push_back(&it->second);
-    ++it;
-  }
-  if (q->second.empty()) {
-    pending_.erase(q);
-    return units;
-  }
-  std::sort(order.begin(), order.end(),
-            [](const Entry* a, const Entry* b) { return Earlier(a->pod, b->pod); });
-  std::map<std::string, size_t> gang_unit;
-  for (const Entry* e : order) {
+  auto q = order_.find(ns);
+  if (q == order_.end()) return units;
+  const Entry* stop = stop_uid.empty() ? nullptr : FindEntryLocked(stop_uid);
+  std::string stop_gang;
+  if (stop != nullptr && IsGang(stop->pod)) stop_gang = stop->pod.gang;
+  absl::flat_hash_set<std::string> gangs_seen;
+  for (const Entry* e : q->second) {
+    if (units.size() >= max_units) break;
     if (IsGang(e->pod)) {
-      auto [it, fresh] = gang_unit.emplace(e->pod.gang, units.size());
-      if (!fresh) {
-        units[it->second].members.push_back(e);
-        continue;
-      }
-      const int32_t missing = std::max(0, e->pod.gang_size - HeldGangMembers(e->pod, snapshot));
-      units.push_back({e, {e}, DemandMilli(e->pod.gpu) * missing});
-      continue;
+      if (!gangs_seen.insert(e->pod.gang).second) continue;
+      const std::vector<const Entry*>& members = gang_members_[GangKey(ns, e->pod.gang)];
+      Unit u{e, members, 0};
+      std::sort(u.members.begin(), u.members.end(), EarlierEntry());
+      const int32_t missing = std::max(0, e->pod.gang_size - HeldGangMembersLocked(e->pod));
+      u.demand = DemandMilli(e->pod.gpu) * missing;
+      units.push_back(std::move(u));
+      if (!stop_gang.empty() && e->pod.gang == stop_gang) break;
+    } else {
+      units.push_back({e, {e}, DemandMilli(e->pod.gpu)});
+      if (e == stop) break;
     }
-    units.push_back({e, {e}, DemandMilli(e->pod.gpu)});
   }
   return units;
 }
@@ -118,27 +190,34 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
                                                       const ClusterSnapshot& snapshot,
                                                       const policy::Framework& fw,
                                                       bool all_checks) {
+  const Entry* self = FindEntryLocked(pod.uid);
+  if (self == nullptr) return {};   // not waiting (bound, finished or unknown)
+  const PodRequest& p = self->pod;  // the source's pod
+  std::vector<Unit> units = UnitsLocked(p.ns, p.uid);
+  if (units.empty()) return {};
+  EvalInputs in{&LedgerLocked(), &options_,
+                IsGang(p) && reservations_.contains(GangKey(p.ns, p.gang)), Now()};
+  return EvaluateUnits(units, units.size() - 1, p, in, snapshot, fw, all_checks);
+}
+
+QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& units, size_t k,
+                                                     const PodRequest& pod, const EvalInputs& in,
+                                                     const ClusterSnapshot& snapshot,
+                                                     const policy::Framework& fw, bool all_checks) {
   Evaluation ev;
-  std::vector<Unit> units = UnitsLocked(pod.ns, snapshot);
-  size_t k = 0;
-  while (k < units.size() && std::none_of(units[k].members.begin(), units[k].members.end(),
-                                          [&](const Entry* e) { return e->pod.uid == pod.uid; })) {
-    ++k;
-  }
-  if (k == units.size()) return ev;  // not waiting (bound, finished or unknown)
   ev.position = static_cast<int32_t>(k + 1);
   ev.needs_gang_reservation = IsGang(pod);
-  if (IsGang(pod) && reservations_.contains(GangKey(pod.ns, pod.gang))) return ev;
-  if (!options_.quotas.enabled) return ev;
+  if (in.gang_reserved) return ev;
+  if (!in.options->quotas.enabled) return ev;
 
-  const QuotaLedger& ledger = LedgerLocked(snapshot);
-  const int64_t now = Now();
+  const QuotaLedger& ledger = *in.ledger;
+  const int64_t now = in.now_ms;
   int64_t ahead_demand = 0;
   std::vector<const Unit*> ahead;
   for (size_t i = 0; i < k; ++i) {
     const Unit& u = units[i];
     const int64_t seen = std::max(u.head->last_filter_ms, u.head->first_seen_ms);
-    if (now - seen > options_.stale_after_ms) continue;
+    if (now - seen > in.options->stale_after_ms) continue;
     if (u.demand > ledger.Limit(pod.ns)) continue;  // can never run: does not block
     ahead_demand += u.demand;
     ahead.push_back(&u);
@@ -194,15 +273,35 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
   return ev;
 }
 
-std::string QueueManager::Admit(const PodRequest& pod, const ClusterSnapshot& snapshot) {
-  if (pod.gpu.count == 0 || pod.HoldsGpus()) return "";
+std::string QueueManager::AdmitUnconfirmedLocked(const PodRequest& pod,
+                                                 const ClusterSnapshot& snapshot,
+                                                 const policy::Framework& fw) {
+  if (IsGang(pod)) {
+    return StrCat("gpusched: gang ", pod.gang, ": pod ", pod.Key(), " (uid ", pod.uid,
+                  ") is not in the cluster view yet; gangs are reserved only for pods the "
+                  "cluster shows");
+  }
+  UpsertEntryLocked(pod);
+  Entry* e = FindEntryLocked(pod.uid);
+  e->last_filter_ms = Now();
+  Evaluation ev = EvaluateLocked(e->pod, snapshot, fw);
+  EraseEntryLocked(pod.uid);
+  return ev.reason;
+}
+
+std::string QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& snapshot) {
+  if (request.gpu.count == 0 || request.HoldsGpus()) return "";
   auto fw = deps_.framework();
-  absl::MutexLock l(&mu_);
-  const int64_t now = Now();
-  auto [it, fresh] = pending_[pod.ns].try_emplace(pod.uid);
-  if (fresh) it->second.first_seen_ms = now;
-  it->second.pod = pod;
-  it->second.last_filter_ms = now;
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  SyncLocked(deps_.state->Snapshot());
+  Entry* e = FindEntryLocked(request.uid);
+  if (e == nullptr) {
+    // Not waiting as far as the source knows: bound, finished, or not shown.
+    if (deps_.state->FindPod(request.uid).has_value()) return "";
+    return AdmitUnconfirmedLocked(request, snapshot, *fw);
+  }
+  e->last_filter_ms = Now();
+  const PodRequest& pod = e->pod;  // the source's pod, not the request's
   Evaluation ev = EvaluateLocked(pod, snapshot, *fw);
   if (!ev.reason.empty()) return ev.reason;
   if (IsGang(pod)) {
@@ -215,9 +314,10 @@ std::string QueueManager::Admit(const PodRequest& pod, const ClusterSnapshot& sn
 
 std::string QueueManager::AdmitNode(const PodRequest& pod, const NodeInfo& node,
                                     const ClusterSnapshot& snapshot) {
-  absl::MutexLock l(&mu_);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   if (!options_.quotas.enabled) return "";
-  return LedgerLocked(snapshot).CheckModels(pod.ns, snapshot.product(node), DemandMilli(pod.gpu));
+  SyncLocked(deps_.state->Snapshot());
+  return LedgerLocked().CheckModels(pod.ns, snapshot.product(node), DemandMilli(pod.gpu));
 }
 
 void QueueManager::NoteWaitLocked(const std::string& ns, double seconds) {
@@ -232,19 +332,16 @@ void QueueManager::NoteWaitLocked(const std::string& ns, double seconds) {
 }
 
 void QueueManager::OnBound(const PodRequest& pod) {
-  absl::MutexLock l(&mu_);
-  auto q = pending_.find(pod.ns);
-  if (q == pending_.end()) return;
-  auto it = q->second.find(pod.uid);
-  if (it == q->second.end()) return;
-  NoteWaitLocked(pod.ns, static_cast<double>(Now() - it->second.first_seen_ms) / 1000.0);
-  q->second.erase(it);
-  if (q->second.empty()) pending_.erase(q);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  Entry* e = FindEntryLocked(pod.uid);
+  if (e == nullptr) return;
+  NoteWaitLocked(pod.ns, static_cast<double>(Now() - e->first_seen_ms) / 1000.0);
+  EraseEntryLocked(pod.uid);
 }
 
 std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& pod,
                                         std::string_view node, DeviceMask* devices) {
-  absl::MutexLock l(&mu_);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   if (Slot* slot = SlotOfLocked(pod.uid); slot != nullptr && !slot->bound) {
     if (slot->node != node) {
       return StrCat("gpusched: gang ", pod.gang, " reserved GPUs for ", pod.Key(), " on ",
@@ -276,7 +373,8 @@ std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& p
   }
   if (options_.quotas.enabled && pod.gpu.count > 0) {
     auto snapshot = state.Snapshot();
-    const QuotaLedger& ledger = LedgerLocked(*snapshot);
+    SyncLocked(snapshot);
+    const QuotaLedger& ledger = LedgerLocked();
     const int64_t demand = DemandMilli(pod.gpu);
     QuotaVerdict v = ledger.Check(pod.ns, demand);
     if (!v.ok) {
@@ -294,46 +392,73 @@ std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& p
   return "";
 }
 
-void QueueManager::Resync() {
-  absl::MutexLock l(&mu_);
-  const int64_t now = Now();
-  for (PodRequest& p : deps_.state->Pods()) {
-    if (!Waiting(p)) continue;
-    auto [it, fresh] = pending_[p.ns].try_emplace(p.uid);
-    if (fresh) it->second.first_seen_ms = now;
-    it->second.pod = std::move(p);
-  }
-}
-
-size_t QueueManager::PendingCount() const {
-  absl::MutexLock l(&mu_);
-  size_t n = 0;
-  for (const auto& [ns, q] : pending_) n += q.size();
-  return n;
-}
+// ---- the tick -----------------------------------------------------------------
 
 int QueueManager::Tick() {
-  absl::MutexLock l(&mu_);
-  auto snapshot = deps_.state->Snapshot();
-  std::vector<std::string> namespaces;
-  for (const auto& [ns, q] : pending_) namespaces.push_back(ns);
-  for (const std::string& ns : namespaces) UnitsLocked(ns, *snapshot);  // drop stale entries
-  ExpireReservationsLocked();
-  const int64_t now = Now();
-  for (auto it = evicted_.begin(); it != evicted_.end();) {
-    if (now - it->second > options_.reclaim_cooldown_ms) {
-      evicted_.erase(it++);
-    } else {
-      ++it;
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<ReclaimJob> jobs;
+  std::shared_ptr<const ClusterSnapshot> snapshot;
+  std::unique_ptr<QuotaLedger> ledger;
+  absl::flat_hash_map<std::string, int64_t> evicted;
+  QueueOptions options;
+  UsageIndex usage;
+  std::shared_ptr<const policy::Framework> fw;
+  const bool evicts = deps_.writer != nullptr;
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    snapshot = deps_.state->Snapshot();
+    SyncLocked(snapshot);
+    ExpireReservationsLocked();
+    const int64_t now = Now();
+    for (auto it = evicted_.begin(); it != evicted_.end();) {
+      if (now - it->second > options_.reclaim_cooldown_ms) {
+        evicted_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+    if (options_.quotas.enabled && evicts && options_.reclaim.enabled) {
+      jobs = ReclaimJobsLocked(*snapshot);
+      if (!jobs.empty()) {
+        // Copies for planning without the mutex (a few namespaces' worth).
+        options = options_;
+        ledger = std::make_unique<QuotaLedger>(LedgerLocked());
+        ledger->RebindConfig(options.quotas);
+        evicted = evicted_;
+        usage = usage_;
+        fw = deps_.framework();
+      }
     }
   }
   int evictions = 0;
-  if (options_.quotas.enabled && deps_.writer != nullptr) {
-    auto fw = deps_.framework();
-    if (options_.reclaim.enabled) evictions += ReclaimLocked(*deps_.state->Snapshot(), *fw);
-    if (options_.reclaim.evict_over_limit) {
-      evictions += EvictOverLimitLocked(*deps_.state->Snapshot());
+  if (!jobs.empty()) {
+    PlanInputs in{ledger.get(), &options, &evicted, &usage};
+    const int64_t now = Now();
+    for (ReclaimJob& job : jobs) {
+      PlanReclaim(in, *snapshot, *fw, &job);
+      // Later namespaces plan without these victims, as after evicting them.
+      for (const std::string& uid : job.victims) evicted.emplace(uid, now);
     }
+    std::vector<std::pair<PodRequest, std::string>> send;
+    {
+      TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+      send = CommitReclaimsLocked(jobs, snapshot->generation());
+    }
+    evictions += SendEvictions(send, "reclaim");
+  }
+  std::vector<std::pair<PodRequest, std::string>> over;
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    if (options_.quotas.enabled && evicts && options_.reclaim.evict_over_limit) {
+      over = OverLimitEvictionsLocked(*deps_.state->Snapshot());
+    }
+  }
+  evictions += SendEvictions(over, "over-limit");
+  if (deps_.metrics != nullptr) {
+    deps_.metrics->Observe(
+        "gpusched_queue_tick_seconds",
+        "Duration of one queue tick (sync, expiry, reclaim planning, evictions).", {},
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
   return evictions;
 }

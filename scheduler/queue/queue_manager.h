@@ -16,13 +16,23 @@
 // Earlier pods not seen in a filter call for `stale_after_ms` do not block
 // (kube-scheduler retries every pending pod well within that time).
 //
-// Usage is read from the snapshot, never stored; the queue is an index of
-// ClusterState's pending pods, validated against it whenever it is read.
-// Every device assumption (bind, gang reservations) happens under this
-// object's mutex, so quota is checked again at bind without races.
+// Trust: the queue holds only pods the cluster source (API watch or file)
+// shows, read from ClusterState by UID; a filter request names a pod but
+// never adds it. A pod the source has not shown yet is answered as if it
+// were queued at its place (placement only): it is never stored, holds no
+// one back and gets no gang reservation.
+//
+// Incremental state (docs/architecture.md): the pending index follows
+// ClusterState's pod change feed (TakePodChanges), the ordered queue per
+// namespace is a std::set kept sorted, usage and gang counts follow the
+// snapshot's changed nodes (UsageIndex). Nothing a request reads is rebuilt
+// per request. The tick computes reclaim plans without the mutex, on an
+// immutable snapshot and copies, and takes it again only to check the plan
+// is still current and to record it; evictions are sent after unlocking.
 //
 // Thread-safe: one mutex; callers: ExtenderService (filter, bind, preempt),
-// the periodic tick, the debug routes, the metrics collector.
+// the periodic tick, the debug routes, the metrics collector. Its hold time
+// and the tick's duration are exported as histograms.
 #ifndef GPUSCHED_QUEUE_QUEUE_MANAGER_H_
 #define GPUSCHED_QUEUE_QUEUE_MANAGER_H_
 
@@ -31,10 +41,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "gpusched/core/cluster_source.h"
 #include "gpusched/core/cluster_state.h"
@@ -45,6 +58,8 @@
 #include "gpusched/util/metrics.h"
 #include "scheduler/queue/queue_report.h"
 #include "scheduler/queue/quota_ledger.h"
+#include "scheduler/queue/timed_lock.h"
+#include "scheduler/queue/usage_index.h"
 
 namespace gpusched::queue {
 
@@ -57,6 +72,9 @@ struct QueueOptions {
   // After a reclaim eviction, wait this long before reclaiming again for the
   // same namespace while the victims still exist (they are terminating).
   int64_t reclaim_cooldown_ms = 30 * 1000;
+  // Tests only (the differential test's reference): rebuild the pending
+  // index and the usage sums from scratch before every decision.
+  bool recompute_from_scratch = false;
 };
 
 struct QueueDeps {
@@ -94,22 +112,31 @@ class QueueManager final : public PodGate {
   // Rebuilds the queue from ClusterState's pending pods (start, relist).
   void Resync() ABSL_LOCKS_EXCLUDED(mu_);
 
-  QueueReport Report() ABSL_LOCKS_EXCLUDED(mu_);
+  // The queues for GET /debug/queues: copied under the mutex (at most
+  // query.limit pods per namespace), explained without it.
+  QueueReport Report(const ReportQuery& query = {}) ABSL_LOCKS_EXCLUDED(mu_);
   std::optional<PodReport> ExplainPod(const std::string& ns, const std::string& name)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Gauges for /metrics (quota usage, pending pods, wait histogram).
   void CollectMetrics(GaugeWriter& w) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // For tests: placeholder UIDs of live reservations; number of reservations.
+  // Longest hold of the mutex so far and the number of holds (benchmarks).
+  const LockHoldStats& lock_stats() const { return lock_stats_; }
+
+  // For tests: placeholder UIDs of live reservations.
   std::vector<std::string> ReservationUids() const ABSL_LOCKS_EXCLUDED(mu_);
-  size_t PendingCount() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Entry {
-    PodRequest pod;
+    PodRequest pod;  // as the cluster source shows it
     int64_t first_seen_ms = 0;
     int64_t last_filter_ms = -1;  // -1: never filtered (known from the source)
   };
+  // Queue order: priority descending, then creation time, then name, uid.
+  struct EarlierEntry {
+    bool operator()(const Entry* a, const Entry* b) const;
+  };
+  using Order = std::set<const Entry*, EarlierEntry>;
   // A queue position: one pod, or all pending members of one gang.
   struct Unit {
     const Entry* head = nullptr;
@@ -138,23 +165,64 @@ class QueueManager final : public PodGate {
     int64_t quota_demand = 0;
     bool behind_earlier = false;  // an earlier unit could use the same nodes and goes first
   };
+  // What victim planning reads: the preempt verb passes the live members
+  // (under the mutex), the tick passes copies (planning without it).
+  struct PlanInputs {
+    const QuotaLedger* ledger = nullptr;
+    const QueueOptions* options = nullptr;
+    const absl::flat_hash_map<std::string, int64_t>* evicted = nullptr;
+    const UsageIndex* usage = nullptr;  // gang member counts
+  };
+  // One namespace's reclaim, chosen under the mutex and planned without it.
+  struct ReclaimJob {
+    std::string ns;
+    PodRequest pod;  // the head of its queue
+    int64_t demand = 0;
+    std::vector<std::string> victims;  // the plan; empty: none found
+  };
 
   int64_t Now() const;
   static bool IsGang(const PodRequest& pod) { return !pod.gang.empty() && pod.gang_size > 1; }
   static std::string GangKey(const std::string& ns, const std::string& gang) {
     return ns + "/" + gang;
   }
-  // Queue of `ns` in order; drops entries ClusterState no longer has pending.
-  std::vector<Unit> UnitsLocked(const std::string& ns, const ClusterSnapshot& snapshot)
+  // Applies ClusterState's pod changes to the pending index and brings the
+  // usage sums to `snapshot`. Every locked entry point calls it first.
+  void SyncLocked(std::shared_ptr<const ClusterSnapshot> snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpsertEntryLocked(PodRequest pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EraseEntryLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Entry* FindEntryLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Units of `ns` in order, up to and including the one holding `stop_uid`
+  // (all of them if empty or not queued). O(units walked).
+  std::vector<Unit> UnitsLocked(const std::string& ns, const std::string& stop_uid = "",
+                                size_t max_units = SIZE_MAX) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `all_checks`: also decide behind_earlier when quota already refuses (the
   // preempt verb needs both; filter stops at the first reason).
   Evaluation EvaluateLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
                             const policy::Framework& fw, bool all_checks = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  const QuotaLedger& LedgerLocked(const ClusterSnapshot& snapshot)
+  // What an evaluation reads besides the units: live members or copies.
+  struct EvalInputs {
+    const QuotaLedger* ledger = nullptr;
+    const QueueOptions* options = nullptr;
+    bool gang_reserved = false;  // the pod's gang holds a reservation
+    int64_t now_ms = 0;
+  };
+  // The admission rule for the pod of units[k] (`pod`), given the units
+  // before it in order. Pure.
+  static Evaluation EvaluateUnits(const std::vector<Unit>& units, size_t k, const PodRequest& pod,
+                                  const EvalInputs& in, const ClusterSnapshot& snapshot,
+                                  const policy::Framework& fw, bool all_checks);
+  // Admission of a pod the source has not shown (yet): evaluated at its
+  // place in the queue, then taken out again.
+  std::string AdmitUnconfirmedLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
+                                     const policy::Framework& fw)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The ledger of the usage last synced (SyncLocked), with current claims.
+  const QuotaLedger& LedgerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteWaitLocked(const std::string& ns, double seconds) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  PlanInputs LivePlanInputsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Gangs (gang_reservations.cc).
   Slot* SlotOfLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -169,7 +237,7 @@ class QueueManager final : public PodGate {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string ClaimOrReserveLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
                                    const policy::Framework& fw) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  int32_t HeldGangMembers(const PodRequest& pod, const ClusterSnapshot& snapshot) const;
+  int32_t HeldGangMembersLocked(const PodRequest& pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireReservationsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseLocked(Reservation& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -179,21 +247,42 @@ class QueueManager final : public PodGate {
   // `reclaim`: only borrowers of the preemptor's cohort; `quota_demand`:
   // what its admission needs of quota (Evaluation::quota_demand; 0 = its own
   // demand): the victims must leave that much, or it would still wait.
-  std::optional<std::vector<std::string>> PlanNodeLocked(
-      const PodRequest& preemptor, const NodeInfo& node, const ClusterSnapshot& snapshot,
-      const policy::Framework& fw, const std::vector<std::string>* allowed, bool reclaim,
-      int64_t quota_demand = 0) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  int ReclaimLocked(const ClusterSnapshot& snapshot, const policy::Framework& fw)
+  // Pure: reads only its arguments.
+  static std::optional<std::vector<std::string>> PlanNode(
+      const PlanInputs& in, const PodRequest& preemptor, const NodeInfo& node,
+      const ClusterSnapshot& snapshot, const policy::Framework& fw,
+      const std::vector<std::string>* allowed, bool reclaim, int64_t quota_demand = 0);
+  // The reclaim plan for one job (cheapest node), or none. Pure.
+  static void PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snapshot,
+                          const policy::Framework& fw, ReclaimJob* job);
+  // Namespaces whose queue head may reclaim now (cheap checks only).
+  std::vector<ReclaimJob> ReclaimJobsLocked(const ClusterSnapshot& snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  int EvictOverLimitLocked(const ClusterSnapshot& snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool EvictLocked(const std::string& uid, const std::string& reason, const std::string& label)
+  // Records the planned reclaims still current; returns the evictions to send.
+  std::vector<std::pair<PodRequest, std::string>> CommitReclaimsLocked(
+      const std::vector<ReclaimJob>& jobs, uint64_t planned_generation)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<std::pair<PodRequest, std::string>> OverLimitEvictionsLocked(
+      const ClusterSnapshot& snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks `uid` evicted (not planned again while it goes); the pod to evict.
+  std::optional<PodRequest> MarkEvictedLocked(const std::string& uid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends evictions (never under the mutex); returns how many succeeded.
+  int SendEvictions(const std::vector<std::pair<PodRequest, std::string>>& evictions,
+                    const std::string& label) ABSL_LOCKS_EXCLUDED(mu_);
 
   QueueDeps deps_;
   mutable absl::Mutex mu_;
+  mutable LockHoldStats lock_stats_;
   QueueOptions options_ ABSL_GUARDED_BY(mu_);
-  // Pending entries by namespace, then uid.
-  std::map<std::string, absl::flat_hash_map<std::string, Entry>> pending_ ABSL_GUARDED_BY(mu_);
+  // Pending entries by uid (node map: Order holds pointers into it).
+  absl::node_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  // Per namespace, its entries in queue order.
+  std::map<std::string, Order> order_ ABSL_GUARDED_BY(mu_);
+  // Pending members per "ns/gang" (gang pods only).
+  absl::flat_hash_map<std::string, std::vector<const Entry*>> gang_members_ ABSL_GUARDED_BY(mu_);
+  bool full_sync_ ABSL_GUARDED_BY(mu_) = true;
+  UsageIndex usage_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Reservation> reservations_ ABSL_GUARDED_BY(mu_);
   uint64_t reservation_seq_ ABSL_GUARDED_BY(mu_) = 0;
   // The last reclaim per namespace it was for: its victims (still

@@ -36,6 +36,13 @@ struct ModelQuotaUse {
   int64_t usage_milli = 0;
 };
 
+// What GET /debug/queues asks for: one namespace or all, and at most
+// `limit` pods listed per namespace (the first in queue order).
+struct ReportQuery {
+  std::string ns;  // "" = every namespace
+  int32_t limit = 50;
+};
+
 struct NamespaceQueue {
   std::string ns;
   std::string cohort;
@@ -45,7 +52,8 @@ struct NamespaceQueue {
   int64_t borrowed_milli = 0;
   int64_t lendable_milli = 0;  // what its cohort could lend it now
   std::vector<ModelQuotaUse> models;
-  std::vector<QueuedPod> queue;
+  int64_t pending_pods = 0;      // in the whole queue
+  std::vector<QueuedPod> queue;  // the first ReportQuery::limit of them
 };
 
 struct GangReservationReport {

@@ -27,12 +27,8 @@ std::unique_ptr<QueueManager> InstallQueue(ExtenderService* service, ClusterStat
   return queue;
 }
 
-std::function<void()> QueueTicker(QueueManager* queue, int resync_every) {
-  auto calls = std::make_shared<int>(0);
-  return [queue, resync_every, calls] {
-    if (++*calls % resync_every == 0) queue->Resync();
-    queue->Tick();
-  };
+std::function<void()> QueueTicker(QueueManager* queue) {
+  return [queue] { queue->Tick(); };
 }
 
 }  // namespace gpusched::queue

@@ -25,9 +25,10 @@ std::unique_ptr<QueueManager> InstallQueue(ExtenderService* service, ClusterStat
                                            ClusterWriter* writer, const SchedulerConfig& config,
                                            Metrics* metrics);
 
-// Returns the periodic job: Tick every call, a Resync from the cluster
-// state every `resync_every` calls.
-std::function<void()> QueueTicker(QueueManager* queue, int resync_every = 30);
+// Returns the periodic job: Tick every call. (No periodic resync: the queue
+// follows ClusterState's pod change feed, and a relist makes its next read
+// a full one.)
+std::function<void()> QueueTicker(QueueManager* queue);
 
 }  // namespace gpusched::queue
 

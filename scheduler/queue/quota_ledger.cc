@@ -21,7 +21,19 @@ QuotaLedger::QuotaLedger(const QuotaConfig& config, const ClusterSnapshot& snaps
     const std::string& product = snapshot.product(*node);
     for (const PodOnNode& p : node->pods) {
       Add(p.ns, product, int64_t{p.gpus} * p.milli_per_gpu);
+      ++use_[p.ns].pods;
     }
+  }
+}
+
+QuotaLedger::QuotaLedger(const QuotaConfig& config, const std::map<std::string, NamespaceUse>& use)
+    : config_(&config), use_(use) {}
+
+template <typename Fn>
+void QuotaLedger::ForEachNamespace(Fn fn) const {
+  for (const auto& [ns, q] : config_->namespaces) fn(ns);
+  for (const auto& [ns, u] : use_) {
+    if (!config_->namespaces.contains(ns)) fn(ns);
   }
 }
 
@@ -75,10 +87,10 @@ int64_t QuotaLedger::Lendable(const std::string& ns) const {
   const std::string& cohort = Quota(ns).cohort;
   if (cohort.empty()) return 0;
   int64_t free = 0;
-  for (const std::string& o : Namespaces()) {
-    if (o == ns || Quota(o).cohort != cohort) continue;
+  ForEachNamespace([&](const std::string& o) {
+    if (o == ns || Quota(o).cohort != cohort) return;
     free += Guaranteed(o) - Usage(o) - HeldBack(o);  // idle guarantee minus what o borrows
-  }
+  });
   return std::max<int64_t>(0, free);
 }
 
@@ -96,12 +108,12 @@ int64_t QuotaLedger::ModelLendable(const std::string& ns, const std::string& mod
   const std::string& cohort = Quota(ns).cohort;
   if (cohort.empty()) return 0;
   int64_t free = 0;
-  for (const std::string& o : Namespaces()) {
-    if (o == ns || Quota(o).cohort != cohort) continue;
+  ForEachNamespace([&](const std::string& o) {
+    if (o == ns || Quota(o).cohort != cohort) return;
     auto it = Quota(o).models.find(model);
-    if (it == Quota(o).models.end()) continue;
+    if (it == Quota(o).models.end()) return;
     free += it->second.guaranteed * 1000 - ModelUsage(o, model);
-  }
+  });
   return std::max<int64_t>(0, free);
 }
 

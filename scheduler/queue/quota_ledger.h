@@ -17,7 +17,9 @@
 // (SetClaims); the held amount is not lendable, so the GPUs reclaim frees
 // cannot be borrowed by another namespace before the pod gets them.
 //
-// Built per decision; value type; thread-compatible.
+// Built from a snapshot (every pod of every node) or from a UsageIndex's
+// sums (the same numbers, kept current incrementally); value type;
+// thread-compatible.
 #ifndef GPUSCHED_QUEUE_QUOTA_LEDGER_H_
 #define GPUSCHED_QUEUE_QUOTA_LEDGER_H_
 
@@ -28,6 +30,7 @@
 
 #include "gpusched/core/config.h"
 #include "gpusched/model/snapshot.h"
+#include "scheduler/queue/usage_index.h"
 
 namespace gpusched::queue {
 
@@ -55,6 +58,7 @@ struct QuotaVerdict {
 class QuotaLedger {
  public:
   QuotaLedger(const QuotaConfig& config, const ClusterSnapshot& snapshot);
+  QuotaLedger(const QuotaConfig& config, const std::map<std::string, NamespaceUse>& use);
 
   // Adds `milli` (negative to remove) to `ns` on a node of `product`.
   void Add(const std::string& ns, const std::string& product, int64_t milli);
@@ -72,6 +76,9 @@ class QuotaLedger {
   // namespace -> milli-GPUs of its idle guarantee held back (see above).
   void SetClaims(std::map<std::string, int64_t> claims) { claims_ = std::move(claims); }
   const std::map<std::string, int64_t>& claims() const { return claims_; }
+  // Points the ledger at an equal copy of its config (planning on copies
+  // without the queue's mutex).
+  void RebindConfig(const QuotaConfig& config) { config_ = &config; }
 
   // Namespace-level check of `demand` milli-GPUs more for `ns`.
   QuotaVerdict Check(const std::string& ns, int64_t demand) const;
@@ -82,10 +89,10 @@ class QuotaLedger {
   bool enabled() const { return config_->enabled; }
 
  private:
-  struct Use {
-    int64_t total = 0;
-    std::map<std::string, int64_t> by_product;
-  };
+  using Use = NamespaceUse;
+  // Calls fn(namespace) for every listed namespace and every one holding GPUs.
+  template <typename Fn>
+  void ForEachNamespace(Fn fn) const;
   int64_t ModelLendable(const std::string& ns, const std::string& model) const;
   // The part of o's idle guarantee its claim holds back.
   int64_t HeldBack(const std::string& o) const;

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+
 #include "test/testing/builders.h"
 
 namespace gpusched {
@@ -80,19 +83,52 @@ TEST(ClusterStateTest, AssumeRejectsTakenDevicesAndChangesNothing) {
   EXPECT_FALSE(state->Assume(b, "t4", Devices({3})).ok());
 }
 
-TEST(ClusterStateTest, StaleFilterNeverUndoesAssume) {
+TEST(ClusterStateTest, AssumeThenForgetRestoresThePendingPod) {
   auto state = MakeState({testing::Pcie4xT4("t4")});
   PodRequest p = PodBuilder("p").Gpus(2).Build();
-  state->NotePending(p);
+  state->UpsertPod(p);  // the source shows it pending
   ASSERT_TRUE(state->Assume(p, "t4", Devices({0, 1})).ok());
-  state->NotePending(p);  // kube-scheduler retried with its older view
-  state->Commit();
   EXPECT_EQ(state->Snapshot()->Find("t4")->free_count(), 2);
   state->Forget(p.uid);
   EXPECT_EQ(state->Snapshot()->Find("t4")->free_count(), 4);
   auto known = state->FindPod(p.uid);
   ASSERT_TRUE(known.has_value());
   EXPECT_TRUE(known->node_name.empty());
+}
+
+TEST(ClusterStateTest, PodChangesReportEachChangedPodOnceThenNothing) {
+  auto state = MakeState({testing::Pcie4xT4("t4")});
+  auto pending = [](const PodRequest& p) { return !p.HoldsGpus(); };
+  PodRequest a = PodBuilder("a").Gpus(1).Build();
+  PodRequest b = PodBuilder("b").Gpus(1).Build();
+  state->UpsertPod(a);
+  state->UpsertPod(b);
+  // The first read is a full one: every pod the filter keeps.
+  ClusterState::PodChanges first = state->TakePodChanges(pending);
+  EXPECT_TRUE(first.full);
+  EXPECT_EQ(first.pods.size(), 2u);
+  EXPECT_TRUE(state->TakePodChanges(pending).pods.empty());
+  // Assumed (no longer kept: nullopt), removed (nullopt), changed (the pod).
+  ASSERT_TRUE(state->Assume(a, "t4", Devices({0})).ok());
+  state->RemovePod(b.uid);
+  PodRequest c = PodBuilder("c").Gpus(2).Build();
+  state->UpsertPod(c);
+  c.priority = 7;
+  state->UpsertPod(c);
+  ClusterState::PodChanges next = state->TakePodChanges(pending);
+  EXPECT_FALSE(next.full);
+  std::map<std::string, std::optional<PodRequest>> by_uid(next.pods.begin(), next.pods.end());
+  ASSERT_EQ(by_uid.size(), 3u);
+  EXPECT_FALSE(by_uid[a.uid].has_value());
+  EXPECT_FALSE(by_uid[b.uid].has_value());
+  ASSERT_TRUE(by_uid[c.uid].has_value());
+  EXPECT_EQ(by_uid[c.uid]->priority, 7);
+  // A relist (Reset) makes the next read a full one again.
+  state->Reset({testing::Pcie4xT4("t4")}, {c});
+  ClusterState::PodChanges relisted = state->TakePodChanges(pending);
+  EXPECT_TRUE(relisted.full);
+  ASSERT_EQ(relisted.pods.size(), 1u);
+  EXPECT_EQ(relisted.pods[0].first, c.uid);
 }
 
 TEST(ClusterStateTest, SnapshotsAreImmutable) {

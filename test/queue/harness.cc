@@ -49,7 +49,19 @@ void Harness::Restart() {
   service->SetGate(queue.get());
 }
 
+void Harness::Submit(const PodRequest& pod) {
+  auto known = state_ptr->FindPod(pod.uid);
+  if (known.has_value() && known->HoldsGpus()) return;  // the watch never undoes a bind
+  state_ptr->UpsertPod(pod);
+  state_ptr->Commit();
+}
+
 std::vector<std::string> Harness::Filter(const PodRequest& pod, std::string* reason) {
+  Submit(pod);
+  return FilterOnly(pod, reason);
+}
+
+std::vector<std::string> Harness::FilterOnly(const PodRequest& pod, std::string* reason) {
   ExtenderArgs args;
   args.pod = pod;
   for (const NodeSpec& n : nodes) args.node_names.push_back(n.name);

@@ -35,8 +35,13 @@ struct Harness {
   // Rebuilds state (from the real pods only), service and queue: a restart.
   void Restart();
 
-  // Runs filter over every node; returns the passing node names.
+  // The cluster source shows `pod` (created or changed; a pod the state
+  // holds as bound stays bound, as a stale watch event never undoes a bind).
+  void Submit(const PodRequest& pod);
+  // Submit(pod), then filter over every node; returns the passing node names.
   std::vector<std::string> Filter(const PodRequest& pod, std::string* reason = nullptr);
+  // Filter only: the request may name a pod the source has not shown.
+  std::vector<std::string> FilterOnly(const PodRequest& pod, std::string* reason = nullptr);
   std::string Bind(const PodRequest& pod, const std::string& node);
   ClusterState& state() { return *state_ptr; }
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scheduler/codec/extender_codec.h"
 #include "scheduler/http/extender_routes.h"
 #include "test/queue/harness.h"
 
@@ -30,11 +31,12 @@ std::string PodJson(const std::string& name, const std::string& ns, int gpus, in
 struct Routes {
   // `after_bind`: the cluster write-back hook, as --kube mode installs it.
   explicit Routes(testing::Harness& h,
-                  std::function<std::string(const BindingArgs&, DeviceMask)> after_bind = {}) {
+                  std::function<std::string(const BindingArgs&, DeviceMask)> after_bind = {})
+      : harness(&h) {
     deps.after_bind = std::move(after_bind);
     deps.service = h.service.get();
     deps.metrics = &metrics;
-    deps.debug_queues = [&h] { return h.queue->Report(); };
+    deps.debug_queues = [&h](const ReportQuery& q) { return h.queue->Report(q); };
     deps.debug_pod = [&h](const std::string& ns, const std::string& name) {
       return h.queue->ExplainPod(ns, name);
     };
@@ -45,7 +47,17 @@ struct Routes {
     std::string route;
     return router.Dispatch(req, ctx, &route);
   }
+  // The cluster source shows `pod` first (as the watch does before
+  // kube-scheduler filters it), then the filter request names it.
   http::HttpResponse Filter(const std::string& pod, const std::string& nodes) {
+    std::string body = pod;
+    codec::RequestDecoder decoder;
+    auto decoded = decoder.DecodePodObject(body);
+    EXPECT_TRUE(decoded.ok()) << decoded.status();
+    if (decoded.ok()) harness->Submit(*decoded);
+    return FilterOnly(pod, nodes);
+  }
+  http::HttpResponse FilterOnly(const std::string& pod, const std::string& nodes) {
     return Call("POST", "/scheduler/filter", "{\"Pod\":" + pod + ",\"NodeNames\":" + nodes + "}");
   }
   http::HttpResponse Bind(const std::string& name, const std::string& ns, const std::string& node) {
@@ -53,6 +65,7 @@ struct Routes {
                 "{\"PodName\":\"" + name + "\",\"PodNamespace\":\"" + ns + "\",\"PodUID\":\"uid-" +
                     name + "\",\"Node\":\"" + node + "\"}");
   }
+  testing::Harness* harness;
   Metrics metrics;
   http::Router router;
   http::RouteDeps deps;
@@ -133,9 +146,10 @@ TEST(QueueHttpTest, BindWhoseWriteBackFailsRollsTheAssumptionBack) {
   ASSERT_TRUE(pod.has_value());
   EXPECT_TRUE(pod->node_name.empty());
   EXPECT_EQ(DebugNamespace(routes, "team-a")["usageGpus"], 0.0);
-  // Another pod of the namespace can still have the whole quota and node.
+  // The rolled-back pod is back in its queue, first: a later pod of the
+  // namespace waits behind it for the quota it frees.
   EXPECT_THAT(routes.Filter(PodJson("a2", "team-a", 8, 0), "[\"h0\"]").body,
-              HasSubstr("\"NodeNames\":[\"h0\"]"));
+              HasSubstr("1 earlier in queue need 8; position 2 in queue"));
   fail = false;
   EXPECT_THAT(routes.Filter(PodJson("a1", "team-a", 8, 0), "[\"h0\"]").body,
               HasSubstr("\"NodeNames\":[\"h0\"]"));

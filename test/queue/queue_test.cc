@@ -125,7 +125,7 @@ TEST(BindTest, RejectsUnknownBoundAndMisfitPodsWithoutChangingAnything) {
   o.quotas = Quotas({{"team-a", Quota(8, 8)}});
   Harness h(H100s(2), {Running("full", "team-x", 8, "h1", 0xff)}, o);
   PodRequest p = PodBuilder("p", "team-a").Gpus(4).Build();
-  EXPECT_THAT(h.Bind(p, "h0"), HasSubstr("unknown"));
+  EXPECT_THAT(h.Bind(p, "h0"), HasSubstr("not in the cluster view"));
   ASSERT_THAT(h.Filter(p), ElementsAre("h0"));
   auto before = h.state().Snapshot()->generation();
   EXPECT_THAT(h.Bind(p, "h1"), HasSubstr("GPUs free"));  // misfit node

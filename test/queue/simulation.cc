@@ -19,8 +19,9 @@ using ::gpusched::testing::Pcie4xT4;
 
 const char* const kNamespaces[] = {"team-a", "team-b", "team-c", "guest"};
 
-QueueOptions InitialOptions() {
+QueueOptions InitialOptions(bool from_scratch) {
   QueueOptions o;
+  o.recompute_from_scratch = from_scratch;
   NamespaceQuota a = Quota(8, 16, "research");
   a.models["H100"] = {4, 8};
   o.quotas = Quotas({{"team-a", a}, {"team-b", Quota(8, 12, "research")}, {"team-c", Quota(4, 8)}},
@@ -31,10 +32,11 @@ QueueOptions InitialOptions() {
 
 class Simulation {
  public:
-  explicit Simulation(uint32_t seed)
+  Simulation(uint32_t seed, bool from_scratch, std::vector<std::string>* decisions)
       : rng_(seed),
         h_({Hgx8H100("h100-0"), Hgx8H100("h100-1"), Dgx1V100("v100-0"), Pcie4xT4("t4-0")}, {},
-           InitialOptions()) {}
+           InitialOptions(from_scratch)),
+        decisions_(decisions) {}
 
   SimulationResult Run(int64_t steps) {
     for (r_.steps = 0; r_.steps < steps && r_.violation.empty(); ++r_.steps) {
@@ -46,6 +48,10 @@ class Simulation {
 
  private:
   int Rand(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
+
+  void Record(std::string line) {
+    if (decisions_ != nullptr) decisions_->push_back(StrCat(r_.steps, " ", line));
+  }
 
   std::vector<PodRequest> Pods(bool pending) {
     std::vector<PodRequest> out;
@@ -120,9 +126,12 @@ class Simulation {
   void FilterAndBind() {
     PodRequest p;
     if (!PickPending(&p)) return;
-    auto nodes = h_.Filter(p);
+    std::string reason;
+    auto nodes = h_.Filter(p, &reason);
+    Record(StrCat("filter ", p.Key(), " -> ", nodes.size(), " nodes; ", reason));
     if (nodes.empty() || Rand(8) == 0) return;  // sometimes kube never binds
     std::string err = h_.Bind(p, nodes[Rand(static_cast<int>(nodes.size()))]);
+    Record(StrCat("bind ", p.Key(), ": ", err));
     err.empty() ? ++r_.binds : ++r_.rejected_binds;
   }
 
@@ -140,7 +149,40 @@ class Simulation {
     if (pending.empty()) return;
     const PodRequest& p = pending[Rand(static_cast<int>(pending.size()))];
     std::string err = h_.Bind(p, h_.nodes[Rand(static_cast<int>(h_.nodes.size()))].name);
+    Record(StrCat("bind anywhere ", p.Key(), ": ", err));
     err.empty() ? ++r_.binds : ++r_.rejected_binds;
+  }
+
+  // Someone on the network filters a pod the cluster never showed: highest
+  // priority, a real namespace, sometimes a real pod's name with another
+  // uid. The answer is placement only; nothing may stay behind.
+  void Forge() {
+    PodRequest p;
+    p.ns = kNamespaces[Rand(4)];
+    p.name = Rand(2) == 0 ? StrCat("p", Rand(static_cast<int>(next_id_) + 1)) : "forged";
+    p.uid = StrCat("forged-", r_.steps);
+    p.priority = 2'000'000'000;
+    p.creation_unix = 0;
+    p.gpu.count = 8;
+    std::string reason;
+    auto nodes = h_.FilterOnly(p, &reason);
+    Record(StrCat("forged ", p.Key(), " -> ", nodes.size(), " nodes; ", reason));
+    if (h_.state().FindPod(p.uid).has_value()) {
+      r_.violation = StrCat("forged pod ", p.uid, " entered the cluster state");
+      return;
+    }
+    if (h_.Bind(p, h_.nodes[0].name).empty() || h_.state().FindPod(p.uid).has_value()) {
+      r_.violation = StrCat("bind of forged pod ", p.uid, " changed the cluster state");
+      return;
+    }
+    for (const auto& ns : h_.queue->Report({p.ns, 1000}).namespaces) {
+      for (const auto& q : ns.queue) {
+        if (q.uid == p.uid) {
+          r_.violation = StrCat("forged pod ", p.uid, " stayed in the queue");
+          return;
+        }
+      }
+    }
   }
 
   void Finish(bool remove) {
@@ -195,6 +237,9 @@ class Simulation {
       args.candidates.push_back(std::move(c));
     }
     PreemptionOutcome out = h_.service->Preempt(args);
+    std::string answer = StrCat("preempt ", p.Key(), ":");
+    for (const auto& n : out.nodes) StrAppend(&answer, " ", n.node, "=", n.victim_uids.size());
+    Record(std::move(answer));
     if (out.nodes.empty()) return;
     const auto& chosen = out.nodes[Rand(static_cast<int>(out.nodes.size()))];
     for (const std::string& uid : chosen.victim_uids) {
@@ -227,10 +272,18 @@ class Simulation {
       ChangeQuota();
     } else if (op < 91) {
       Preempt();
-    } else if (op < 99) {
+    } else if (op < 98) {
       h_.now_ms += Rand(20'000);
+      const size_t before = h_.writer.evicted.size();
       r_.evictions += h_.queue->Tick();
+      std::string evicted = "tick evicts:";
+      for (size_t i = before; i < h_.writer.evicted.size(); ++i) {
+        StrAppend(&evicted, " ", h_.writer.evicted[i]);
+      }
+      Record(std::move(evicted));
       ticked_ = true;
+    } else if (op < 99) {
+      Forge();
     } else {
       h_.Restart();
       ++r_.restarts;
@@ -320,6 +373,7 @@ class Simulation {
 
   std::mt19937 rng_;
   Harness h_;
+  std::vector<std::string>* decisions_;
   SimulationResult r_;
   int64_t next_id_ = 0;
   bool ticked_ = false;
@@ -329,8 +383,9 @@ class Simulation {
 
 }  // namespace
 
-SimulationResult RunSimulation(int64_t steps, uint32_t seed) {
-  Simulation sim(seed);
+SimulationResult RunSimulation(int64_t steps, uint32_t seed, bool from_scratch,
+                               std::vector<std::string>* decisions) {
+  Simulation sim(seed, from_scratch, decisions);
   return sim.Run(steps);
 }
 

@@ -7,13 +7,16 @@
 //  - the head of a namespace's queue within its guarantee passes filter
 //    whenever some node has room for it;
 //  - every reservation placeholder in the state belongs to a live gang
-//    reservation, and none outlives its deadline past a tick.
+//    reservation, and none outlives its deadline past a tick;
+//  - a filter request for a pod the cluster source never showed (a forged
+//    high-priority pod) leaves nothing behind in the state or the queue.
 // Shared by the property test (CI) and the benchmark. Not thread-safe.
 #ifndef GPUSCHED_TEST_QUEUE_SIMULATION_H_
 #define GPUSCHED_TEST_QUEUE_SIMULATION_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gpusched::queue::testing {
 
@@ -25,7 +28,13 @@ struct SimulationResult {
   int64_t gang_reservations = 0;
 };
 
-SimulationResult RunSimulation(int64_t steps, uint32_t seed);
+// `from_scratch`: the queue rebuilds its incremental state before every
+// decision (QueueOptions::recompute_from_scratch). `decisions`, if given,
+// receives one line per decision (filter answer and reason, bind result,
+// preempt answer, evictions per tick): the differential test compares the
+// lines of both modes.
+SimulationResult RunSimulation(int64_t steps, uint32_t seed, bool from_scratch = false,
+                               std::vector<std::string>* decisions = nullptr);
 
 }  // namespace gpusched::queue::testing
 

@@ -18,6 +18,7 @@
 #define GPUSCHED_CORE_CLUSTER_STATE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,9 +54,6 @@ class ClusterState {
   void RemoveNode(std::string_view name) ABSL_LOCKS_EXCLUDED(mu_);
   void UpsertPod(PodRequest pod) ABSL_LOCKS_EXCLUDED(mu_);
   void RemovePod(std::string_view uid) ABSL_LOCKS_EXCLUDED(mu_);
-  // Records a pod seen pending (e.g. in a filter call) unless the pod is
-  // already known as holding GPUs: a stale request never undoes a bind.
-  void NotePending(const PodRequest& pod) ABSL_LOCKS_EXCLUDED(mu_);
   // Replaces everything (a full relist or a file reload).
   void Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> pods) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -79,8 +77,21 @@ class ClusterState {
   // Returns a copy of the pod known as namespace/name.
   std::optional<PodRequest> FindPodByName(std::string_view ns, std::string_view name) const
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Returns copies of all pods matching `pred`.
+  // Returns copies of all pods.
   std::vector<PodRequest> Pods() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The pods changed (upserted, removed, assumed, forgotten) since the last
+  // call, for the one incremental reader of pending pods (the queue
+  // manager). Each changed uid comes with the pod as it is now if `keep`
+  // accepts it, else nullopt (gone, or no longer of interest). `all` (and
+  // the first call, and the first call after Reset) returns every pod
+  // `keep` accepts with `full` set: the reader starts over. O(changes).
+  struct PodChanges {
+    bool full = false;
+    std::vector<std::pair<std::string, std::optional<PodRequest>>> pods;
+  };
+  PodChanges TakePodChanges(const std::function<bool(const PodRequest&)>& keep, bool all = false)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Node specs whose topology annotation was rejected, with why.
   std::vector<std::pair<std::string, std::string>> TopologyErrors() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -88,6 +99,7 @@ class ClusterState {
  private:
   uint16_t ProductId(const std::string& product) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Touch(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NoteChanged(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UnlinkPod(const PodRequest& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ClusterSnapshot> CommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -99,6 +111,9 @@ class ClusterState {
   absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> pods_by_node_
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> dirty_ ABSL_GUARDED_BY(mu_);
+  // Pods changed since the last TakePodChanges (uids); all of them after Reset.
+  absl::flat_hash_set<std::string> changed_pods_ ABSL_GUARDED_BY(mu_);
+  bool pods_reset_ ABSL_GUARDED_BY(mu_) = true;
   bool topology_changed_ ABSL_GUARDED_BY(mu_) = true;
   absl::flat_hash_map<std::string, std::shared_ptr<const NodeInfo>> built_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> product_names_ ABSL_GUARDED_BY(mu_);

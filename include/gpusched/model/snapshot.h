@@ -87,6 +87,10 @@ class ClusterSnapshot {
     index_->FindAll(names.data(), names.size(), out->data());
   }
   const NodeHot& hot(int32_t index) const { return hot_[index]; }
+  // Identity of the node set and its order: equal between two snapshots
+  // exactly when both hold the same node names at the same indices (the
+  // index is rebuilt only when the node set changes).
+  const void* node_set_identity() const { return index_.get(); }
   // A hint that hot(index) is read soon (loops over request order, where
   // indices are random, prefetch a few nodes ahead).
   void PrefetchHot(int32_t index) const { __builtin_prefetch(&hot_[index]); }

@@ -1,0 +1,454 @@
+// The queue at production depth, over HTTP: generates a cluster of N nodes
+// (8 x H100 each, 7 of 8 GPUs busy), P pending pods over K namespaces in one
+// cohort (1/2/4/8 GPUs, priorities 100/1,000/100,000, G gangs, a per-model
+// H100 quota on every tenth namespace, reclaim on, the shipped scoring),
+// starts `gpusched serve --cluster` on it, and for S seconds drives one
+// kube-scheduler-like client: filter + prioritize naming M nodes for a
+// pending pod, bind to the first node that passed, and every 50th cycle a
+// GET /debug/queues?namespace=X. The queue's tick (reclaim planning) runs
+// in the server meanwhile.
+//
+// Reports p50/p99/max per verb, cold start (process start to /readyz), the
+// longest hold of the queue mutex and the tick duration (from /metrics),
+// and memory per pending pod (RSS with P pending minus RSS of the same
+// cluster with none, over P).
+//
+// Usage: queue_scale GPUSCHED_BINARY [--nodes N] [--pending P]
+//        [--namespaces K] [--gangs G] [--names M] [--seconds S] [--dir DIR]
+// Loopback only; bounded in time; kills its server on exit.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string binary;
+  int nodes = 5000;
+  int pending = 50000;
+  int namespaces = 500;
+  int gangs = 1000;
+  int names = 5000;
+  int seconds = 60;
+  std::string dir = "/tmp/gpusched-queue-scale";
+};
+
+std::string Ns(int i) { return "team-" + std::to_string(i); }
+std::string Node(int i) { return "h100-" + std::to_string(i); }
+
+// ---- inputs ---------------------------------------------------------------
+
+std::string NodeJson(int i) {
+  const std::string n = Node(i);
+  return "{\"kind\":\"Node\",\"metadata\":{\"name\":\"" + n +
+         "\",\"labels\":{\"kubernetes.io/hostname\":\"" + n +
+         "\",\"nvidia.com/gpu.product\":\"NVIDIA-H100-80GB-HBM3\",\"nvidia.com/gpu.memory\":"
+         "\"81559\",\"nvidia.com/gpu.count\":\"8\"}},\"status\":{\"allocatable\":{\"cpu\":\"190\","
+         "\"memory\":\"2000Gi\",\"nvidia.com/gpu\":\"8\"},\"capacity\":{\"nvidia.com/"
+         "gpu\":\"8\"}}}";
+}
+
+std::string PodJson(const std::string& name, const std::string& ns, int gpus, int priority,
+                    const std::string& node, const std::string& ids, const std::string& gang,
+                    int gang_size, int creation) {
+  std::string annotations;
+  if (!ids.empty()) annotations = "\"gpusched.io/gpu-ids\":\"" + ids + "\"";
+  if (!gang.empty()) {
+    annotations = "\"gpusched.io/gang\":\"" + gang + "\",\"gpusched.io/gang-size\":\"" +
+                  std::to_string(gang_size) + "\"";
+  }
+  char created[32];
+  std::snprintf(created, sizeof(created), "2026-11-01T%02d:%02d:%02dZ", creation / 3600 % 24,
+                creation / 60 % 60, creation % 60);
+  std::string out = "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"" + name + "\",\"namespace\":\"" +
+                    ns + "\",\"uid\":\"uid-" + ns + "-" + name + "\",\"creationTimestamp\":\"" +
+                    created + "\",\"annotations\":{" + annotations + "}},\"spec\":{";
+  if (!node.empty()) out += "\"nodeName\":\"" + node + "\",";
+  out += "\"priority\":" + std::to_string(priority) +
+         ",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"" +
+         std::to_string(gpus) + "\"}}}]},\"status\":{\"phase\":\"" +
+         (node.empty() ? "Pending" : "Running") + "\"}}";
+  return out;
+}
+
+struct PendingPod {
+  std::string name, ns, json;
+};
+
+// Writes cluster.json (and cluster-empty.json without pending pods) and
+// policy.json; returns the pending pods.
+std::vector<PendingPod> WriteInputs(const Options& o) {
+  std::mt19937 rng(42);
+  std::string nodes, running;
+  for (int i = 0; i < o.nodes; ++i) {
+    nodes += (i ? "," : "") + NodeJson(i);
+    for (int d = 0; d < 7; ++d) {
+      running += "," + PodJson("run-" + std::to_string(i) + "-" + std::to_string(d),
+                               Ns((i * 7 + d) % o.namespaces), 1, 100, Node(i), std::to_string(d),
+                               "", 0, 0);
+    }
+  }
+  std::vector<PendingPod> pending;
+  const int priorities[] = {100, 1000, 100000};
+  const int sizes[] = {1, 2, 4, 8};
+  int gangs_left = o.gangs;
+  while (static_cast<int>(pending.size()) < o.pending) {
+    const int id = static_cast<int>(pending.size());
+    const std::string ns = Ns(static_cast<int>(rng() % o.namespaces));
+    const int priority = priorities[rng() % 3];
+    if (gangs_left > 0 && rng() % 8 == 0) {
+      const int members = 2 + static_cast<int>(rng() % 7);
+      const std::string gang = "gang-" + std::to_string(gangs_left--);
+      for (int m = 0; m < members && static_cast<int>(pending.size()) < o.pending; ++m) {
+        const std::string name = gang + "-" + std::to_string(m);
+        pending.push_back({name, ns, PodJson(name, ns, 8, priority, "", "", gang, members, id)});
+      }
+      continue;
+    }
+    const std::string name = "p-" + std::to_string(id);
+    pending.push_back({name, ns, PodJson(name, ns, sizes[rng() % 4], priority, "", "", "", 0, id)});
+  }
+  std::string pods;
+  for (const PendingPod& p : pending) pods += "," + p.json;
+  std::ofstream(o.dir + "/cluster.json")
+      << "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[" << nodes << running << pods << "]}";
+  std::ofstream(o.dir + "/cluster-empty.json")
+      << "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[" << nodes << running << "]}";
+  const int64_t total = int64_t{o.nodes} * 8;
+  const int64_t guaranteed = total / o.namespaces;
+  std::string quotas;
+  for (int i = 0; i < o.namespaces; ++i) {
+    quotas += (i ? "," : "") + std::string("\"") + Ns(i) +
+              "\":{\"guaranteed\":" + std::to_string(guaranteed) +
+              ",\"limit\":" + std::to_string(total) + ",\"cohort\":\"all\"";
+    if (i % 10 == 0) {
+      quotas += ",\"models\":{\"H100\":{\"guaranteed\":" + std::to_string(guaranteed) +
+                ",\"limit\":" + std::to_string(guaranteed * 4) + "}}";
+    }
+    quotas += "}";
+  }
+  std::ifstream shipped("config/scheduler-policy.json");
+  std::stringstream buf;
+  buf << shipped.rdbuf();
+  std::string policy = buf.str();
+  // The shipped file with this run's quotas: replace its "namespaces" object.
+  const size_t at = policy.find("\"namespaces\"");
+  if (at == std::string::npos) {
+    std::fprintf(stderr, "config/scheduler-policy.json has no quotas.namespaces\n");
+    std::exit(2);
+  }
+  size_t open = policy.find('{', at), depth = 0, close = open;
+  for (; close < policy.size(); ++close) {
+    if (policy[close] == '{') ++depth;
+    if (policy[close] == '}' && --depth == 0) break;
+  }
+  policy = policy.substr(0, open) + "{" + quotas + "}" + policy.substr(close + 1);
+  std::ofstream(o.dir + "/policy.json") << policy;
+  return pending;
+}
+
+// ---- HTTP over one keep-alive loopback connection ----------------------------
+
+class Conn {
+ public:
+  explicit Conn(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      close(fd_);
+      fd_ = -1;
+      return;
+    }
+    int one = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  ~Conn() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+  // Returns the status (-1 on a broken connection); body in *out.
+  int Call(const std::string& method, const std::string& path, const std::string& body,
+           std::string* out) {
+    std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    if (!body.empty()) {
+      req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+             "\r\n";
+    }
+    req += "\r\n" + body;
+    for (size_t off = 0; off < req.size();) {
+      ssize_t n = send(fd_, req.data() + off, req.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return -1;
+      off += static_cast<size_t>(n);
+    }
+    char tmp[1 << 16];
+    size_t end;
+    while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
+      ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
+      if (n <= 0) return -1;
+      buf_.append(tmp, static_cast<size_t>(n));
+    }
+    const int status = std::atoi(buf_.c_str() + 9);
+    size_t length = 0;
+    const size_t cl = buf_.find("Content-Length: ");
+    if (cl != std::string::npos && cl < end)
+      length = std::strtoul(buf_.c_str() + cl + 16, nullptr, 10);
+    while (buf_.size() < end + 4 + length) {
+      ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
+      if (n <= 0) return -1;
+      buf_.append(tmp, static_cast<size_t>(n));
+    }
+    *out = buf_.substr(end + 4, length);
+    buf_.erase(0, end + 4 + length);
+    return status;
+  }
+
+ private:
+  int fd_ = -1;
+  std::string buf_;
+};
+
+// ---- the server -------------------------------------------------------------
+
+struct Server {
+  pid_t pid = -1;
+  int port = 0;
+  double ready_seconds = 0;
+};
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+Server Start(const Options& o, const std::string& cluster) {
+  Server s;
+  s.port = FreePort();
+  const std::string listen = "127.0.0.1:" + std::to_string(s.port);
+  const std::string config = o.dir + "/policy.json";
+  const std::string log = o.dir + "/server.log";
+  const auto t0 = Clock::now();
+  s.pid = fork();
+  if (s.pid == 0) {
+    FILE* f = std::freopen(log.c_str(), "a", stderr);
+    (void)f;
+    execl(o.binary.c_str(), o.binary.c_str(), "serve", "--config", config.c_str(), "--cluster",
+          cluster.c_str(), "--listen", listen.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 6000; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    Conn c(s.port);
+    std::string body;
+    if (c.ok() && c.Call("GET", "/readyz", "", &body) == 200) {
+      s.ready_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      return s;
+    }
+  }
+  std::fprintf(stderr, "server did not become ready in 60 s (see %s)\n", log.c_str());
+  kill(s.pid, SIGKILL);
+  std::exit(1);
+}
+
+void Stop(const Server& s) {
+  kill(s.pid, SIGTERM);
+  waitpid(s.pid, nullptr, 0);
+}
+
+int64_t RssKiB(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6);
+  }
+  return 0;
+}
+
+// A sample of a metric from the exposition text ("" labels = the bare name).
+double Metric(const std::string& text, const std::string& series) {
+  size_t at = 0;
+  while ((at = text.find(series + " ", at)) != std::string::npos) {
+    if (at == 0 || text[at - 1] == '\n') return std::atof(text.c_str() + at + series.size() + 1);
+    ++at;
+  }
+  return NAN;
+}
+
+// Upper bound of the bucket holding quantile q of a Prometheus histogram.
+double HistogramQuantile(const std::string& text, const std::string& name, double q) {
+  std::vector<std::pair<double, double>> buckets;  // (le, cumulative)
+  std::istringstream in(text);
+  std::string line;
+  const std::string prefix = name + "_bucket{le=\"";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const std::string le =
+        line.substr(prefix.size(), line.find('"', prefix.size()) - prefix.size());
+    buckets.push_back({le == "+Inf" ? INFINITY : std::atof(le.c_str()),
+                       std::atof(line.c_str() + line.rfind(' ') + 1)});
+  }
+  if (buckets.empty() || buckets.back().second == 0) return NAN;
+  const double want = q * buckets.back().second;
+  for (const auto& [le, count] : buckets) {
+    if (count >= want) return le;
+  }
+  return INFINITY;
+}
+
+struct Latencies {
+  std::vector<double> ms;
+  void Add(Clock::time_point t0) {
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::string Summary() {
+    if (ms.empty()) return "n=0";
+    std::sort(ms.begin(), ms.end());
+    auto at = [&](double q) {
+      return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))];
+    };
+    char out[160];
+    std::snprintf(out, sizeof(out), "n=%zu p50=%.3f ms p99=%.3f ms max=%.3f ms", ms.size(), at(0.5),
+                  at(0.99), ms.back());
+    return out;
+  }
+};
+
+bool Flag(int argc, char** argv, int& i, const char* name, int* out) {
+  if (std::strcmp(argv[i], name) != 0 || i + 1 >= argc) return false;
+  *out = std::atoi(argv[++i]);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: queue_scale GPUSCHED_BINARY [--nodes N] [--pending P] [--namespaces K] "
+                 "[--gangs G] [--names M] [--seconds S] [--dir DIR]\n");
+    return 2;
+  }
+  Options o;
+  o.binary = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    if (Flag(argc, argv, i, "--nodes", &o.nodes) || Flag(argc, argv, i, "--pending", &o.pending) ||
+        Flag(argc, argv, i, "--namespaces", &o.namespaces) ||
+        Flag(argc, argv, i, "--gangs", &o.gangs) || Flag(argc, argv, i, "--names", &o.names) ||
+        Flag(argc, argv, i, "--seconds", &o.seconds)) {
+      continue;
+    }
+    if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+      o.dir = argv[++i];
+      continue;
+    }
+    std::fprintf(stderr, "unknown flag %s\n", argv[i]);
+    return 2;
+  }
+  o.names = std::min(o.names, o.nodes);
+  std::string mkdir = "mkdir -p '" + o.dir + "'";
+  if (std::system(mkdir.c_str()) != 0) return 1;
+  std::vector<PendingPod> pending = WriteInputs(o);
+  std::printf("cluster: %d nodes, %d pending pods over %d namespaces, %d gangs; %d names/request\n",
+              o.nodes, o.pending, o.namespaces, o.gangs, o.names);
+
+  Server empty = Start(o, o.dir + "/cluster-empty.json");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int64_t rss_empty = RssKiB(empty.pid);
+  Stop(empty);
+  Server s = Start(o, o.dir + "/cluster.json");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int64_t rss_full = RssKiB(s.pid);
+
+  std::string names = "[";
+  std::mt19937 rng(7);
+  std::vector<int> order(o.nodes);
+  for (int i = 0; i < o.nodes; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  for (int i = 0; i < o.names; ++i) names += (i ? ",\"" : "\"") + Node(order[i]) + "\"";
+  names += "]";
+
+  Conn c(s.port);
+  Latencies filter, prioritize, bind, debug;
+  int binds = 0, admitted = 0;
+  std::string body;
+  const auto end = Clock::now() + std::chrono::seconds(o.seconds);
+  for (int cycle = 0; Clock::now() < end; ++cycle) {
+    const PendingPod& p = pending[rng() % pending.size()];
+    const std::string args = "{\"Pod\":" + p.json + ",\"Nodes\":null,\"NodeNames\":" + names + "}";
+    auto t0 = Clock::now();
+    if (c.Call("POST", "/scheduler/filter", args, &body) != 200) break;
+    filter.Add(t0);
+    const size_t nn = body.find("\"NodeNames\":[\"");
+    std::string first;
+    if (nn != std::string::npos) {
+      const size_t b = nn + 14;
+      first = body.substr(b, body.find('"', b) - b);
+    }
+    t0 = Clock::now();
+    if (c.Call("POST", "/scheduler/prioritize", args, &body) != 200) break;
+    prioritize.Add(t0);
+    if (!first.empty()) {
+      ++admitted;
+      t0 = Clock::now();
+      const std::string b = "{\"PodName\":\"" + p.name + "\",\"PodNamespace\":\"" + p.ns +
+                            "\",\"PodUID\":\"uid-" + p.ns + "-" + p.name + "\",\"Node\":\"" +
+                            first + "\"}";
+      if (c.Call("POST", "/scheduler/bind", b, &body) != 200) break;
+      bind.Add(t0);
+      if (body.find("\"Error\":\"\"") != std::string::npos) ++binds;
+    }
+    if (cycle % 50 == 0) {
+      t0 = Clock::now();
+      if (c.Call("GET", "/debug/queues?namespace=" + p.ns, "", &body) != 200) break;
+      debug.Add(t0);
+    }
+  }
+  std::string metrics;
+  c.Call("GET", "/metrics", "", &metrics);
+  std::printf("cold start (process start to /readyz): %.2f s\n", s.ready_seconds);
+  std::printf("filter     %s\n", filter.Summary().c_str());
+  std::printf("prioritize %s\n", prioritize.Summary().c_str());
+  std::printf("bind       %s (%d admitted, %d bound)\n", bind.Summary().c_str(), admitted, binds);
+  std::printf("debug/queues?namespace= %s\n", debug.Summary().c_str());
+  std::printf("queue lock: longest hold %.3f ms, p99 <= %.3f ms\n",
+              Metric(metrics, "gpusched_queue_lock_hold_max_seconds") * 1000,
+              HistogramQuantile(metrics, "gpusched_queue_lock_hold_seconds", 0.99) * 1000);
+  std::printf("tick: p50 <= %.3f ms, p99 <= %.3f ms, %g ticks\n",
+              HistogramQuantile(metrics, "gpusched_queue_tick_seconds", 0.5) * 1000,
+              HistogramQuantile(metrics, "gpusched_queue_tick_seconds", 0.99) * 1000,
+              Metric(metrics, "gpusched_queue_tick_seconds_count"));
+  std::printf("memory: RSS %lld KiB with pending pods, %lld KiB without: %.0f B per pending pod\n",
+              static_cast<long long>(rss_full), static_cast<long long>(rss_empty),
+              o.pending > 0 ? (rss_full - rss_empty) * 1024.0 / o.pending : 0.0);
+  Stop(s);
+  return 0;
+}

@@ -1,0 +1,64 @@
+#include "scheduler/queue/usage_index.h"
+
+#include "gpusched/util/strings.h"
+
+namespace gpusched::queue {
+namespace {
+
+std::string GangKey(const std::string& ns, const std::string& gang) {
+  return StrCat(ns, "/", gang);
+}
+
+// Adds `by` to m[key] and drops the key when it reaches zero.
+template <typename Map>
+void AddOrErase(Map& m, const std::string& key, int64_t by) {
+  auto [it, fresh] = m.try_emplace(key, 0);
+  it->second += by;
+  if (it->second == 0) m.erase(it);
+}
+
+}  // namespace
+
+void UsageIndex::Clear() {
+  last_.reset();
+  use_.clear();
+  gang_held_.clear();
+}
+
+void UsageIndex::Apply(const NodeInfo& node, const std::string& product, int sign) {
+  for (const PodOnNode& p : node.pods) {
+    const int64_t milli = int64_t{p.gpus} * p.milli_per_gpu * sign;
+    NamespaceUse& u = use_[p.ns];
+    u.total += milli;
+    u.pods += sign;
+    u.by_product[product] += milli;
+    AddOrErase(u.pods_by_product, product, sign);
+    if (!u.pods_by_product.contains(product)) u.by_product.erase(product);
+    if (u.pods == 0) use_.erase(p.ns);
+    if (!p.gang.empty()) AddOrErase(gang_held_, GangKey(p.ns, p.gang), sign);
+  }
+}
+
+void UsageIndex::Update(std::shared_ptr<const ClusterSnapshot> snapshot) {
+  const auto& nodes = snapshot->nodes();
+  if (last_ != nullptr && last_->node_set_identity() == snapshot->node_set_identity()) {
+    const auto& before = last_->nodes();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (before[i] == nodes[i]) continue;
+      Apply(*before[i], last_->product(*before[i]), -1);
+      Apply(*nodes[i], snapshot->product(*nodes[i]), +1);
+    }
+  } else {
+    use_.clear();
+    gang_held_.clear();
+    for (const auto& n : nodes) Apply(*n, snapshot->product(*n), +1);
+  }
+  last_ = std::move(snapshot);
+}
+
+int32_t UsageIndex::GangHeld(const std::string& ns, const std::string& gang) const {
+  auto it = gang_held_.find(GangKey(ns, gang));
+  return it == gang_held_.end() ? 0 : it->second;
+}
+
+}  // namespace gpusched::queue

@@ -1,0 +1,60 @@
+// UsageIndex: the GPUs each namespace holds (in total and per GPU product)
+// and the members each gang holds, summed over one ClusterSnapshot's nodes,
+// kept current by re-reading only the nodes that changed since the last
+// snapshot it saw. Snapshots share unchanged NodeInfos by pointer, so a bind
+// costs one node's pods, not the cluster's.
+//
+// The sums are exactly what a walk over every pod of every node gives
+// (QuotaLedger's from-scratch constructor, the differential tests): a
+// namespace or product appears while at least one pod of it is on a node,
+// even one holding 0 GPUs.
+//
+// Owned by QueueManager under its mutex; thread-compatible.
+#ifndef GPUSCHED_QUEUE_USAGE_INDEX_H_
+#define GPUSCHED_QUEUE_USAGE_INDEX_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "gpusched/model/snapshot.h"
+
+namespace gpusched::queue {
+
+// GPUs one namespace holds: milli-GPUs and pod counts, in total and by the
+// product of the node they are on.
+struct NamespaceUse {
+  int64_t total = 0;
+  int64_t pods = 0;
+  std::map<std::string, int64_t> by_product;       // milli
+  std::map<std::string, int64_t> pods_by_product;  // counts (keys live while > 0)
+};
+
+class UsageIndex {
+ public:
+  // Brings the sums to `snapshot`: O(changed nodes' pods) when the node set
+  // is the one of the last call, O(all pods) otherwise.
+  void Update(std::shared_ptr<const ClusterSnapshot> snapshot);
+  // Forgets everything; the next Update reads every node.
+  void Clear();
+
+  const std::map<std::string, NamespaceUse>& use() const { return use_; }
+  // Generation of the snapshot the sums are for (0 before the first Update).
+  uint64_t generation() const { return last_ == nullptr ? 0 : last_->generation(); }
+  // Pods of gang `gang` of `ns` on nodes (members and reservation holders).
+  int32_t GangHeld(const std::string& ns, const std::string& gang) const;
+
+ private:
+  void Apply(const NodeInfo& node, const std::string& product, int sign);
+
+  std::shared_ptr<const ClusterSnapshot> last_;  // keeps its nodes alive
+  std::map<std::string, NamespaceUse> use_;
+  absl::flat_hash_map<std::string, int32_t> gang_held_;  // "ns/gang" -> pods
+};
+
+}  // namespace gpusched::queue
+
+#endif  // GPUSCHED_QUEUE_USAGE_INDEX_H_
