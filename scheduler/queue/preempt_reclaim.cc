@@ -255,7 +255,7 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
       head = e;
       break;
     }
-    if (head == nullptr || IsGang(head->pod)) continue;
+    if (head == nullptr || IsGang(head->pod) || head->pod.gang_size == kGangSizeUnknown) continue;
     const std::string& cohort = ledger.Quota(ns).cohort;
     const int64_t demand = DemandMilli(head->pod.gpu);
     if (cohort.empty() || ledger.Usage(ns) + demand > ledger.Guaranteed(ns)) {

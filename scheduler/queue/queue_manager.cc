@@ -276,7 +276,7 @@ QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& un
 std::string QueueManager::AdmitUnconfirmedLocked(const PodRequest& pod,
                                                  const ClusterSnapshot& snapshot,
                                                  const policy::Framework& fw) {
-  if (IsGang(pod)) {
+  if (IsGang(pod) || pod.gang_size == kGangSizeUnknown) {
     return StrCat("gpusched: gang ", pod.gang, ": pod ", pod.Key(), " (uid ", pod.uid,
                   ") is not in the cluster view yet; gangs are reserved only for pods the "
                   "cluster shows");
@@ -302,6 +302,13 @@ std::string QueueManager::Admit(const PodRequest& request, const ClusterSnapshot
   }
   e->last_filter_ms = Now();
   const PodRequest& pod = e->pod;  // the source's pod, not the request's
+  if (pod.gang_size == kGangSizeUnknown) {
+    // A framework gang whose size is declared by an object not read yet:
+    // never admitted alone (scheduler/kube fills the size in).
+    return StrCat("gpusched: gang ", pod.gang, ": its size is not known yet (declared by ",
+                  pod.gang_owner.name.empty() ? "an object not read yet" : pod.gang_owner.name,
+                  "); the pod waits until it is read");
+  }
   Evaluation ev = EvaluateLocked(pod, snapshot, *fw);
   if (!ev.reason.empty()) return ev.reason;
   if (IsGang(pod)) {

@@ -328,5 +328,21 @@ TEST(QueueMetricsTest, WaitIsAHistogramObservedAtBind) {
               ::testing::HasSubstr("gpusched_queue_wait_seconds_count{namespace=\"team-a\"} 1\n"));
 }
 
+// A framework gang whose size its owning object declares waits until that
+// object is read: never admitted alone, with a reason naming the object.
+TEST(GangTest, GangOfUnknownSizeWaitsForItsSize) {
+  Harness h(H100s(2), {}, ResearchCohort());
+  PodRequest p = PodBuilder("worker-0", "team-a").Gpus(8).Build();
+  p.gang = "pg/train";
+  p.gang_size = kGangSizeUnknown;
+  p.gang_owner = {GangOwnerKind::kPodGroup, "train"};
+  std::string reason;
+  EXPECT_THAT(h.Filter(p, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("size is not known yet (declared by train)"));
+  EXPECT_THAT(h.queue->ReservationUids(), IsEmpty());
+  p.gang_size = 1;  // the object is read: a gang of one runs at once
+  EXPECT_THAT(h.Filter(p), SizeIs(2));
+}
+
 }  // namespace
 }  // namespace gpusched::queue
