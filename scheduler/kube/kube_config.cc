@@ -1,6 +1,7 @@
 #include "scheduler/kube/kube_config.h"
 
 #include <sys/stat.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,7 +13,6 @@
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/kube_codec.h"
 #include "scheduler/kube/exec_credential.h"
-#include "scheduler/kube/mini_yaml.h"
 
 namespace gpusched::kube {
 namespace {
@@ -35,10 +35,47 @@ std::string Resolve(const std::string& dir, const std::string& path) {
   return StrCat(dir, "/", path);
 }
 
+// The kubeconfig as YAML (yaml-cpp: any YAML 1.2, JSON included), read
+// through these helpers only: none of them throws. An absent member, or one
+// of another kind, reads as an undefined node, "" or false.
+
+// The member `key` of a map node; an undefined node if `n` is no map or
+// has no such member.
+YAML::Node Member(const YAML::Node& n, std::string_view key) {
+  if (!n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  for (const auto& kv : n) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.second;
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+// The scalar member `key`, or "".
+std::string Str(const YAML::Node& n, std::string_view key) {
+  const YAML::Node v = Member(n, key);
+  return v.IsScalar() ? v.Scalar() : std::string();
+}
+
+// The member `key` read as a YAML boolean (true, True, yes, on, ...); false otherwise.
+bool Flag(const YAML::Node& n, std::string_view key) {
+  const YAML::Node v = Member(n, key);
+  bool b = false;
+  return v.IsScalar() && YAML::convert<bool>::decode(v, b) && b;
+}
+
+absl::StatusOr<YAML::Node> ParseYaml(const std::string& text) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    // e.mark is zero-based; "line 3, column 1: ..." as editors count.
+    return absl::InvalidArgumentError(
+        StrCat("line ", e.mark.line + 1, ", column ", e.mark.column + 1, ": ", e.msg));
+  }
+}
+
 // A file (resolved against `dir`) or base64 `data`, whichever is set.
-absl::StatusOr<std::string> FileOrData(const YamlNode& n, const std::string& file_key,
-                                       const std::string& data_key, const std::string& dir) {
-  std::string data = n.Str(data_key);
+absl::StatusOr<std::string> FileOrData(const YAML::Node& n, std::string_view file_key,
+                                       std::string_view data_key, const std::string& dir) {
+  std::string data = Str(n, data_key);
   if (!data.empty()) {
     std::string out;
     if (!absl::Base64Unescape(ToAbsl(data), &out)) {
@@ -46,58 +83,63 @@ absl::StatusOr<std::string> FileOrData(const YamlNode& n, const std::string& fil
     }
     return out;
   }
-  std::string file = n.Str(file_key);
+  std::string file = Str(n, file_key);
   if (file.empty()) return std::string();
   return Slurp(Resolve(dir, file));
 }
 
 // The entry named `name` of the list `list_key`, member `inner`.
-const YamlNode* Named(const YamlNode& root, std::string_view list_key, const std::string& name,
-                      std::string_view inner) {
-  const YamlNode* list = root.Get(list_key);
-  if (list == nullptr || list->kind != YamlNode::Kind::kList) return nullptr;
-  for (const YamlNode& e : list->list) {
-    if (e.Str("name") == name) return e.Get(inner);
+YAML::Node Named(const YAML::Node& root, std::string_view list_key, const std::string& name,
+                 std::string_view inner) {
+  const YAML::Node list = Member(root, list_key);
+  if (list.IsSequence()) {
+    for (const YAML::Node& e : list) {
+      if (Str(e, "name") == name) return Member(e, inner);
+    }
   }
-  return nullptr;
+  return YAML::Node(YAML::NodeType::Undefined);
 }
 
 constexpr std::string_view kExecApiVersions[] = {"client.authentication.k8s.io/v1",
                                                  "client.authentication.k8s.io/v1beta1"};
 
 // users[].user.exec of a kubeconfig; `where` prefixes errors.
-absl::StatusOr<ExecPlugin> ParseExec(const YamlNode& exec, const std::string& dir,
+absl::StatusOr<ExecPlugin> ParseExec(const YAML::Node& exec, const std::string& dir,
                                      const std::string& where) {
   ExecPlugin p;
-  p.command = exec.Str("command");
+  p.command = Str(exec, "command");
   if (p.command.empty()) return absl::InvalidArgumentError(StrCat(where, ".command: missing"));
   if (p.command.find('/') != std::string::npos) p.command = Resolve(dir, p.command);
-  p.api_version = exec.Str("apiVersion");
+  p.api_version = Str(exec, "apiVersion");
   if (std::find(std::begin(kExecApiVersions), std::end(kExecApiVersions), p.api_version) ==
       std::end(kExecApiVersions)) {
     return absl::InvalidArgumentError(
         StrCat(where, ".apiVersion: want client.authentication.k8s.io/v1 or v1beta1, got '",
                p.api_version, "'"));
   }
-  if (const YamlNode* args = exec.Get("args"); args != nullptr) {
-    for (const YamlNode& a : args->list) {
-      if (a.kind != YamlNode::Kind::kScalar) {
-        return absl::InvalidArgumentError(StrCat(where, ".args: must be strings"));
-      }
-      p.args.push_back(a.scalar);
+  if (const YAML::Node args = Member(exec, "args"); args.IsDefined() && !args.IsNull()) {
+    if (!args.IsSequence()) {
+      return absl::InvalidArgumentError(StrCat(where, ".args: must be a list of strings"));
+    }
+    for (const YAML::Node& a : args) {
+      if (!a.IsScalar()) return absl::InvalidArgumentError(StrCat(where, ".args: must be strings"));
+      p.args.push_back(a.Scalar());
     }
   }
-  if (const YamlNode* env = exec.Get("env"); env != nullptr) {
-    for (const YamlNode& e : env->list) {
-      if (e.Str("name").empty()) {
+  if (const YAML::Node env = Member(exec, "env"); env.IsDefined() && !env.IsNull()) {
+    if (!env.IsSequence()) {
+      return absl::InvalidArgumentError(StrCat(where, ".env: must be a list of {name, value}"));
+    }
+    for (const YAML::Node& e : env) {
+      if (Str(e, "name").empty()) {
         return absl::InvalidArgumentError(StrCat(where, ".env[].name: missing"));
       }
-      p.env.emplace_back(e.Str("name"), e.Str("value"));
+      p.env.emplace_back(Str(e, "name"), Str(e, "value"));
     }
   }
-  p.install_hint = exec.Str("installHint");
-  p.provide_cluster_info = exec.Str("provideClusterInfo") == "true";
-  if (exec.Str("interactiveMode") == "Always") {
+  p.install_hint = Str(exec, "installHint");
+  p.provide_cluster_info = Flag(exec, "provideClusterInfo");
+  if (Str(exec, "interactiveMode") == "Always") {
     return absl::InvalidArgumentError(
         StrCat(where, ".interactiveMode: Always needs a terminal; gpusched runs without one"));
   }
@@ -150,44 +192,46 @@ absl::StatusOr<KubeConfig> InClusterConfig(const std::string& sa_dir) {
 absl::StatusOr<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& context) {
   auto text = Slurp(path);
   if (!text.ok()) return text.status();
-  auto root = ParseMiniYaml(*text);
-  if (!root.ok()) {
-    return absl::InvalidArgumentError(StrCat(path, ": ", FromAbsl(root.status().message())));
+  auto parsed = ParseYaml(*text);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(StrCat(path, ": ", FromAbsl(parsed.status().message())));
   }
+  const YAML::Node root = *std::move(parsed);
+  if (!root.IsMap()) return absl::InvalidArgumentError(StrCat(path, ": not a kubeconfig (a map)"));
   std::string dir = path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/'));
-  std::string ctx_name = context.empty() ? root->Str("current-context") : context;
-  const YamlNode* ctx = Named(*root, "contexts", ctx_name, "context");
-  if (ctx == nullptr) return absl::NotFoundError(StrCat(path, ": no context '", ctx_name, "'"));
-  const YamlNode* cluster = Named(*root, "clusters", ctx->Str("cluster"), "cluster");
-  if (cluster == nullptr) {
-    return absl::NotFoundError(StrCat(path, ": no cluster '", ctx->Str("cluster"), "'"));
+  std::string ctx_name = context.empty() ? Str(root, "current-context") : context;
+  const YAML::Node ctx = Named(root, "contexts", ctx_name, "context");
+  if (!ctx.IsMap()) return absl::NotFoundError(StrCat(path, ": no context '", ctx_name, "'"));
+  const YAML::Node cluster = Named(root, "clusters", Str(ctx, "cluster"), "cluster");
+  if (!cluster.IsMap()) {
+    return absl::NotFoundError(StrCat(path, ": no cluster '", Str(ctx, "cluster"), "'"));
   }
   KubeConfig cfg;
-  if (auto s = ParseServerUrl(cluster->Str("server"), &cfg); !s.ok()) {
+  if (auto s = ParseServerUrl(Str(cluster, "server"), &cfg); !s.ok()) {
     return absl::InvalidArgumentError(StrCat(path, ": ", FromAbsl(s.message())));
   }
-  auto ca = FileOrData(*cluster, "certificate-authority", "certificate-authority-data", dir);
+  auto ca = FileOrData(cluster, "certificate-authority", "certificate-authority-data", dir);
   if (!ca.ok()) return ca.status();
   cfg.ca_pem = *std::move(ca);
-  cfg.insecure_skip_verify = cluster->Str("insecure-skip-tls-verify") == "true";
-  const YamlNode* user = Named(*root, "users", ctx->Str("user"), "user");
-  if (user != nullptr) {
-    cfg.token = user->Str("token");
-    if (!user->Str("tokenFile").empty()) cfg.token_file = Resolve(dir, user->Str("tokenFile"));
-    auto cert = FileOrData(*user, "client-certificate", "client-certificate-data", dir);
+  cfg.insecure_skip_verify = Flag(cluster, "insecure-skip-tls-verify");
+  const YAML::Node user = Named(root, "users", Str(ctx, "user"), "user");
+  if (user.IsMap()) {
+    cfg.token = Str(user, "token");
+    if (!Str(user, "tokenFile").empty()) cfg.token_file = Resolve(dir, Str(user, "tokenFile"));
+    auto cert = FileOrData(user, "client-certificate", "client-certificate-data", dir);
     if (!cert.ok()) return cert.status();
-    auto key = FileOrData(*user, "client-key", "client-key-data", dir);
+    auto key = FileOrData(user, "client-key", "client-key-data", dir);
     if (!key.ok()) return key.status();
     cfg.client_cert_pem = *std::move(cert);
     cfg.client_key_pem = *std::move(key);
-    if (const YamlNode* exec = user->Get("exec"); exec != nullptr) {
-      auto plugin = ParseExec(*exec, dir, StrCat(path, ": users.", ctx->Str("user"), ".exec"));
+    if (const YAML::Node exec = Member(user, "exec"); exec.IsDefined() && !exec.IsNull()) {
+      auto plugin = ParseExec(exec, dir, StrCat(path, ": users.", Str(ctx, "user"), ".exec"));
       if (!plugin.ok()) return plugin.status();
       cfg.exec = *std::move(plugin);
     }
-    if (user->Get("auth-provider") != nullptr) {
+    if (Member(user, "auth-provider").IsDefined()) {
       return absl::UnimplementedError(
-          StrCat(path, ": user '", ctx->Str("user"),
+          StrCat(path, ": user '", Str(ctx, "user"),
                  "' uses auth-provider, which Kubernetes removed; use an exec plugin"));
     }
   }

@@ -6,10 +6,10 @@
 // GKE or OIDC logins) and caches its token until it expires or the API
 // server refuses it.
 //
-// Kubeconfig files are read with a small parser for the block-style YAML
-// that kubectl writes (maps, "- " lists, plain and quoted scalars, comments);
-// flow style other than empty {} / [] and block scalars (| >) are not
-// supported. Relative file paths are resolved against the file's folder.
+// Kubeconfig files are YAML (or JSON, which is YAML too), read with yaml-cpp
+// in kube_config.cc only: anchors, block scalars and flow style are read as
+// kubectl reads them. Relative file paths are resolved against the file's
+// folder.
 //
 // Loading is for start-up (not thread-safe); TokenSource::Get is thread-safe.
 #ifndef GPUSCHED_KUBE_KUBE_CONFIG_H_

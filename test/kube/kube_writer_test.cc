@@ -12,7 +12,6 @@
 #include "scheduler/codec/config_codec.h"
 #include "scheduler/kube/kube_config.h"
 #include "scheduler/kube/leader_elector.h"
-#include "scheduler/kube/mini_yaml.h"
 #include "scheduler/queue/queue_wiring.h"
 #include "test/kube/kube_test_util.h"
 #include "test/kube/queue_invariants.h"
@@ -290,12 +289,6 @@ TEST(KubeconfigTest, ParsesKubectlStyleYaml) {
   EXPECT_EQ(cfg->port, "6443");
   EXPECT_EQ(cfg->token, "tok");
   EXPECT_EQ(cfg->ca_pem, Pki().ca_pem);
-  auto bad = kube::ParseMiniYaml("a:\n  b: 1\n c: 2\n");
-  EXPECT_FALSE(bad.ok());
-  auto list = kube::ParseMiniYaml("items:\n- a: 1\n  b: 'x y'\n- plain\n");
-  ASSERT_TRUE(list.ok());
-  EXPECT_EQ(list->Get("items")->list.size(), 2u);
-  EXPECT_EQ(list->Get("items")->list[0].Str("b"), "x y");
 }
 
 TEST(KubeClientTest, RejectsWrongCaAndWrongToken) {
