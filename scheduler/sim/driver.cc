@@ -6,6 +6,7 @@
 
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/codec/sim_codec.h"
 #include "scheduler/sim/extender_mode.h"
 #include "scheduler/sim/fgd_protocol.h"
 #include "scheduler/sim/grid.h"
@@ -91,7 +92,7 @@ absl::Status RunFgdDriver(const DriverOptions& o) {
     std::fprintf(stderr, "%s %s seed %llu: unallocated@100 %.2f%%, allocated@130 %.2f%% (%.2fs)\n",
                  r->trace.c_str(), r->policy.c_str(), static_cast<unsigned long long>(r->seed),
                  r->unallocated_at_100, r->allocated_at_130, r->seconds);
-    if (!o.out.empty()) GPUSCHED_RETURN_IF_ERROR(WriteText(o.out, FgdResultJson(*r)));
+    if (!o.out.empty()) GPUSCHED_RETURN_IF_ERROR(WriteText(o.out, codec::EncodeFgdResult(*r)));
     if (!o.html.empty()) {
       GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml({*r})));
     }

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "policy/fgd_scorer.h"
@@ -237,30 +236,6 @@ absl::StatusOr<FgdResult> RunFgdWith(const SimCluster& base, const std::vector<P
   r.decision_hash = h;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   return r;
-}
-
-std::string FgdResultJson(const FgdResult& r) {
-  nlohmann::ordered_json j;
-  j["policy"] = r.policy;
-  j["seed"] = r.seed;
-  j["trace"] = r.trace;
-  j["unallocated_gpu_pct_at_100"] = r.unallocated_at_100;
-  j["allocated_gpu_pct_at_130"] = r.allocated_at_130;
-  j["frag_total_pct_at_90"] = r.frag_total_at_90;
-  j["frag_idle_pct_at_90"] = r.frag_idle_at_90;
-  j["pods"] = r.pods;
-  j["failed_pods"] = r.failed;
-  j["decision_hash"] = std::to_string(r.decision_hash);
-  j["seconds"] = r.seconds;
-  nlohmann::ordered_json curve = nlohmann::ordered_json::array();
-  for (const CurvePoint& c : r.curve) {
-    curve.push_back({{"arrived_pct", c.arrived_pct},
-                     {"allocated_pct", c.allocated_pct},
-                     {"frag_total_pct", c.frag_total_pct},
-                     {"frag_idle_pct", c.frag_idle_pct}});
-  }
-  j["curve"] = std::move(curve);
-  return j.dump(1);
 }
 
 }  // namespace gpusched::sim

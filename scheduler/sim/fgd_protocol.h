@@ -103,8 +103,6 @@ absl::StatusOr<FgdResult> RunFgdWith(const SimCluster& cluster,
                                      const SchedulerConfig& config, const FgdOptions& options,
                                      FgdDecider* decider);
 
-std::string FgdResultJson(const FgdResult& r);
-
 }  // namespace gpusched::sim
 
 #endif  // GPUSCHED_SIM_FGD_PROTOCOL_H_

@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "absl/strings/str_split.h"
@@ -259,33 +258,6 @@ absl::StatusOr<std::vector<std::pair<std::string, int>>> ParseVcNodes(std::strin
     int64_t n = 0;
     if (f.size() < 2 || !ToInt(f[1], &n)) return LineError(i + 1, "bad VC line");
     out.emplace_back(std::string(f[0]), static_cast<int>(n));
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<Job>> ParseJobsJson(std::string json) {
-  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
-  if (j.is_discarded() || !j.is_array()) {
-    return absl::InvalidArgumentError("jobs JSON must be an array of objects");
-  }
-  std::vector<Job> out;
-  for (size_t i = 0; i < j.size(); ++i) {
-    const auto& o = j[i];
-    if (!o.is_object()) return absl::InvalidArgumentError(StrCat("jobs[", i, "]: not an object"));
-    Job job;
-    job.id = o.value("name", StrCat("job-", i));
-    job.ns = o.value("namespace", std::string("default"));
-    job.priority_class = o.value("priorityClass", std::string());
-    job.priority = o.value("priority", 0);
-    job.gpus_per_pod = o.value("gpusPerPod", 1);
-    job.pods = o.value("pods", 1);
-    job.duration = o.value("duration", 0.0);
-    job.submit = o.value("submit", 0.0);
-    job.gang = o.value("gang", true);
-    if (job.gpus_per_pod < 0 || job.pods <= 0 || job.duration < 0 || job.submit < 0) {
-      return absl::InvalidArgumentError(StrCat("jobs[", i, "]: negative or zero field"));
-    }
-    out.push_back(std::move(job));
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // Simulator inputs: clusters (openb node CSV, a Kubernetes List JSON, a
 // generator spec of canonical machines) and workloads (openb pod CSV, the
-// Philly job CSV, a JSON list of Jobs), decoded into the model types.
+// Philly job CSV), decoded into the model types. The JSON list of Jobs is
+// read by scheduler/codec/sim_codec.h.
 //
 // Callers: scheduler/sim, the CLI, tests and benchmarks. Pure functions of
 // their inputs (file reads only); thread-safe.
@@ -56,9 +57,6 @@ absl::StatusOr<std::vector<Job>> ParsePhillyJobs(std::string_view csv,
                                                  double window_seconds = 5270340);
 // helios_qssf_philly_vc_nodes.csv: vc,node num.
 absl::StatusOr<std::vector<std::pair<std::string, int>>> ParseVcNodes(std::string_view csv);
-// [{"name","namespace","priorityClass","priority","gpusPerPod","pods","duration",
-//   "submit","gang"}...]; "gang" (default true) matters when "pods" > 1.
-absl::StatusOr<std::vector<Job>> ParseJobsJson(std::string json);
 
 }  // namespace gpusched::sim
 

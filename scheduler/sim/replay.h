@@ -73,8 +73,6 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
                                        const std::vector<std::pair<std::string, int>>& pools,
                                        const ReplayOptions& options);
 
-std::string ReplayResultJson(const ReplayResult& r);
-
 absl::Status RunReplayDriver(const DriverOptions& o);
 
 }  // namespace gpusched::sim

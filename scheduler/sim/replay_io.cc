@@ -1,44 +1,14 @@
-// replay result JSON and the replay half of the driver.
+// The replay half of the driver.
 #include <cstdio>
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "gpusched/util/strings.h"
+#include "scheduler/codec/sim_codec.h"
 #include "scheduler/sim/driver.h"
 #include "scheduler/sim/replay.h"
 #include "scheduler/sim/report.h"
 
 namespace gpusched::sim {
-
-std::string ReplayResultJson(const ReplayResult& r) {
-  nlohmann::ordered_json j;
-  j["policy"] = r.policy;
-  j["load"] = r.load;
-  j["jobs"] = r.jobs;
-  j["avg_jct_s"] = r.avg_jct;
-  j["p50_jct_s"] = r.p50_jct;
-  j["p95_jct_s"] = r.p95_jct;
-  j["p99_jct_s"] = r.p99_jct;
-  j["avg_queueing_s"] = r.avg_queue;
-  j["makespan_s"] = r.makespan;
-  j["gpu_utilisation"] = r.utilisation;
-  j["preemptions"] = r.preemptions;
-  j["reclaim_evictions"] = r.reclaim_evictions;
-  j["lost_gpu_seconds"] = r.lost_gpu_seconds;
-  j["quota_violations"] = r.quota_violations;
-  j["fairness_max_min_slowdown"] = r.fairness;
-  nlohmann::ordered_json ns = nlohmann::ordered_json::object();
-  for (const auto& [name, s] : r.per_ns) {
-    ns[name] = {{"jobs", s.jobs},
-                {"quota_gpus", s.quota_gpus},
-                {"avg_jct_s", s.avg_jct},
-                {"avg_queueing_s", s.avg_queue},
-                {"avg_slowdown", s.avg_slowdown},
-                {"max_borrowed_gpus", s.max_borrowed}};
-  }
-  j["namespaces"] = std::move(ns);
-  return j.dump(1);
-}
 
 absl::Status RunReplayDriver(const DriverOptions& o) {
   std::vector<Job> jobs;
@@ -61,7 +31,7 @@ absl::Status RunReplayDriver(const DriverOptions& o) {
   } else if (!o.jobs_json.empty()) {
     auto text = ReadFile(o.jobs_json);
     if (!text.ok()) return text.status();
-    auto j = ParseJobsJson(std::move(*text));
+    auto j = codec::DecodeJobs(*text);
     if (!j.ok()) return j.status();
     jobs = std::move(*j);
   } else {
@@ -91,7 +61,7 @@ absl::Status RunReplayDriver(const DriverOptions& o) {
   if (!o.out.empty()) {
     std::string text = "[";
     for (size_t i = 0; i < results.size(); ++i) {
-      text += (i ? ",\n" : "") + ReplayResultJson(results[i]);
+      text += (i ? ",\n" : "") + codec::EncodeReplayResult(results[i]);
     }
     text += "]\n";
     std::ofstream(o.out) << text;

@@ -11,6 +11,7 @@
 
 #include "gpusched/util/strings.h"
 #include "gtest/gtest.h"
+#include "scheduler/codec/sim_codec.h"
 #include "scheduler/queue/quota_ledger.h"
 #include "scheduler/sim/priority_classes.h"
 #include "scheduler/sim/replay.h"
@@ -19,7 +20,7 @@ namespace gpusched::sim {
 namespace {
 
 std::vector<Job> Jobs(const std::string& json) {
-  auto jobs = ParseJobsJson(json);
+  auto jobs = codec::DecodeJobs(json);
   EXPECT_TRUE(jobs.ok()) << jobs.status();
   return jobs.ok() ? *jobs : std::vector<Job>{};
 }

@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "policy/fgd_scorer.h"
+#include "scheduler/codec/sim_codec.h"
 #include "scheduler/sim/fgd_protocol.h"
 #include "scheduler/sim/grid.h"
 #include "scheduler/sim/inputs.h"
@@ -71,7 +72,8 @@ TEST(Inputs, ParsesPhillyWindowAndJobsJson) {
   ASSERT_EQ(jobs->size(), 2u);
   EXPECT_EQ((*jobs)[0].submit, 0);
   EXPECT_EQ((*jobs)[1].submit, 120);
-  auto j = ParseJobsJson(R"([{"namespace":"x","gpusPerPod":2,"pods":2,"duration":5,"submit":1}])");
+  auto j =
+      codec::DecodeJobs(R"([{"namespace":"x","gpusPerPod":2,"pods":2,"duration":5,"submit":1}])");
   ASSERT_TRUE(j.ok());
   EXPECT_EQ((*j)[0].total_gpus(), 4);
 }
