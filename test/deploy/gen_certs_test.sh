@@ -141,7 +141,11 @@ start_server() {
 }
 health_port=
 if start_server --health-listen 127.0.0.1:0; then
-  health_port=$(sed -nE 's|.*probes.* port ([0-9]+)$|\1|p' "${work}/serve.out")
+  for _ in $(seq 1 100); do
+    health_port=$(sed -nE 's|.*probes.* port ([0-9]+)$|\1|p' "${work}/serve.out")
+    [[ -n "${health_port}" ]] && break
+    sleep 0.1
+  done
   [[ -n "${health_port}" ]] || fail "gpusched serve did not report its health port"
 elif grep -q -- 'health-listen' "${work}/serve.err"; then
   # A binary from before --health-listen: check the TLS side alone.
