@@ -3,6 +3,8 @@
 // container's nvidia.com/gpu is its limit, or its request if it has no limit.
 #include <simdjson.h>
 
+#include <limits>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -15,11 +17,23 @@
 namespace gpusched::codec {
 namespace {
 
+// The most nvidia.com/gpu one container may ask for. Far above any node (a
+// pod gets at most 64), low enough that sums over containers never overflow.
+constexpr int64_t kMaxGpusPerContainer = 1024;
+
 struct Resources {
   int64_t gpus = 0;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
 };
+
+// *sum += v, or an error naming `path` if the sum leaves int64.
+absl::Status AddChecked(int64_t* sum, int64_t v, std::string_view path, std::string_view what) {
+  if (__builtin_add_overflow(*sum, v, sum)) {
+    return absl::InvalidArgumentError(StrCat(path, ": total ", what, " overflows"));
+  }
+  return absl::OkStatus();
+}
 
 // Reads one quantity from `list` (limits or requests).
 absl::StatusOr<std::optional<std::string_view>> Quantity(const std::optional<Object>& list,
@@ -44,10 +58,12 @@ absl::StatusOr<Resources> ContainerResources(const Element& c, std::string_view 
   GPUSCHED_ASSIGN_OR_RETURN(auto gpu_request, Quantity(requests, kResourceGpu, qpath));
   if (gpu_limit || gpu_request) {
     auto text = gpu_limit ? *gpu_limit : *gpu_request;
+    const std::string gpath = StrCat(gpu_limit ? lpath : qpath, "[\"", kResourceGpu, "\"]");
     auto n = ParseQuantityInteger(text);
-    if (!n.ok()) {
+    if (!n.ok()) return absl::InvalidArgumentError(StrCat(gpath, ": ", n.status().message()));
+    if (*n > kMaxGpusPerContainer) {
       return absl::InvalidArgumentError(
-          StrCat(gpu_limit ? lpath : qpath, "[\"", kResourceGpu, "\"]: ", n.status().message()));
+          StrCat(gpath, ": '", text, "' GPUs; at most ", kMaxGpusPerContainer, " per container"));
     }
     r.gpus = *n;
   }
@@ -81,9 +97,9 @@ absl::StatusOr<Resources> EffectiveResources(const Object& spec, std::string_vie
     for (Element c : arr) {
       GPUSCHED_ASSIGN_OR_RETURN(Resources r, ContainerResources(c, StrCat(lpath, "[", i++, "]")));
       if (list == "containers") {
-        sum.gpus += r.gpus;
-        sum.cpu_milli += r.cpu_milli;
-        sum.memory_mib += r.memory_mib;
+        GPUSCHED_RETURN_IF_ERROR(AddChecked(&sum.gpus, r.gpus, lpath, kResourceGpu));
+        GPUSCHED_RETURN_IF_ERROR(AddChecked(&sum.cpu_milli, r.cpu_milli, lpath, "cpu"));
+        GPUSCHED_RETURN_IF_ERROR(AddChecked(&sum.memory_mib, r.memory_mib, lpath, "memory"));
       } else {
         init_max.gpus = std::max(init_max.gpus, r.gpus);
         init_max.cpu_milli = std::max(init_max.cpu_milli, r.cpu_milli);
@@ -261,7 +277,15 @@ absl::StatusOr<PodRequest> DecodePod(const Element& e, std::string_view path) {
     pod.cpu_milli = r.cpu_milli;
     pod.memory_mib = r.memory_mib;
     GPUSCHED_ASSIGN_OR_RETURN(auto prio, OptInt(*spec, "priority", spath));
-    if (prio) pod.priority = static_cast<int32_t>(*prio);
+    if (prio) {
+      // Kubernetes priorities are int32; a wider value is never truncated.
+      if (*prio < std::numeric_limits<int32_t>::min() ||
+          *prio > std::numeric_limits<int32_t>::max()) {
+        return absl::InvalidArgumentError(
+            StrCat(spath, ".priority: ", *prio, " is not a 32-bit integer"));
+      }
+      pod.priority = static_cast<int32_t>(*prio);
+    }
     GPUSCHED_ASSIGN_OR_RETURN(auto pc, OptString(*spec, "priorityClassName", spath));
     if (pc) pod.priority_class = std::string(*pc);
     GPUSCHED_ASSIGN_OR_RETURN(auto pp, OptString(*spec, "preemptionPolicy", spath));

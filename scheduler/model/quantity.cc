@@ -97,12 +97,14 @@ absl::StatusOr<int64_t> Scale(std::string_view text, const Parsed& p, int extra_
     num *= 10;
     if (num > kCap) return Bad(text, "too large");
   }
-  for (int k = 0; k < -e10; ++k) den *= 10;
   for (int k = 0; k < e2; ++k) {
     num *= 2;
     if (num > kCap) return Bad(text, "too large");
   }
-  for (int k = 0; k < -e2; ++k) den *= 2;
+  // num <= kCap from here on, so once den passes it the quotient is 0 and
+  // den need not grow further (10^40 * 2^70 would leave int128).
+  for (int k = 0; k < -e10 && den <= kCap; ++k) den *= 10;
+  for (int k = 0; k < -e2 && den <= kCap; ++k) den *= 2;
   int128 q = num / den;
   if (num % den != 0) {
     if (require_integer) return Bad(text, "must be a whole number");

@@ -51,5 +51,23 @@ TEST(QuantityTest, RejectsGarbage) {
   }
 }
 
+// The edges of int64 and of the internal int128 arithmetic: never wraps.
+TEST(QuantityTest, ExtremesNeverWrap) {
+  EXPECT_EQ(*ParseQuantityValue("9223372036854775807"), INT64_MAX);
+  EXPECT_FALSE(ParseQuantityValue("9223372036854775808").ok());
+  EXPECT_FALSE(ParseQuantityMilli("9223372036854775807").ok());  // x1000 leaves int64
+  EXPECT_EQ(*ParseQuantityInteger("4611686018427387904"), int64_t{1} << 62);
+  EXPECT_EQ(*ParseQuantityMiB("8Ei"), int64_t{8} << 40);
+  // Tiny positive amounts round up to one unit; the divisor (up to 10^40 *
+  // 2^70) once overflowed int128.
+  for (const char* tiny : {"1e-43", "5e-42", "1e-39", "123456789012345678901234567e-40"}) {
+    SCOPED_TRACE(tiny);
+    EXPECT_EQ(*ParseQuantityMilli(tiny), 1);
+  }
+  EXPECT_EQ(*ParseQuantityMiB("1e-39"), 1);
+  EXPECT_EQ(*ParseQuantityMiB("1e-40"), 1);
+  EXPECT_FALSE(ParseQuantityInteger("1e-40").ok());
+}
+
 }  // namespace
 }  // namespace gpusched
