@@ -128,6 +128,7 @@ bool KubeClusterSource::ListAll(std::string* node_rv, std::string* pod_rv) {
         absl::flat_hash_map<std::string, PodRequest> still;
         api_node_.clear();
         for (auto& item : pods->pods) {
+          if (gang_sizes_ != nullptr) gang_sizes_->Fill(item.pod);
           api_node_[item.pod.uid] = item.pod.node_name;
           auto it = assumed_.find(item.pod.uid);
           if (it != assumed_.end() && item.pod.node_name.empty() && !item.pod.deleting) {
@@ -300,6 +301,8 @@ void KubeClusterSource::ApplyPod(codec::WatchEvent& ev) {
   PodRequest& pod = ev.pod->pod;
   {
     absl::MutexLock lock(&mu_);
+    // Under mu_, so a RefillGangs after a size change cannot be overtaken.
+    if (gang_sizes_ != nullptr) gang_sizes_->Fill(pod);
     if (ev.type == codec::WatchEvent::Type::kDeleted) {
       assumed_.erase(pod.uid);
       api_node_.erase(pod.uid);
@@ -364,6 +367,22 @@ void KubeClusterSource::CheckIds(const codec::PodItem& item) {
                   "Pods whose gpusched.io/gpu-ids annotation could not be honoured.", {});
   }
   if (on_bad_ids_) on_bad_ids_(pod, why);
+}
+
+void KubeClusterSource::RefillGangs() {
+  if (gang_sizes_ == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  if (state_ == nullptr) return;
+  bool changed = false;
+  for (const PodRequest& p : state_->Pods()) {
+    if (p.gang_owner.kind == GangOwnerKind::kNone || !api_node_.contains(p.uid)) continue;
+    PodRequest q = p;
+    gang_sizes_->Fill(q);
+    if (q.gang == p.gang && q.gang_size == p.gang_size) continue;
+    state_->UpsertPod(std::move(q));
+    changed = true;
+  }
+  if (changed) state_->Commit();
 }
 
 void KubeClusterSource::NoteAssumed(const PodRequest& bound) {

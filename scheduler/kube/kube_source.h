@@ -38,6 +38,7 @@
 #include "gpusched/core/cluster_source.h"
 #include "gpusched/util/metrics.h"
 #include "scheduler/codec/kube_codec.h"
+#include "scheduler/kube/gang_objects.h"
 #include "scheduler/kube/http_client.h"
 
 namespace gpusched::kube {
@@ -72,6 +73,13 @@ class KubeClusterSource final : public ClusterSource {
   // True if the API (as watched) shows the pod bound to `node`.
   bool ApiBound(const std::string& uid, const std::string& node) const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Gang sizes declared by objects (PodGroups, JobSets, ...): every pod is
+  // filled from `sizes` before it enters the state. Set before Start.
+  void set_gang_sizes(GangSizes* sizes) { gang_sizes_ = sizes; }
+  // Re-fills the gang of every pod the API shows whose size an object
+  // declares (GangSizes' on_change).
+  void RefillGangs() ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   struct Watch;
   void Run();
@@ -91,6 +99,7 @@ class KubeClusterSource final : public ClusterSource {
   const SourceOptions options_;
   Metrics* metrics_;
   BadIdsReporter on_bad_ids_;
+  GangSizes* gang_sizes_ = nullptr;
   ClusterState* state_ = nullptr;
   std::function<void(bool)> on_synced_;
 

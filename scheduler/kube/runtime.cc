@@ -170,6 +170,7 @@ std::string WaitingEventMessage(const ExtenderArgs& args, const FilterOutcome& o
 
 KubeRuntime::~KubeRuntime() {
   if (elector_) elector_->Stop();
+  if (gang_sizes_) gang_sizes_->Stop();
   if (source_) source_->Stop();
 }
 
@@ -213,6 +214,9 @@ absl::StatusOr<std::unique_ptr<KubeRuntime>> StartKube(const KubeOptions& option
       [r](const PodRequest& pod, const std::string& why) {
         r->events_->Record(pod, "Warning", "GpuIdsUnusable", why);
       });
+  rt->gang_sizes_ = std::make_unique<GangSizes>(rt->client_.get(), GangSizesOptions{}, metrics);
+  rt->source_->set_gang_sizes(rt->gang_sizes_.get());
+  rt->gang_sizes_->Start([r] { r->source_->RefillGangs(); });
   auto may_write = [r] { return r->source_->synced() && r->leader(); };
   rt->binder_ = std::make_unique<KubeBinder>(rt->client_.get(), rt->source_.get(), state, may_write,
                                              options.write, metrics, rt->events_.get());

@@ -90,6 +90,7 @@ class KubeRuntime {
   ExtenderService* service_ = nullptr;
   std::unique_ptr<KubeHttpClient> client_;
   std::unique_ptr<EventRecorder> events_;
+  std::unique_ptr<GangSizes> gang_sizes_;
   std::unique_ptr<KubeClusterSource> source_;
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<KubeBinder> binder_;

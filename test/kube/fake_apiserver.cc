@@ -96,6 +96,7 @@ struct FakeApiServer::Impl {
   std::vector<Json> event_log;  // bodies of created events
   std::set<int> fds;
   std::set<std::string> tokens;
+  std::set<std::string> api_groups;  // served "<group>/<version>"
   std::vector<std::thread> threads;
 
   // REQUIRES: mu held.
@@ -194,6 +195,11 @@ uint16_t FakeApiServer::port() const { return impl_->acceptor.local_endpoint().p
 void FakeApiServer::Put(const std::string& kind, Json obj) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->PutLocked(kind, std::move(obj));
+}
+
+void FakeApiServer::ServeApiGroup(const std::string& group_version) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->api_groups.insert(group_version);
 }
 
 void FakeApiServer::Delete(const std::string& kind, const std::string& key) {
@@ -372,6 +378,21 @@ Reply FakeApiServer::Impl::Handle(http::request<http::string_body>& req, Stream&
   }
   if (p.size() >= 7 && p[1] == "apis" && p[2] == "coordination.k8s.io" && p[6] == "leases") {
     return HandleLease(req, p);
+  }
+  if (p.size() >= 4 && p[1] == "apis" && method == "GET") {
+    std::lock_guard<std::mutex> lock(mu);
+    if (api_groups.count(p[2] + "/" + p[3])) {
+      if (p.size() == 4) {
+        return {200, Json{{"kind", "APIResourceList"}, {"groupVersion", p[2] + "/" + p[3]}}.dump()};
+      }
+      if (p.size() == 8 && p[4] == "namespaces") {
+        auto& m = store[p[2] + "/" + p[6]];
+        auto it = m.find(p[5] + "/" + p[7]);
+        if (it == m.end())
+          return StatusReply(404, "NotFound", p[6] + " \"" + p[7] + "\" not found");
+        return {200, it->second.dump()};
+      }
+    }
   }
   return StatusReply(404, "NotFound", "no route " + method + " " + path);
 }

@@ -44,7 +44,14 @@ class FakeApiServer {
   uint16_t port() const;
 
   // Store.
-  void Put(const std::string& kind, Json obj);  // "nodes" | "pods"; ADDED or MODIFIED
+  // "nodes" | "pods"; ADDED or MODIFIED. Custom resources: "<group>/<plural>"
+  // (e.g. "scheduling.x-k8s.io/podgroups"), readable with GET once their
+  // group/version is served.
+  void Put(const std::string& kind, Json obj);
+  // Serves discovery (GET /apis/<group>/<version>) and GET of namespaced
+  // objects of that group/version; unserved ones answer 404, as an API
+  // server without the CRD does.
+  void ServeApiGroup(const std::string& group_version);
   void Delete(const std::string& kind, const std::string& key);
   std::optional<Json> Get(const std::string& kind, const std::string& key) const;
   std::vector<Json> List(const std::string& kind) const;

@@ -1,0 +1,274 @@
+// Gangs whose size an object declares (PodGroups, JobSets, training jobs),
+// read through the fake API server: GangSizes alone (size, elastic
+// minMember, object created late, size changes, CRD not installed), then
+// KubeClusterSource + GangSizes + QueueManager: a gang of PodGroup pods is
+// admitted all-or-nothing once its PodGroup is read.
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "gpusched/policy/framework.h"
+#include "scheduler/kube/gang_objects.h"
+#include "scheduler/kube/kube_source.h"
+#include "scheduler/queue/queue_manager.h"
+#include "test/kube/kube_test_util.h"
+#include "test/testing/builders.h"
+
+namespace gpusched::testing {
+namespace {
+
+constexpr char kPodGroups[] = "scheduling.x-k8s.io/podgroups";
+constexpr char kPodGroupApi[] = "scheduling.x-k8s.io/v1alpha1";
+
+Json PodGroup(const std::string& ns, const std::string& name, int min_member) {
+  return {{"apiVersion", kPodGroupApi},
+          {"kind", "PodGroup"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec", {{"minMember", min_member}, {"scheduleTimeoutSeconds", 60}}}};
+}
+
+// A pod as mpi-operator / Trainer create it under coscheduling.
+Json PodGroupPod(const std::string& ns, const std::string& name, int gpus,
+                 const std::string& group) {
+  Json p = PodJson(ns, name, gpus);
+  p["metadata"]["labels"] = {{"scheduling.x-k8s.io/pod-group", group},
+                             {"training.kubeflow.org/job-name", group}};
+  return p;
+}
+
+PodRequest OwnedPod(const std::string& ns, GangOwnerKind kind, const std::string& name) {
+  PodRequest p;
+  p.ns = ns;
+  p.name = "m";
+  p.gang_owner = {kind, name};
+  return p;
+}
+
+class GangSourcesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_ = std::make_unique<FakeApiServer>(Pki(), kToken);
+    api_->SetBookmarkIntervalMs(200);
+    api_->Start();
+    client_ = ClientFor(*api_, Pki());
+  }
+  static const TestPki& Pki() {
+    static const TestPki pki = MakeTestPki();
+    return pki;
+  }
+  std::unique_ptr<kube::GangSizes> NewSizes(std::function<void()> on_change = nullptr) {
+    kube::GangSizesOptions o;
+    o.retry = std::chrono::milliseconds(30);
+    o.refresh = std::chrono::milliseconds(100);
+    o.discovery_retry = std::chrono::milliseconds(100);
+    auto s = std::make_unique<kube::GangSizes>(client_.get(), o, &metrics_);
+    s->Start([this, on_change] {
+      ++changes_;
+      if (on_change) on_change();
+    });
+    return s;
+  }
+  // Fill's answer for `pod` once it is no longer unknown (or after 10 s).
+  PodRequest FillSettled(kube::GangSizes& sizes, PodRequest pod) {
+    PodRequest out;
+    WaitFor([&] {
+      out = pod;
+      sizes.Fill(out);
+      return out.gang_size != kGangSizeUnknown;
+    });
+    return out;
+  }
+
+  std::unique_ptr<FakeApiServer> api_;
+  std::unique_ptr<kube::KubeHttpClient> client_;
+  Metrics metrics_;
+  std::atomic<int> changes_{0};
+};
+
+TEST_F(GangSourcesTest, SizesFromEachOwnerKind) {
+  api_->ServeApiGroup(kPodGroupApi);
+  api_->ServeApiGroup("scheduling.volcano.sh/v1beta1");
+  api_->ServeApiGroup("jobset.x-k8s.io/v1alpha2");
+  api_->ServeApiGroup("kubeflow.org/v1");
+  api_->ServeApiGroup("kubeflow.org/v2beta1");
+  api_->Put(kPodGroups, PodGroup("train", "llm", 4));
+  api_->Put("scheduling.volcano.sh/podgroups",
+            {{"metadata", {{"name", "tf-3f9c"}, {"namespace", "train"}}},
+             {"spec", {{"minMember", 3}, {"queue", "default"}}}});
+  api_->Put("jobset.x-k8s.io/jobsets", {{"metadata", {{"name", "llama"}, {"namespace", "train"}}},
+                                        {"spec",
+                                         {{"replicatedJobs",
+                                           {{{"name", "node"},
+                                             {"replicas", 2},
+                                             {"template", {{"spec", {{"parallelism", 2}}}}}}}}}}});
+  api_->Put("kubeflow.org/pytorchjobs",
+            {{"metadata", {{"name", "bert"}, {"namespace", "train"}}},
+             {"spec",
+              {{"pytorchReplicaSpecs",
+                {{"Master", {{"replicas", 1}}}, {"Worker", {{"replicas", 2}}}}}}}});
+  api_->Put(
+      "kubeflow.org/mpijobs",
+      {{"metadata", {{"name", "pi"}, {"namespace", "train"}}},
+       {"spec",
+        {{"mpiReplicaSpecs", {{"Launcher", {{"replicas", 1}}}, {"Worker", {{"replicas", 5}}}}}}}});
+  auto sizes = NewSizes();
+  struct Case {
+    GangOwnerKind kind;
+    std::string name, gang;
+    int32_t size;
+  } cases[] = {
+      {GangOwnerKind::kPodGroup, "llm", "pg/llm", 4},
+      {GangOwnerKind::kVolcanoPodGroup, "tf-3f9c", "volcano/tf-3f9c", 3},
+      {GangOwnerKind::kJobSet, "llama", "jobset/llama", 4},
+      {GangOwnerKind::kPyTorchJob, "bert", "pytorchjob/bert", 3},
+      {GangOwnerKind::kMpiJob, "pi", "mpijob/pi", 6},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.gang);
+    PodRequest p = FillSettled(*sizes, OwnedPod("train", c.kind, c.name));
+    EXPECT_EQ(p.gang, c.gang);
+    EXPECT_EQ(p.gang_size, c.size);
+  }
+  // The same name in another namespace is another object (not there: waits).
+  PodRequest other = OwnedPod("other", GangOwnerKind::kPodGroup, "llm");
+  sizes->Fill(other);
+  EXPECT_EQ(other.gang, "pg/llm");
+  EXPECT_EQ(other.gang_size, kGangSizeUnknown);
+  EXPECT_GE(api_->requests("GET /apis/scheduling.x-k8s.io/v1alpha1/namespaces/train/podgroups/llm"),
+            1);
+}
+
+TEST_F(GangSourcesTest, ElasticMinMemberObjectCreatedLateAndResized) {
+  api_->ServeApiGroup(kPodGroupApi);
+  auto sizes = NewSizes();
+  PodRequest pod = OwnedPod("train", GangOwnerKind::kPodGroup, "elastic");
+  PodRequest first = pod;
+  sizes->Fill(first);
+  EXPECT_EQ(first.gang_size, kGangSizeUnknown);  // not read yet: the gang waits
+  ASSERT_TRUE(WaitFor([&] {
+    return api_->requests("GET /apis/scheduling.x-k8s.io/v1alpha1/namespaces/train/podgroups/") >=
+           2;
+  }));
+  PodRequest still = pod;
+  sizes->Fill(still);
+  EXPECT_EQ(still.gang_size, kGangSizeUnknown);  // 404: the object does not exist yet
+  // minMember 2 for a job of (say) 4 pods: an elastic gang starts with 2.
+  api_->Put(kPodGroups, PodGroup("train", "elastic", 2));
+  EXPECT_EQ(FillSettled(*sizes, pod).gang_size, 2);
+  api_->Put(kPodGroups, PodGroup("train", "elastic", 3));
+  ASSERT_TRUE(WaitFor([&] {
+    PodRequest p = pod;
+    sizes->Fill(p);
+    return p.gang_size == 3;
+  }));
+  EXPECT_GE(changes_.load(), 2);
+}
+
+TEST_F(GangSourcesTest, MissingCrdIsNotAnErrorItDisablesTheKind) {
+  // No group served: discovery answers 404, as without the CRD.
+  auto sizes = NewSizes();
+  PodRequest pod = OwnedPod("train", GangOwnerKind::kVolcanoPodGroup, "vc");
+  pod.gang = "volcano/vc";
+  pod.gang_size = kGangSizeUnknown;
+  PodRequest out = pod;
+  ASSERT_TRUE(WaitFor([&] {
+    out = pod;
+    sizes->Fill(out);
+    return out.gang.empty();
+  }));
+  EXPECT_EQ(out.gang_size, 0);  // scheduled as a single pod
+  EXPECT_GE(changes_.load(), 1);
+  EXPECT_EQ(api_->requests("GET /apis/scheduling.volcano.sh/v1beta1/namespaces"), 0);
+  // Installing the CRD later brings the declaration back.
+  api_->ServeApiGroup("scheduling.volcano.sh/v1beta1");
+  api_->Put("scheduling.volcano.sh/podgroups",
+            {{"metadata", {{"name", "vc"}, {"namespace", "train"}}}, {"spec", {{"minMember", 2}}}});
+  ASSERT_TRUE(WaitFor([&] {
+    out = pod;
+    sizes->Fill(out);
+    return out.gang_size == 2;
+  }));
+  EXPECT_EQ(out.gang, "volcano/vc");
+}
+
+TEST_F(GangSourcesTest, PodGroupGangAdmittedAllOrNothingThroughTheSource) {
+  for (int i = 0; i < 4; ++i) api_->Put("nodes", NodeJson("gpu-" + std::to_string(i), 8));
+  api_->ServeApiGroup(kPodGroupApi);
+  // Two nodes busy: a 3 x 8-GPU gang cannot start; one member alone could.
+  api_->Put("pods", PodJson("other", "busy-0", 8, "gpu-0", "0,1,2,3,4,5,6,7", "Running"));
+  api_->Put("pods", PodJson("other", "busy-1", 8, "gpu-1", "0,1,2,3,4,5,6,7", "Running"));
+  for (int i = 0; i < 3; ++i) {
+    api_->Put("pods", PodGroupPod("train", "llm-worker-" + std::to_string(i), 8, "llm"));
+  }
+  ClusterState state(ShippedTemplates());
+  kube::SourceOptions so;
+  so.watch_timeout_seconds = 2;
+  so.backoff_initial = std::chrono::milliseconds(20);
+  kube::KubeClusterSource src(client_.get(), so, &metrics_);
+  auto sizes = NewSizes([&src] { src.RefillGangs(); });
+  src.set_gang_sizes(sizes.get());
+  ASSERT_TRUE(src.Start(&state, nullptr).ok());
+  ASSERT_TRUE(WaitFor([&] { return src.synced(); }));
+
+  auto fw = policy::Framework::Create(ScoringConfig{});
+  ASSERT_TRUE(fw.ok());
+  std::shared_ptr<const policy::Framework> framework(std::move(*fw));
+  queue::QueueDeps deps;
+  deps.state = &state;
+  deps.framework = [framework] { return framework; };
+  queue::QueueManager q(std::move(deps), queue::QueueOptions{});
+  q.Resync();
+  auto admit = [&](int i) {
+    auto p = state.FindPodByName("train", "llm-worker-" + std::to_string(i));
+    EXPECT_TRUE(p.has_value());
+    return p ? q.Admit(*p, *state.Snapshot()) : std::string("missing");
+  };
+
+  // Before the PodGroup exists the members' size is unknown.
+  auto m0 = state.FindPodByName("train", "llm-worker-0");
+  ASSERT_TRUE(m0.has_value());
+  EXPECT_EQ(m0->gang, "pg/llm");
+  EXPECT_EQ(m0->gang_size, kGangSizeUnknown);
+
+  api_->Put(kPodGroups, PodGroup("train", "llm", 3));
+  ASSERT_TRUE(WaitFor([&] {
+    auto p = state.FindPodByName("train", "llm-worker-2");
+    return p && p->gang_size == 3;
+  }));
+  for (int i = 0; i < 3; ++i) {
+    const std::string why = admit(i);
+    EXPECT_NE(why.find("gang pg/llm needs 3 x"), std::string::npos) << why;
+  }
+  EXPECT_TRUE(q.ReservationUids().empty());
+
+  // The busy pods leave: the whole gang is reserved and every member passes.
+  api_->Delete("pods", "other/busy-0");
+  api_->Delete("pods", "other/busy-1");
+  ASSERT_TRUE(WaitFor([&] { return state.Snapshot()->Find("gpu-1")->free_count() == 8; }));
+  ASSERT_TRUE(WaitFor([&] { return state.Snapshot()->Find("gpu-0")->free_count() == 8; }));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(admit(i), "") << i;
+  EXPECT_EQ(q.ReservationUids().size(), 3u);
+  sizes->Stop();
+  src.Stop();
+}
+
+TEST_F(GangSourcesTest, SourceWithoutCrdSchedulesDeclaredPodsAlone) {
+  api_->Put("nodes", NodeJson("gpu-0", 8));
+  api_->Put("pods", PodGroupPod("train", "solo", 8, "nowhere"));
+  ClusterState state(ShippedTemplates());
+  kube::SourceOptions so;
+  so.watch_timeout_seconds = 2;
+  kube::KubeClusterSource src(client_.get(), so, &metrics_);
+  auto sizes = NewSizes([&src] { src.RefillGangs(); });
+  src.set_gang_sizes(sizes.get());
+  ASSERT_TRUE(src.Start(&state, nullptr).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    auto p = state.FindPodByName("train", "solo");
+    return p && p->gang.empty() && p->gang_size == 0;
+  }));
+  sizes->Stop();
+  src.Stop();
+}
+
+}  // namespace
+}  // namespace gpusched::testing
