@@ -252,6 +252,46 @@ TEST_F(GangSourcesTest, PodGroupGangAdmittedAllOrNothingThroughTheSource) {
   src.Stop();
 }
 
+TEST_F(GangSourcesTest, SizeOnThePodNeedsNoApiRead) {
+  for (int i = 0; i < 3; ++i) api_->Put("nodes", NodeJson("gpu-" + std::to_string(i), 8));
+  api_->Put("pods", PodJson("other", "busy", 8, "gpu-0", "0,1,2,3,4,5,6,7", "Running"));
+  for (int i = 0; i < 3; ++i) {
+    Json p = PodJson("serve", "grp-" + std::to_string(i), 8);
+    p["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "user-queue"},
+                               {"kueue.x-k8s.io/pod-group-name", "grp"}};
+    p["metadata"]["annotations"] = {{"kueue.x-k8s.io/pod-group-total-count", "3"}};
+    api_->Put("pods", p);
+  }
+  ClusterState state(ShippedTemplates());
+  kube::SourceOptions so;
+  so.watch_timeout_seconds = 2;
+  kube::KubeClusterSource src(client_.get(), so, &metrics_);
+  auto sizes = NewSizes([&src] { src.RefillGangs(); });
+  src.set_gang_sizes(sizes.get());
+  ASSERT_TRUE(src.Start(&state, nullptr).ok());
+  ASSERT_TRUE(WaitFor([&] { return src.synced(); }));
+  auto fw = policy::Framework::Create(ScoringConfig{});
+  ASSERT_TRUE(fw.ok());
+  std::shared_ptr<const policy::Framework> framework(std::move(*fw));
+  queue::QueueDeps deps;
+  deps.state = &state;
+  deps.framework = [framework] { return framework; };
+  queue::QueueManager q(std::move(deps), queue::QueueOptions{});
+  q.Resync();
+  for (int i = 0; i < 3; ++i) {
+    auto p = state.FindPodByName("serve", "grp-" + std::to_string(i));
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(p->gang, "kueue/grp");
+    EXPECT_EQ(p->gang_size, 3);
+    // Two of three nodes free: no member starts alone.
+    const std::string why = q.Admit(*p, *state.Snapshot());
+    EXPECT_NE(why.find("gang kueue/grp needs 3 x"), std::string::npos) << why;
+  }
+  EXPECT_EQ(api_->requests("GET /apis/"), 0);
+  sizes->Stop();
+  src.Stop();
+}
+
 TEST_F(GangSourcesTest, SourceWithoutCrdSchedulesDeclaredPodsAlone) {
   api_->Put("nodes", NodeJson("gpu-0", 8));
   api_->Put("pods", PodGroupPod("train", "solo", 8, "nowhere"));
