@@ -1,12 +1,30 @@
 #include "scheduler/cli/flags.h"
 
+#include <iostream>
+
 #include "gpusched/util/strings.h"
 
 namespace gpusched::cli {
+namespace {
+
+bool IsHelp(const std::string& a) { return a == "--help" || a == "-h"; }
+
+}  // namespace
+
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (IsHelp(a)) return true;
+  }
+  return false;
+}
 
 absl::Status Flags::Parse(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (IsHelp(a)) {
+      help_ = true;
+      continue;
+    }
     if (a.rfind("--", 0) != 0) {
       positional_.push_back(a);
       continue;
@@ -32,6 +50,21 @@ absl::Status Flags::Parse(const std::vector<std::string>& args) {
     values_[name] = value;
   }
   return absl::OkStatus();
+}
+
+std::optional<int> Flags::ParseOrExit(std::string_view command,
+                                      const std::vector<std::string>& args) {
+  absl::Status s = Parse(args);
+  // Help wins over a bad flag: `gpusched x --bogus --help` shows the usage.
+  if (help_) {
+    std::cout << usage_;
+    return 0;
+  }
+  if (!s.ok()) {
+    std::cerr << "gpusched " << command << ": " << s.message() << "\n" << usage_;
+    return 2;
+  }
+  return std::nullopt;
 }
 
 std::string Flags::Get(const std::string& name, const std::string& fallback) const {

@@ -35,15 +35,8 @@ int Simulate(const std::vector<std::string>& args) {
                "jobs-json", "policy",    "policies", "seed",       "seeds",        "tune",
                "out",       "out-dir",   "html",     "traces",     "config",       "extender",
                "threads",   "vc-nodes",  "load",     "trace-name", "write-cluster"},
-              {"grid", "quiet", "help"});
-  if (auto st = flags.Parse(args); !st.ok()) {
-    std::cerr << "gpusched simulate: " << st.message() << "\n" << kUsage;
-    return 2;
-  }
-  if (flags.Has("help")) {
-    std::cout << kUsage;
-    return 0;
-  }
+              {"grid", "quiet"}, kUsage);
+  if (auto exit_code = flags.ParseOrExit("simulate", args)) return *exit_code;
   sim::DriverOptions o;
   o.protocol = flags.Get("protocol", "fgd");
   o.nodes_csv = flags.Get("nodes-csv");

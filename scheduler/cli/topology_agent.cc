@@ -22,6 +22,21 @@
 namespace gpusched::cli {
 namespace {
 
+constexpr char kUsage[] =
+    "usage: gpusched topology-agent --node NAME [flags]\n"
+    "\n"
+    "Publishes this node's GPU link matrix (`nvidia-smi topo -m`) as the Node\n"
+    "annotation gpusched.io/gpu-topology, every --interval until SIGTERM.\n"
+    "  --node NAME          the Node to annotate (required; the DaemonSet passes\n"
+    "                       spec.nodeName)\n"
+    "  --interval DURATION  time between rounds, at least 1s (default 300s)\n"
+    "  --once               publish once and exit (0 ok, 1 failed)\n"
+    "  --nvidia-smi PATH    the nvidia-smi binary (default: nvidia-smi on PATH)\n"
+    "  --input FILE         read `nvidia-smi topo -m` output from FILE instead\n"
+    "  --kubeconfig PATH    the Kubernetes API through a kubeconfig (default:\n"
+    "                       in-cluster service account)\n"
+    "  --context NAME       kubeconfig context\n";
+
 std::atomic<bool> g_stop{false};
 
 void OnSignal(int) { g_stop = true; }
@@ -64,11 +79,9 @@ absl::Status PublishOnce(kube::KubeHttpClient& client, const std::string& node,
 }  // namespace
 
 int TopologyAgent(const std::vector<std::string>& args) {
-  Flags flags({"node", "interval", "nvidia-smi", "input", "kubeconfig", "context"}, {"once"});
-  if (auto s = flags.Parse(args); !s.ok()) {
-    std::cerr << "gpusched topology-agent: " << s.message() << "\n";
-    return 2;
-  }
+  Flags flags({"node", "interval", "nvidia-smi", "input", "kubeconfig", "context"}, {"once"},
+              kUsage);
+  if (auto exit_code = flags.ParseOrExit("topology-agent", args)) return *exit_code;
   const std::string node = flags.Get("node");
   if (node.empty()) {
     std::cerr << "gpusched topology-agent: --node NAME is required\n";

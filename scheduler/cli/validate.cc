@@ -1,20 +1,108 @@
 #include <iostream>
 
 #include "gpusched/core/cluster_state.h"
+#include "gpusched/model/snapshot.h"
 #include "gpusched/policy/framework.h"
+#include "gpusched/util/strings.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/flags.h"
 #include "scheduler/codec/config_codec.h"
 #include "scheduler/source/file_source.h"
 
 namespace gpusched::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gpusched validate [--config FILE] [--cluster LIST.json]\n"
+    "\n"
+    "Checks a policy config (default config/scheduler-policy.json): errors name the\n"
+    "JSON field (or line and column for a syntax error) and exit 2. Warnings (exit 0)\n"
+    "name quotas under which a namespace can never get GPUs.\n"
+    "  --config FILE        the policy config\n"
+    "  --cluster LIST.json  also load a `kubectl get nodes,pods -A -o json` List and\n"
+    "                       report its nodes, GPUs and topology problems\n";
+
+// The guarantee that other namespaces of `cohort` could ever lend to the
+// namespace configured at `self` (nullptr: the default quota, i.e. any
+// unlisted namespace). Unlisted namespaces lend the default guarantee.
+int64_t MostLendable(const QuotaConfig& q, const std::string& cohort, const std::string* self) {
+  if (cohort.empty()) return 0;
+  int64_t sum = q.default_quota.cohort == cohort ? q.default_quota.gpus.guaranteed : 0;
+  for (const auto& [ns, quota] : q.namespaces) {
+    if ((self == nullptr || ns != *self) && quota.cohort == cohort) sum += quota.gpus.guaranteed;
+  }
+  return sum;
+}
+
+int64_t MostLendableModel(const QuotaConfig& q, const std::string& cohort, const std::string& model,
+                          const std::string* self) {
+  if (cohort.empty()) return 0;
+  auto guaranteed = [&](const NamespaceQuota& quota) -> int64_t {
+    auto it = quota.models.find(model);
+    return it == quota.models.end() ? 0 : it->second.guaranteed;
+  };
+  int64_t sum = q.default_quota.cohort == cohort ? guaranteed(q.default_quota) : 0;
+  for (const auto& [ns, quota] : q.namespaces) {
+    if ((self == nullptr || ns != *self) && quota.cohort == cohort) sum += guaranteed(quota);
+  }
+  return sum;
+}
+
+// Why an amount can never admit a pod, or "" if it can.
+std::string NeverAdmits(const QuotaAmount& a, const std::string& cohort, int64_t lendable) {
+  if (a.limit == 0) return "limit 0";
+  if (a.guaranteed > 0 || lendable > 0) return "";
+  if (cohort.empty()) return "guaranteed 0 and no cohort to borrow from";
+  return StrCat("guaranteed 0 and cohort ", cohort, " has no guarantee to lend");
+}
+
+// Warnings about quotas under which a namespace never gets a GPU: the whole
+// namespace, or a model (and, with a cluster, every model the cluster has).
+std::vector<std::string> QuotaWarnings(const QuotaConfig& q, const ClusterSnapshot* snap) {
+  std::vector<std::string> out;
+  if (!q.enabled) return out;
+  auto check = [&](const std::string& field, const std::string& who, const NamespaceQuota& quota,
+                   const std::string* self) {
+    std::string why = NeverAdmits(quota.gpus, quota.cohort, MostLendable(q, quota.cohort, self));
+    if (!why.empty()) {
+      out.push_back(StrCat(field, ": ", why, ": pods in ", who, " can never get GPUs"));
+      return;
+    }
+    std::vector<std::string> blocked;
+    for (const auto& [model, amount] : quota.models) {
+      std::string m =
+          NeverAdmits(amount, quota.cohort, MostLendableModel(q, quota.cohort, model, self));
+      if (m.empty()) continue;
+      blocked.push_back(model);
+      out.push_back(StrCat(field, ".models.", model, ": ", m, ": pods in ", who, " can never get ",
+                           model, " GPUs"));
+    }
+    if (snap == nullptr || blocked.empty()) return;
+    bool any_usable = false;
+    for (const auto& node : snap->nodes()) {
+      const std::string& product = snap->product(*node);
+      bool usable = !product.empty();
+      for (const std::string& model : blocked) usable = usable && !ProductMatches(model, product);
+      any_usable = any_usable || usable;
+    }
+    if (!any_usable) {
+      out.push_back(StrCat(field, ".models: no GPU model of the cluster is usable: pods in ", who,
+                           " can never get GPUs"));
+    }
+  };
+  check("quotas.default", "any namespace not listed in quotas.namespaces (default included)",
+        q.default_quota, nullptr);
+  for (const auto& [ns, quota] : q.namespaces) {
+    check(StrCat("quotas.namespaces.", ns), StrCat("namespace ", ns), quota, &ns);
+  }
+  return out;
+}
+
+}  // namespace
 
 int Validate(const std::vector<std::string>& args) {
-  Flags flags({"config", "cluster"}, {});
-  if (auto s = flags.Parse(args); !s.ok()) {
-    std::cerr << "gpusched validate: " << s.message() << "\n";
-    return 2;
-  }
+  Flags flags({"config", "cluster"}, {}, kUsage);
+  if (auto exit_code = flags.ParseOrExit("validate", args)) return *exit_code;
   const std::string path = flags.Get("config", "config/scheduler-policy.json");
   auto config = codec::LoadConfigFile(path);
   if (!config.ok()) {
@@ -29,6 +117,7 @@ int Validate(const std::vector<std::string>& args) {
   std::cout << "config " << path << ": ok (" << config->topology_templates.size()
             << " topology templates, quotas " << (config->quotas.enabled ? "on" : "off") << ", "
             << config->quotas.namespaces.size() << " namespaces)\n";
+  std::shared_ptr<const ClusterSnapshot> snap;
   if (flags.Has("cluster")) {
     ClusterState state(config->topology_templates);
     FileClusterSource source(flags.Get("cluster"));
@@ -36,13 +125,16 @@ int Validate(const std::vector<std::string>& args) {
       std::cerr << "gpusched validate: " << s.message() << "\n";
       return 2;
     }
-    auto snap = state.Snapshot();
+    snap = state.Snapshot();
     std::cout << "cluster " << flags.Get("cluster") << ": ok (" << snap->nodes().size()
               << " nodes, " << snap->TotalGpus() << " healthy GPUs, "
               << snap->AllocatedGpuMilli() / 1000.0 << " allocated)\n";
     for (const auto& [node, err] : state.TopologyErrors()) {
       std::cout << "  warning: node " << node << ": " << err << "\n";
     }
+  }
+  for (const std::string& w : QuotaWarnings(config->quotas, snap.get())) {
+    std::cout << "WARNING: " << w << "\n";
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "scheduler/codec/config_codec.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -270,11 +271,34 @@ absl::Status DecodeReclaim(const json& j, ReclaimConfig& r) {
   return absl::OkStatus();
 }
 
+// "config: not valid JSON at line L, column C: <reason>" for a syntax
+// error. `byte` is nlohmann's 1-based index of the last character read.
+absl::Status SyntaxError(std::string_view text, const json::parse_error& e) {
+  const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+  const std::string_view before = text.substr(0, at);
+  const size_t line = 1 + std::count(before.begin(), before.end(), '\n');
+  const size_t line_start =
+      before.rfind('\n') == std::string_view::npos ? 0 : before.rfind('\n') + 1;
+  std::string_view reason = e.what();
+  // what(): "[json.exception.parse_error.101] parse error at line 3, column 5: <reason>"
+  if (size_t col = reason.find(", column "); col != std::string_view::npos) {
+    if (size_t colon = reason.find(": ", col); colon != std::string_view::npos) {
+      reason.remove_prefix(colon + 2);
+    }
+  }
+  return absl::InvalidArgumentError(StrCat("config: not valid JSON at line ", line, ", column ",
+                                           at - line_start + 1, ": ", reason));
+}
+
 }  // namespace
 
 absl::StatusOr<SchedulerConfig> DecodeConfig(std::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return absl::InvalidArgumentError("config: not valid JSON");
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    return SyntaxError(text, e);
+  }
   GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "",
                                      {"$schema", "description", "server", "scoring",
                                       "topologyTemplates", "quotas", "reclaim", "gang"}));

@@ -152,7 +152,7 @@ std::string QuotaLedger::CheckModels(const std::string& ns, const std::string& p
 
 std::string QuotaMessage(const std::string& ns, const std::string& cohort, const QuotaVerdict& v) {
   std::string cohort_text =
-      cohort.empty() ? std::string("no cohort")
+      cohort.empty() ? std::string("no cohort to borrow from")
                      : StrCat("cohort ", cohort, " has ", FormatGpus(v.lendable), " idle");
   if (v.claimed > 0) {
     StrAppend(&cohort_text, " (", FormatGpus(v.claimed),
