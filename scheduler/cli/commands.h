@@ -9,6 +9,8 @@
 namespace gpusched::cli {
 
 int Serve(const std::vector<std::string>& args);
+// serve's flags, one per line (for `gpusched serve --help`).
+std::string ServeUsage();
 int Validate(const std::vector<std::string>& args);
 int Simulate(const std::vector<std::string>& args);
 int TopologyAgent(const std::vector<std::string>& args);

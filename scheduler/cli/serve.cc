@@ -1,19 +1,31 @@
 // gpusched serve: wires config, cluster source, state, service, routes and
-// the HTTP server, then serves until SIGTERM.
+// the HTTP server (the extender port and, with --health-listen, the plain
+// probe port), then serves until SIGTERM. Pieces: ServerOptionsFrom (flags
+// over the config's server section), ConfigReloader (live reload), Serve
+// (wiring).
 #include <sys/stat.h>
 
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "gpusched/core/cluster_state.h"
 #include "gpusched/core/extender_service.h"
 #include "gpusched/policy/framework.h"
 #include "gpusched/util/metrics.h"
+#include "gpusched/util/status_macros.h"
+#include "gpusched/util/strings.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/flags.h"
 #include "scheduler/codec/config_codec.h"
+#include "scheduler/codec/running_config_codec.h"
 #include "scheduler/http/extender_routes.h"
 #include "scheduler/http/server.h"
+#include "scheduler/kube/queue_status.h"
 #include "scheduler/kube/runtime.h"
 #include "scheduler/queue/queue_wiring.h"
 #include "scheduler/source/file_source.h"
@@ -34,6 +46,20 @@ FileStamp Stamp(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return {};
   return {st.st_ino, st.st_size, st.st_mtime};
+}
+
+// --NAME as an integer in [min, max]; unchanged `*out` if the flag is absent.
+absl::Status IntFlag(const Flags& flags, const std::string& name, int64_t min, int64_t max,
+                     int64_t* out) {
+  if (!flags.Has(name)) return absl::OkStatus();
+  const std::string text = flags.Get(name);
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(text, &v) || v < min || v > max) {
+    return absl::InvalidArgumentError(
+        StrCat("--", name, ": must be an integer in [", min, ", ", max, "], got '", text, "'"));
+  }
+  *out = v;
+  return absl::OkStatus();
 }
 
 void AddClusterGauges(Metrics& metrics, ClusterState* state) {
@@ -63,110 +89,333 @@ void AddClusterGauges(Metrics& metrics, ClusterState* state) {
   });
 }
 
+// The server settings from the config's server section, overridden by
+// flags. Errors name the flag or field.
+absl::StatusOr<http::ServerOptions> ServerOptionsFrom(const Flags& flags,
+                                                      const ServerConfig& server) {
+  http::ServerOptions opt;
+  const std::string listen = flags.Get("listen", server.listen);
+  GPUSCHED_RETURN_IF_ERROR(http::ParseListen(listen, &opt.host, &opt.port));
+  opt.health_listen = flags.Get("health-listen", server.health_listen);
+  if (!opt.health_listen.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    if (auto s = http::ParseListen(opt.health_listen, &host, &port); !s.ok()) {
+      return absl::InvalidArgumentError(StrCat("--health-listen: ", s.message()));
+    }
+  }
+  opt.threads = server.threads;
+  opt.max_body_bytes = server.max_body_bytes;
+  opt.max_connections = server.max_connections;
+  opt.max_inflight_body_bytes = server.max_inflight_body_bytes;
+  int64_t v = 0;
+  if (auto s = IntFlag(flags, "threads", 1, 64, &v); !s.ok()) return s;
+  if (flags.Has("threads")) opt.threads = static_cast<int>(v);
+  if (auto s = IntFlag(flags, "max-connections", 1, 1 << 20, &v); !s.ok()) return s;
+  if (flags.Has("max-connections")) opt.max_connections = static_cast<int>(v);
+  if (auto s = IntFlag(flags, "max-body-bytes", 1024, int64_t{1} << 32, &v); !s.ok()) return s;
+  if (flags.Has("max-body-bytes")) opt.max_body_bytes = v;
+  if (auto s = IntFlag(flags, "max-inflight-body-bytes", 1024, int64_t{1} << 40, &v); !s.ok()) {
+    return s;
+  }
+  if (flags.Has("max-inflight-body-bytes")) opt.max_inflight_body_bytes = v;
+  if (opt.max_inflight_body_bytes < opt.max_body_bytes) {
+    return absl::InvalidArgumentError(
+        StrCat("--max-inflight-body-bytes: must be at least the body limit (", opt.max_body_bytes,
+               " bytes), got ", opt.max_inflight_body_bytes));
+  }
+  opt.read_timeout = std::chrono::seconds(server.read_timeout_seconds);
+  opt.idle_timeout = std::chrono::seconds(server.idle_timeout_seconds);
+  opt.tls_cert = flags.Get("tls-cert");
+  opt.tls_key = flags.Get("tls-key");
+  opt.tls_client_ca = flags.Get("tls-client-ca");
+  if (opt.tls_cert.empty() != opt.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!opt.tls_client_ca.empty() && opt.tls_cert.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+  }
+  return opt;
+}
+
+bool SameTemplates(const std::vector<TopologyTemplate>& a, const std::vector<TopologyTemplate>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].name != b[i].name || a[i].match != b[i].match || a[i].gpus != b[i].gpus ||
+        a[i].matrix != b[i].matrix || a[i].uniform != b[i].uniform) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// JSON paths of the settings in `next` that differ from what runs and cannot
+// change without a restart.
+std::vector<std::string> RestartFields(const http::ServerOptions& running,
+                                       const http::ServerOptions& next,
+                                       const std::vector<TopologyTemplate>& running_templates,
+                                       const std::vector<TopologyTemplate>& next_templates) {
+  std::vector<std::string> out;
+  if (running.host != next.host || running.port != next.port) out.push_back("server.listen");
+  if (running.health_listen != next.health_listen) out.push_back("server.healthListen");
+  if (running.threads != next.threads) out.push_back("server.threads");
+  if (running.max_body_bytes != next.max_body_bytes) out.push_back("server.maxBodyBytes");
+  if (running.max_connections != next.max_connections) out.push_back("server.maxConnections");
+  if (running.max_inflight_body_bytes != next.max_inflight_body_bytes) {
+    out.push_back("server.maxInflightBodyBytes");
+  }
+  if (running.read_timeout != next.read_timeout) out.push_back("server.readTimeoutSeconds");
+  if (running.idle_timeout != next.idle_timeout) out.push_back("server.idleTimeoutSeconds");
+  if (!SameTemplates(running_templates, next_templates)) out.push_back("topologyTemplates");
+  return out;
+}
+
+// Applies config file changes to the running process: scoring (a new
+// Framework), quotas, reclaim and gang options (the queue manager) take
+// effect at once; server settings and topologyTemplates (baked into the
+// listeners and the cluster view at start) are reported as needing a
+// restart. One log line per reload. Triggers: SIGHUP and a change of the
+// file's stamp (the file watcher); both may run on different I/O threads.
+class ConfigReloader {
+ public:
+  ConfigReloader(std::string path, std::string text, const SchedulerConfig& config,
+                 const Flags* flags, http::ServerOptions running, ExtenderService* service,
+                 queue::QueueManager* queue)
+      : path_(std::move(path)),
+        flags_(flags),
+        running_(std::move(running)),
+        running_templates_(config.topology_templates),
+        service_(service),
+        queue_(queue),
+        stamp_(Stamp(path_)),
+        applied_text_(std::move(text)) {}
+
+  // SIGHUP: reloads even if the file's stamp did not change.
+  void OnSignal() { Reload("SIGHUP", true); }
+  // Periodic: reloads if the file's stamp changed.
+  void OnTick() { Reload("file change", false); }
+
+  codec::RunningConfig Running() const {
+    absl::MutexLock l(&mu_);
+    codec::RunningConfig c;
+    c.file = path_;
+    c.applied_json = applied_text_;
+    c.reloads = reloads_;
+    c.last_error = last_error_;
+    c.listen = StrCat(running_.host, ":", running_.port);
+    c.health_listen = running_.health_listen;
+    c.threads = running_.threads;
+    c.max_body_bytes = running_.max_body_bytes;
+    c.max_connections = running_.max_connections;
+    c.max_inflight_body_bytes = running_.max_inflight_body_bytes;
+    c.read_timeout_seconds = static_cast<int>(running_.read_timeout.count());
+    c.idle_timeout_seconds = static_cast<int>(running_.idle_timeout.count());
+    c.tls = !running_.tls_cert.empty();
+    c.client_certificates = !running_.tls_client_ca.empty();
+    c.restart_pending = restart_pending_;
+    return c;
+  }
+
+ private:
+  void Reload(const char* trigger, bool forced) {
+    absl::MutexLock l(&mu_);
+    const FileStamp now = Stamp(path_);
+    if (!forced && now == stamp_) return;
+    stamp_ = now;
+    std::ifstream in(path_, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    if (!in) return Log(trigger, StrCat("reload rejected, keeping the old one: cannot read"));
+    if (text == applied_text_) {
+      if (forced) Log(trigger, "unchanged, nothing to apply");
+      return;
+    }
+    auto next = codec::DecodeConfig(text);
+    auto next_fw = next.ok() ? policy::Framework::Create(next->scoring)
+                             : absl::StatusOr<std::unique_ptr<policy::Framework>>(next.status());
+    auto next_server = next.ok() ? ServerOptionsFrom(*flags_, next->server)
+                                 : absl::StatusOr<http::ServerOptions>(next.status());
+    for (const absl::Status& s : {next.status(), next_fw.status(), next_server.status()}) {
+      if (s.ok()) continue;
+      last_error_ = std::string(s.message());
+      return Log(trigger, StrCat("reload rejected, keeping the old one: ", s.message()));
+    }
+    service_->SetFramework(std::shared_ptr<const policy::Framework>(std::move(*next_fw)));
+    queue_->SetOptions(queue::QueueOptionsFrom(*next));
+    applied_text_ = text;
+    last_error_.clear();
+    ++reloads_;
+    restart_pending_ =
+        RestartFields(running_, *next_server, running_templates_, next->topology_templates);
+    std::string line = "reloaded: applied scoring, quotas, reclaim, gang";
+    if (!restart_pending_.empty()) {
+      line += StrCat("; needs a restart: ", absl::StrJoin(restart_pending_, ", "));
+    }
+    Log(trigger, line);
+  }
+
+  void Log(const char* trigger, const std::string& what) const {
+    std::cerr << StrCat("gpusched: config ", path_, " (", trigger, "): ", what, "\n") << std::flush;
+  }
+
+  const std::string path_;
+  const Flags* flags_;
+  const http::ServerOptions running_;
+  const std::vector<TopologyTemplate> running_templates_;
+  ExtenderService* service_;
+  queue::QueueManager* queue_;
+  mutable absl::Mutex mu_;
+  FileStamp stamp_ ABSL_GUARDED_BY(mu_);
+  std::string applied_text_ ABSL_GUARDED_BY(mu_);
+  std::string last_error_ ABSL_GUARDED_BY(mu_);
+  int64_t reloads_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> restart_pending_ ABSL_GUARDED_BY(mu_);
+};
+
+// Reads and decodes the config file; `*text` receives its bytes.
+absl::StatusOr<SchedulerConfig> ReadConfig(const std::string& path, std::string* text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(StrCat("config ", path, ": cannot open"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *text = ss.str();
+  auto c = codec::DecodeConfig(*text);
+  if (!c.ok()) {
+    return absl::InvalidArgumentError(StrCat("config ", path, ": ", c.status().message()));
+  }
+  return c;
+}
+
+void PrintBanner(const http::ServerOptions& opt, const http::HttpServer& server,
+                 const ClusterState& state) {
+  auto snap = state.Snapshot();
+  const std::string scheme = opt.tls_cert.empty() ? "http" : "https";
+  const std::string base = scheme + "://" + opt.host + ":" + std::to_string(server.port());
+  std::cout << "gpusched: serving " << snap->nodes().size() << " nodes (" << snap->TotalGpus()
+            << " GPUs) on " << base << "/scheduler\n";
+  if (server.health_port() != 0) {
+    std::cout << "gpusched: probes (/healthz, /readyz) on plain http port " << server.health_port()
+              << "\n";
+  }
+  std::cout << "try:\n"
+            << "  curl -s -XPOST -H 'Content-Type: application/json' "
+               "--data @config/examples/filter-request.json "
+            << base << "/scheduler/filter\n"
+            << "  curl -s -XPOST -H 'Content-Type: application/json' "
+               "--data @config/examples/prioritize-request.json "
+            << base << "/scheduler/prioritize\n"
+            << "  curl -s " << base << "/metrics\n"
+            << std::flush;
+}
+
 }  // namespace
 
+std::string ServeUsage() {
+  return "usage: gpusched serve [flags]\n"
+         "\n"
+         "Runs the HTTP extender. Give exactly one cluster source:\n"
+         "  --cluster FILE            a `kubectl get nodes,pods -A -o json` List (demo, tests)\n"
+         "  --kube                    the Kubernetes API, in-cluster service account\n"
+         "  --kubeconfig PATH         the Kubernetes API through a kubeconfig\n"
+         "    --context NAME          kubeconfig context\n"
+         "    --kube-qps N, --kube-burst N   API client rate limits\n"
+         "    --leader-elect          run as one of several replicas (Lease election)\n"
+         "    --lease-name, --lease-namespace, --identity, --lease-duration,\n"
+         "    --renew-deadline, --retry-period   leader election settings\n"
+         "\n"
+         "Config and listeners:\n"
+         "  --config PATH             policy config (default config/scheduler-policy.json);\n"
+         "                            reloaded on change and on SIGHUP\n"
+         "  --listen HOST:PORT        extender port (default: server.listen, 127.0.0.1:8888)\n"
+         "  --health-listen HOST:PORT plain-HTTP port serving only /healthz and /readyz\n"
+         "                            (never TLS; for kubelet probes)\n"
+         "  --threads N               I/O threads, 1..64 (default: server.threads, 2)\n"
+         "\n"
+         "TLS (extender port only):\n"
+         "  --tls-cert PEM, --tls-key PEM   serve HTTPS\n"
+         "  --tls-client-ca PEM       require client certificates signed by this CA (mTLS);\n"
+         "                            /metrics and /debug/* are then served only to them\n"
+         "\n"
+         "Limits (past a cap: 503 with Retry-After):\n"
+         "  --max-connections N       concurrent connections (default 256)\n"
+         "  --max-body-bytes N        one request body (default 33554432, 32 MiB; 413 past it)\n"
+         "  --max-inflight-body-bytes N   request bodies in flight, all connections together\n"
+         "                            (default 100663296, 96 MiB)\n";
+}
+
 int Serve(const std::vector<std::string>& args) {
-  std::set<std::string> valued = {"config",   "cluster", "listen",       "threads",
-                                  "tls-cert", "tls-key", "tls-client-ca"};
+  std::set<std::string> valued = {"config",
+                                  "cluster",
+                                  "listen",
+                                  "health-listen",
+                                  "threads",
+                                  "tls-cert",
+                                  "tls-key",
+                                  "tls-client-ca",
+                                  "max-connections",
+                                  "max-body-bytes",
+                                  "max-inflight-body-bytes"};
   valued.merge(kube::KubeValuedFlags());
-  Flags flags(valued, kube::KubeSwitchFlags());
+  Flags flags(valued, kube::KubeSwitchFlags(), ServeUsage());
   auto has = [&flags](const std::string& f) { return flags.Has(f); };
   auto get = [&flags](const std::string& f) { return flags.Get(f); };
-  if (auto s = flags.Parse(args); !s.ok()) {
-    std::cerr << "gpusched serve: " << s.message() << "\n";
-    return 2;
-  }
+  auto fail = [](const auto& message, int code) {
+    std::cerr << "gpusched serve: " << message << "\n";
+    return code;
+  };
+  if (auto exit = flags.ParseOrExit("serve", args)) return *exit;
   const std::string config_path = flags.Get("config", "config/scheduler-policy.json");
-  auto config = codec::LoadConfigFile(config_path);
-  if (!config.ok()) {
-    std::cerr << "gpusched serve: " << config.status().message() << "\n";
-    return 2;
-  }
+  std::string config_text;
+  auto config = ReadConfig(config_path, &config_text);
+  if (!config.ok()) return fail(config.status().message(), 2);
   auto fw = policy::Framework::Create(config->scoring);
-  if (!fw.ok()) {
-    std::cerr << "gpusched serve: config " << config_path << ": " << fw.status().message() << "\n";
-    return 2;
-  }
+  if (!fw.ok()) return fail(StrCat("config ", config_path, ": ", fw.status().message()), 2);
+  auto opt = ServerOptionsFrom(flags, config->server);
+  if (!opt.ok()) return fail(opt.status().message(), 2);
   if (flags.Has("cluster") == kube::KubeRequested(has)) {
-    std::cerr << "gpusched serve: give one of --cluster FILE (a `kubectl get "
-                 "nodes,pods -A -o "
-                 "json` List), --kube (in-cluster) or --kubeconfig PATH\n";
-    return 2;
+    return fail(
+        "give one of --cluster FILE (a `kubectl get nodes,pods -A -o json` List), --kube "
+        "(in-cluster) or --kubeconfig PATH",
+        2);
   }
+
   ClusterState state(config->topology_templates);
   ExtenderService service(&state, std::shared_ptr<const policy::Framework>(std::move(*fw)));
   Metrics metrics;
   FileClusterSource source(flags.Get("cluster"));
   std::unique_ptr<kube::KubeRuntime> kube_rt;
   if (flags.Has("cluster")) {
-    if (auto s = source.Start(&state, [&service](bool synced) { service.SetReady(synced); });
-        !s.ok()) {
-      std::cerr << "gpusched serve: " << s.message() << "\n";
-      return 2;
-    }
+    auto s = source.Start(&state, [&service](bool synced) { service.SetReady(synced); });
+    if (!s.ok()) return fail(s.message(), 2);
   } else {
     auto ko = kube::KubeOptionsFromFlags(has, get);
     auto rt = ko.ok() ? kube::StartKube(*ko, &state, &service, &metrics)
                       : absl::StatusOr<std::unique_ptr<kube::KubeRuntime>>(ko.status());
-    if (!rt.ok()) {
-      std::cerr << "gpusched serve: " << rt.status().message() << "\n";
-      return 2;
-    }
+    if (!rt.ok()) return fail(rt.status().message(), 2);
     kube_rt = *std::move(rt);
   }
-
-  ClusterWriter* writer = &source;
-  if (kube_rt) writer = kube_rt->writer();
+  ClusterWriter* writer = kube_rt ? kube_rt->writer() : &source;
   auto queue_mgr = queue::InstallQueue(&service, &state, writer, *config, &metrics);
-
-  http::ServerOptions opt;
-  const std::string listen = flags.Get("listen", config->server.listen);
-  if (auto s = http::ParseListen(listen, &opt.host, &opt.port); !s.ok()) {
-    std::cerr << "gpusched serve: " << s.message() << "\n";
-    return 2;
-  }
-  opt.threads = config->server.threads;
-  if (flags.Has("threads")) opt.threads = std::max(1, std::atoi(flags.Get("threads").c_str()));
-  opt.max_body_bytes = config->server.max_body_bytes;
-  opt.read_timeout = std::chrono::seconds(config->server.read_timeout_seconds);
-  opt.idle_timeout = std::chrono::seconds(config->server.idle_timeout_seconds);
-  opt.tls_cert = flags.Get("tls-cert");
-  opt.tls_key = flags.Get("tls-key");
-  opt.tls_client_ca = flags.Get("tls-client-ca");
-  if (opt.tls_cert.empty() != opt.tls_key.empty()) {
-    std::cerr << "gpusched serve: --tls-cert and --tls-key go together\n";
-    return 2;
+  // The leader keeps each pending pod's queue position on the pod.
+  std::unique_ptr<kube::QueueStatusPublisher> positions;
+  if (kube_rt) {
+    positions = std::make_unique<kube::QueueStatusPublisher>(
+        kube_rt->client(), [q = queue_mgr.get()](int32_t n) { return q->Positions(n); },
+        [r = kube_rt.get()] { return r->leader() && r->synced(); },
+        kube::QueueStatusPublisher::Options{}, &metrics);
   }
 
-  auto reload = [&service, &queue_mgr, config_path] {
-    auto next = codec::LoadConfigFile(config_path);
-    if (!next.ok()) {
-      std::cerr << "gpusched: config reload rejected, keeping the old one: "
-                << next.status().message() << "\n";
-      return;
-    }
-    auto next_fw = policy::Framework::Create(next->scoring);
-    if (!next_fw.ok()) {
-      std::cerr << "gpusched: config reload rejected: " << next_fw.status().message() << "\n";
-      return;
-    }
-    service.SetFramework(std::shared_ptr<const policy::Framework>(std::move(*next_fw)));
-    queue_mgr->SetOptions(queue::QueueOptionsFrom(*next));
-    std::cerr << "gpusched: config " << config_path << " reloaded\n";
-  };
-  opt.on_sighup = reload;
-  opt.periodic.push_back({std::chrono::milliseconds(1000), queue::QueueTicker(queue_mgr.get())});
-  auto stamp = std::make_shared<FileStamp>(Stamp(config_path));
-  opt.periodic.push_back({std::chrono::milliseconds(2000), [stamp, config_path, reload] {
-                            FileStamp now = Stamp(config_path);
-                            if (now == *stamp) return;
-                            *stamp = now;
-                            reload();
-                          }});
+  ConfigReloader reloader(config_path, config_text, *config, &flags, *opt, &service,
+                          queue_mgr.get());
+  opt->on_sighup = [&reloader] { reloader.OnSignal(); };
+  opt->periodic.push_back({std::chrono::milliseconds(1000), queue::QueueTicker(queue_mgr.get())});
+  opt->periodic.push_back({std::chrono::milliseconds(2000), [&reloader] { reloader.OnTick(); }});
 
   AddClusterGauges(metrics, &state);
   http::Router router;
-  http::HttpServer server(opt, &router, &metrics);
+  http::Router health_router;
+  http::HttpServer server(*opt, &router, &metrics, &health_router);
   http::RouteDeps deps;
   deps.service = &service;
   deps.metrics = &metrics;
@@ -176,29 +425,15 @@ int Serve(const std::vector<std::string>& args) {
     deps.after_bind = kube_rt->AfterBindFn();
     deps.on_unplaced = kube_rt->UnplacedFn();
   }
-  deps.debug_queues = [&queue_mgr] { return queue_mgr->Report(); };
+  deps.debug_queues = [&queue_mgr](const auto&... query) { return queue_mgr->Report(query...); };
   deps.debug_pod = [&queue_mgr](const std::string& ns, const std::string& name) {
     return queue_mgr->ExplainPod(ns, name);
   };
+  deps.debug_config = [&reloader] { return codec::EncodeRunningConfig(reloader.Running()); };
+  http::AddProbeRoutes(health_router, deps);
   http::AddExtenderRoutes(router, deps);
-  if (auto s = server.Listen(); !s.ok()) {
-    std::cerr << "gpusched serve: " << s.message() << "\n";
-    return 1;
-  }
-  auto snap = state.Snapshot();
-  const std::string scheme = opt.tls_cert.empty() ? "http" : "https";
-  const std::string base = scheme + "://" + opt.host + ":" + std::to_string(server.port());
-  std::cout << "gpusched: serving " << snap->nodes().size() << " nodes (" << snap->TotalGpus()
-            << " GPUs) on " << base << "/scheduler\n"
-            << "try:\n"
-            << "  curl -s -XPOST -H 'Content-Type: application/json' "
-               "--data @config/examples/filter-request.json "
-            << base << "/scheduler/filter\n"
-            << "  curl -s -XPOST -H 'Content-Type: application/json' "
-               "--data @config/examples/prioritize-request.json "
-            << base << "/scheduler/prioritize\n"
-            << "  curl -s " << base << "/metrics\n"
-            << std::flush;
+  if (auto s = server.Listen(); !s.ok()) return fail(s.message(), 1);
+  PrintBanner(*opt, server, state);
   server.Run();
   std::cout << "gpusched: stopped\n";
   return 0;

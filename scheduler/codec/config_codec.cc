@@ -75,15 +75,27 @@ absl::Status GetString(const json& obj, std::string_view key, std::string_view p
 
 absl::Status DecodeServer(const json& j, ServerConfig& s) {
   const std::string p = "server";
-  GPUSCHED_RETURN_IF_ERROR(CheckKeys(
-      j, p, {"listen", "maxBodyBytes", "readTimeoutSeconds", "idleTimeoutSeconds", "threads"}));
+  GPUSCHED_RETURN_IF_ERROR(
+      CheckKeys(j, p,
+                {"listen", "healthListen", "maxBodyBytes", "maxConnections", "maxInflightBodyBytes",
+                 "readTimeoutSeconds", "idleTimeoutSeconds", "threads"}));
   GPUSCHED_RETURN_IF_ERROR(GetString(j, "listen", p, &s.listen));
   if (s.listen.find(':') == std::string::npos)
     return FieldError("server.listen", "must be HOST:PORT");
+  GPUSCHED_RETURN_IF_ERROR(GetString(j, "healthListen", p, &s.health_listen));
+  if (!s.health_listen.empty() && s.health_listen.find(':') == std::string::npos)
+    return FieldError("server.healthListen", "must be HOST:PORT");
+  GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "maxConnections", p, 1, 1 << 20, &s.max_connections));
+  GPUSCHED_RETURN_IF_ERROR(
+      GetInt(j, "maxInflightBodyBytes", p, 1024, int64_t{1} << 40, &s.max_inflight_body_bytes));
   GPUSCHED_RETURN_IF_ERROR(GetInt(j, "maxBodyBytes", p, 1024, int64_t{1} << 32, &s.max_body_bytes));
   GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "readTimeoutSeconds", p, 1, 3600, &s.read_timeout_seconds));
   GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "idleTimeoutSeconds", p, 1, 86400, &s.idle_timeout_seconds));
   GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "threads", p, 1, 64, &s.threads));
+  if (s.max_inflight_body_bytes < s.max_body_bytes) {
+    return FieldError("server.maxInflightBodyBytes",
+                      StrCat("must be >= server.maxBodyBytes (", s.max_body_bytes, ")"));
+  }
   return absl::OkStatus();
 }
 

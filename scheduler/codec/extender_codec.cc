@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/cord.h"
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
@@ -64,6 +65,29 @@ RequestDecoder::RequestDecoder(size_t max_depth) : impl_(std::make_unique<Impl>(
 
 RequestDecoder::~RequestDecoder() = default;
 
+namespace {
+
+// A node named twice is decided once: its first occurrence stays, later ones
+// are dropped (with their node JSON), so no answer repeats a node.
+void DropRepeatedNodes(ExtenderArgs& args) {
+  if (args.node_names.size() < 2) return;
+  absl::flat_hash_set<std::string_view> seen;
+  seen.reserve(args.node_names.size());
+  size_t kept = 0;
+  for (size_t i = 0; i < args.node_names.size(); ++i) {
+    if (!seen.insert(args.node_names[i]).second) continue;
+    if (kept != i) {
+      args.node_names[kept] = args.node_names[i];
+      if (!args.cache_mode) args.node_json[kept] = std::move(args.node_json[i]);
+    }
+    ++kept;
+  }
+  args.node_names.resize(kept);
+  if (!args.cache_mode) args.node_json.resize(kept);
+}
+
+}  // namespace
+
 absl::StatusOr<ExtenderArgs> RequestDecoder::DecodeExtenderArgs(std::string& body) {
   GPUSCHED_ASSIGN_OR_RETURN(Object root, impl_->Root(body, "ExtenderArgs"));
   ExtenderArgs args;
@@ -84,6 +108,7 @@ absl::StatusOr<ExtenderArgs> RequestDecoder::DecodeExtenderArgs(std::string& bod
       }
       args.node_names.push_back(s);
     }
+    DropRepeatedNodes(args);
     return args;
   }
   if (nodes) {
@@ -112,6 +137,7 @@ absl::StatusOr<ExtenderArgs> RequestDecoder::DecodeExtenderArgs(std::string& bod
       args.node_names.push_back(*name);
       args.node_json.push_back(simdjson::minify(item));
     }
+    DropRepeatedNodes(args);
     return args;
   }
   return Shape("ExtenderArgs: neither NodeNames nor Nodes is set");

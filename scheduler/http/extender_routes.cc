@@ -97,17 +97,27 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
         }
         return HttpResponse{200, "application/json", codec::EncodePodReport(*report)};
       });
-  router.Add("GET", "/healthz", "healthz", [](HttpRequest&, RequestContext&) {
-    return HttpResponse{200, "text/plain", "ok\n"};
+  auto debug_config = deps.debug_config;
+  router.Add("GET", "/debug/config", "debug_config", [debug_config](HttpRequest&, RequestContext&) {
+    if (!debug_config) return JsonError(404, "gpusched: no running config");
+    return HttpResponse{200, "application/json", debug_config()};
   });
-  router.Add("GET", "/readyz", "readyz", [svc, deps](HttpRequest&, RequestContext&) {
-    if (svc->ready() && deps.ready()) return HttpResponse{200, "text/plain", "ready\n"};
-    return HttpResponse{503, "text/plain", "not ready\n"};
-  });
+  AddProbeRoutes(router, deps);
   Metrics* metrics = deps.metrics;
   router.Add("GET", "/metrics", "metrics", [metrics](HttpRequest&, RequestContext&) {
     return HttpResponse{200, "text/plain; version=0.0.4", metrics->Render()};
   });
+}
+
+void AddProbeRoutes(Router& router, const RouteDeps& deps) {
+  router.Add("GET", "/healthz", "healthz", [](HttpRequest&, RequestContext&) {
+    return HttpResponse{200, "text/plain", "ok\n"};
+  });
+  router.Add("GET", "/readyz", "readyz",
+             [svc = deps.service, ready = deps.ready](HttpRequest&, RequestContext&) {
+               if (svc->ready() && ready()) return HttpResponse{200, "text/plain", "ready\n"};
+               return HttpResponse{503, "text/plain", "not ready\n"};
+             });
 }
 
 }  // namespace gpusched::http

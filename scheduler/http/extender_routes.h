@@ -7,7 +7,10 @@
 //   POST /scheduler/preempt      ExtenderPreemptionArgs -> ExtenderPreemptionResult
 //   GET  /debug/queues           the queue manager's namespaces and queues
 //   GET  /debug/pods/<ns>/<name> why a pod waits, its position, preemption preview
+//   GET  /debug/config           the running config and fields pending a restart
 //   GET  /healthz /readyz /metrics
+//
+// AddProbeRoutes adds only /healthz and /readyz: the health port's router.
 //
 // Malformed JSON gets HTTP 400 with {"Error": ...}; JSON that parses but
 // makes no sense gets 200 with Error set (filter, bind) or 400 (prioritize,
@@ -42,9 +45,13 @@ struct RouteDeps {
   std::function<queue::QueueReport()> debug_queues;
   std::function<std::optional<queue::PodReport>(const std::string& ns, const std::string& name)>
       debug_pod;
+  // The /debug/config page as JSON text (codec-encoded); 404 when unset.
+  std::function<std::string()> debug_config;
 };
 
 void AddExtenderRoutes(Router& router, RouteDeps deps);
+// GET /healthz and /readyz only (uses deps.service and deps.ready).
+void AddProbeRoutes(Router& router, const RouteDeps& deps);
 
 }  // namespace gpusched::http
 

@@ -17,6 +17,8 @@ void Router::AddPrefix(std::string method, std::string prefix, std::string name,
 }
 
 HttpResponse Router::Dispatch(HttpRequest& req, RequestContext& ctx, std::string* route) const {
+  // HEAD is GET without the body (the server drops the body bytes).
+  const std::string_view method = req.method == "HEAD" ? std::string_view("GET") : req.method;
   std::string_view path = req.target;
   if (auto q = path.find('?'); q != std::string_view::npos) path = path.substr(0, q);
   bool path_known = false;
@@ -26,7 +28,7 @@ HttpResponse Router::Dispatch(HttpRequest& req, RequestContext& ctx, std::string
       bool match = r.prefix ? path.substr(0, r.path.size()) == r.path : path == r.path;
       if (!match) continue;
       path_known = true;
-      if (r.method != req.method) continue;
+      if (r.method != method) continue;
       *route = r.name;
       return r.handler(req, ctx);
     }

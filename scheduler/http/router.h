@@ -48,7 +48,8 @@ class Router {
   void AddPrefix(std::string method, std::string prefix, std::string name, Handler h);
 
   // Returns the response; 404 for unknown paths, 405 for a known path with
-  // another method. `*route` receives the route's name ("unknown" if none).
+  // another method. HEAD is dispatched as GET (the server sends no body). `*route` receives the
+  // route's name ("unknown" if none).
   HttpResponse Dispatch(HttpRequest& req, RequestContext& ctx, std::string* route) const;
 
  private:

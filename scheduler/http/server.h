@@ -5,6 +5,17 @@
 //  - a body limit (413 with a JSON body, then close), header limit (431);
 //  - an idle timeout between requests and a read timeout per request;
 //  - malformed HTTP gets 400 with a JSON body, then close;
+//  - memory caps: concurrent connections per listener and the bytes of
+//    request bodies in flight across all connections; past a cap the answer
+//    is 503 with a JSON body and Retry-After, then close;
+//  - `Expect: 100-continue` is answered before the body is read, or the
+//    request is refused without reading it; HEAD answers carry no body;
+//  - out of file descriptors (EMFILE/ENFILE), accepting backs off
+//    (50 ms doubling to 500 ms) instead of spinning;
+//  - requests refused at the HTTP layer (400, 404, 405, 413, 431, 503) are
+//    logged, at most one line per second per status with a suppressed count;
+//  - an optional second, plain-HTTP listener (the health port) that serves
+//    only its own router (the probes), never TLS;
 //  - SIGTERM/SIGINT: stop accepting, mark not ready, finish in-flight
 //    requests, close idle connections, return from Run();
 //  - SIGHUP and periodic tasks run the callbacks given in Options.
@@ -33,6 +44,24 @@ struct ServerOptions {
   uint16_t port = 8888;  // 0 = ephemeral (tests)
   int threads = 2;
   int64_t max_body_bytes = 32 << 20;
+  // Memory caps, sized for the deploy's 1 GiB limit (deploy/extender.yaml).
+  // A connection costs its 64 KiB read buffer plus a JSON decoder (~100 KiB
+  // idle; a decoder that parsed a body over 1 MiB is dropped after the
+  // request): 256 connections hold under 48 MiB. A body in flight costs its
+  // bytes plus the decoder's parse of it; the worst case measured (a body of
+  // dense small JSON values) is under 3x the body, so 96 MiB of bodies in
+  // flight peaks under 300 MiB. Requests alone stay under 350 MiB, leaving
+  // the rest of the 1 GiB to the cluster view and the queue.
+  int max_connections = 256;
+  int64_t max_inflight_body_bytes = 96 << 20;
+  // Plain-HTTP probe listener "HOST:PORT" ("" = none; port 0 = ephemeral),
+  // served by the health router given to the constructor, with its own
+  // connection cap so a flood on the main port never starves the probes.
+  std::string health_listen;
+  int health_max_connections = 32;
+  // Receives the server's log lines (refused requests, accept back-off);
+  // unset = stderr.
+  std::function<void(const std::string&)> log;
   std::chrono::seconds read_timeout{30};
   std::chrono::seconds idle_timeout{90};
   std::chrono::seconds shutdown_grace{10};
@@ -51,12 +80,16 @@ struct ServerOptions {
 
 class HttpServer {
  public:
-  HttpServer(ServerOptions options, const Router* router, Metrics* metrics);
+  // `health_router` serves the health listener (options.health_listen).
+  HttpServer(ServerOptions options, const Router* router, Metrics* metrics,
+             const Router* health_router = nullptr);
   ~HttpServer();
 
   // Binds the listening socket. Returns the bound port via port().
   absl::Status Listen();
   uint16_t port() const;
+  // The health listener's bound port; 0 if there is none.
+  uint16_t health_port() const;
   // Serves until Shutdown() or SIGTERM/SIGINT. REQUIRES: Listen() succeeded.
   void Run();
   // Stops accepting and closes connections once their request is answered.

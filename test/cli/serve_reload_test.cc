@@ -12,7 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "test/testing/child_process.h"
 
@@ -81,14 +84,25 @@ class ServeReloadTest : public ::testing::Test {
       fs::create_symlink("..data/scheduler-policy.json", dir_ / "scheduler-policy.json");
     }
   }
-  void Start() {
+  // Runs `gpusched serve` on the published config with `extra` flags, under
+  // an open-files limit of `max_fds` if not 0, and waits until it is ready.
+  void Start(const std::vector<std::string>& extra = {}, int max_fds = 0) {
     port_ = FreePort();
-    child_ = std::make_unique<Child>(
-        GPUSCHED_BINARY,
-        std::vector<std::string>{"serve", "--config", (dir_ / "scheduler-policy.json").string(),
-                                 "--cluster", (dir_ / "cluster.json").string(), "--listen",
-                                 "127.0.0.1:" + std::to_string(port_)},
-        log_);
+    std::vector<std::string> args = {"serve",
+                                     "--config",
+                                     (dir_ / "scheduler-policy.json").string(),
+                                     "--cluster",
+                                     (dir_ / "cluster.json").string(),
+                                     "--listen",
+                                     "127.0.0.1:" + std::to_string(port_)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    if (max_fds == 0) {
+      child_ = std::make_unique<Child>(GPUSCHED_BINARY, args, log_);
+    } else {
+      std::string command = "ulimit -n " + std::to_string(max_fds) + " && exec " GPUSCHED_BINARY;
+      for (const auto& a : args) command += " '" + a + "'";
+      child_ = std::make_unique<Child>("/bin/sh", std::vector<std::string>{"-c", command}, log_);
+    }
     ASSERT_TRUE(child_->started());
     ASSERT_TRUE(WaitFor([&] { return Http(port_, "GET", "/readyz").status == 200; },
                         std::chrono::milliseconds(15000)))
@@ -153,6 +167,112 @@ TEST_F(ServeReloadTest, SymlinkSwapAndSighupReloadInvalidConfigKeepsTheOld) {
       << ReadAll(log_);
   EXPECT_EQ(Count(ReadAll(log_), "reloaded"), 2u);
   EXPECT_TRUE(child_->Alive());
+}
+
+// A reload applies what can change live (here the quota) and names, in its
+// one log line and on /debug/config, what needs a restart. SIGHUP right
+// after the file changed is one reload, not two (signal and watcher).
+TEST_F(ServeReloadTest, ReloadAppliesLiveFieldsAndNamesTheRestartFieldsOnce) {
+  Publish(Config(4, 4));
+  Start();
+  EXPECT_FALSE(Passes());
+  Json next = Json::parse(Config(8, 8));
+  next["server"]["threads"] = 3;
+  next["topologyTemplates"][0]["uniform"] = "NV12";
+  Publish(next.dump(2));
+  child_->Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor([&] { return Passes(); }, std::chrono::milliseconds(15000))) << ReadAll(log_);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // > one watcher period
+  const std::string log = ReadAll(log_);
+  EXPECT_EQ(Count(log, "reloaded"), 1u) << log;
+  EXPECT_NE(log.find("needs a restart: server.threads, topologyTemplates"), std::string::npos)
+      << log;
+
+  HttpResult page = Http(port_, "GET", "/debug/config");
+  ASSERT_EQ(page.status, 200) << page.body;
+  Json running = Json::parse(page.body);
+  EXPECT_EQ(running["restartPending"], Json({"server.threads", "topologyTemplates"}));
+  EXPECT_EQ(running["server"]["threads"], 2);  // what runs, not what the file says
+  EXPECT_EQ(running["reloads"], 1);
+  EXPECT_EQ(running["applied"]["quotas"]["namespaces"]["team-a"]["limit"], 8);
+  EXPECT_EQ(running["lastError"], "");
+}
+
+// The health port answers the probes in plain HTTP and serves nothing else.
+TEST_F(ServeReloadTest, HealthPortServesOnlyTheProbes) {
+  Publish(Config(8, 8));
+  const uint16_t health = FreePort();
+  Start({"--health-listen", "127.0.0.1:" + std::to_string(health)});
+  EXPECT_EQ(Http(health, "GET", "/healthz").status, 200);
+  EXPECT_EQ(Http(health, "GET", "/readyz").status, 200);
+  for (const char* path : {"/metrics", "/debug/config", "/debug/queues"}) {
+    HttpResult r = Http(health, "GET", path);
+    EXPECT_EQ(r.status, 404) << path;
+    EXPECT_TRUE(Json::parse(r.body).contains("Error")) << path;
+  }
+  EXPECT_EQ(Http(health, "POST", "/scheduler/filter", kFilter).status, 404);
+  EXPECT_EQ(Http(port_, "GET", "/metrics").status, 200);
+  EXPECT_EQ(Http(port_, "GET", "/debug/config").status, 200);
+}
+
+// Out of file descriptors the accept loop backs off instead of spinning,
+// logs it, and serves again once connections close.
+TEST_F(ServeReloadTest, OutOfDescriptorsBacksOffAndRecovers) {
+  Publish(Config(8, 8));
+  Start({}, 40);
+  std::vector<int> fds;
+  for (int i = 0; i < 100; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port_);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    fds.push_back(fd);
+  }
+  ASSERT_TRUE(WaitFor([&] { return ReadAll(log_).find("back-off") != std::string::npos; }))
+      << ReadAll(log_);
+  // A spin detector, not a timing: CPU seconds used over one wall second.
+  auto cpu_ticks = [&] {
+    std::string stat = ReadAll("/proc/" + std::to_string(child_->pid()) + "/stat");
+    std::istringstream in(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long long ticks = 0;
+    for (int i = 3; i <= 15 && in >> field; ++i) {
+      if (i == 14 || i == 15) ticks += std::stoll(field);  // utime, stime
+    }
+    return ticks;
+  };
+  const long long before = cpu_ticks();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const long long used = cpu_ticks() - before;
+  EXPECT_LT(used, sysconf(_SC_CLK_TCK) / 2) << "accept loop spins";
+  EXPECT_TRUE(child_->Alive());
+  for (int fd : fds) close(fd);
+  EXPECT_TRUE(WaitFor([&] { return Http(port_, "GET", "/healthz").status == 200; }))
+      << ReadAll(log_);
+  EXPECT_NE(ReadAll(log_).find("Too many open files"), std::string::npos) << ReadAll(log_);
+}
+
+// Numeric flags are checked; the error names the flag.
+TEST_F(ServeReloadTest, BadNumericFlagsAreRejectedNamingTheFlag) {
+  Publish(Config(8, 8));
+  struct Case {
+    std::string flag, value;
+  };
+  for (const Case& k : {Case{"--threads", "abc"}, Case{"--threads", "0"}, Case{"--threads", "65"},
+                        Case{"--max-connections", "-1"}, Case{"--max-connections", "12x"},
+                        Case{"--max-inflight-body-bytes", "1"}, Case{"--max-body-bytes", "lots"},
+                        Case{"--health-listen", "nowhere"}}) {
+    const std::string log = (dir_ / ("flag" + k.flag + k.value + ".log")).string();
+    Child child(GPUSCHED_BINARY,
+                {"serve", "--config", (dir_ / "scheduler-policy.json").string(), "--cluster",
+                 (dir_ / "cluster.json").string(), "--listen", "127.0.0.1:0", k.flag, k.value},
+                log);
+    EXPECT_EQ(child.Wait(), 2) << k.flag << " " << k.value;
+    EXPECT_NE(ReadAll(log).find(k.flag), std::string::npos)
+        << k.flag << " " << k.value << ": " << ReadAll(log);
+  }
 }
 
 }  // namespace

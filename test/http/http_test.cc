@@ -13,10 +13,12 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "gpusched/core/extender_service.h"
 #include "scheduler/http/extender_routes.h"
 #include "scheduler/http/server.h"
 #include "test/testing/builders.h"
+#include "test/testing/child_process.h"
 
 namespace gpusched::http {
 namespace {
@@ -52,6 +54,26 @@ class Client {
     std::string headers;
     std::string body;
   };
+
+  // Reads one response's status line and headers only (HEAD, 100 Continue).
+  Response ReadHead() {
+    Response r;
+    while (buf_.find("\r\n\r\n") == std::string::npos) {
+      if (!Fill()) return r;
+    }
+    size_t end = buf_.find("\r\n\r\n");
+    r.headers = buf_.substr(0, end);
+    buf_.erase(0, end + 4);
+    r.status = std::stoi(r.headers.substr(9, 3));
+    return r;
+  }
+  // The next `n` bytes the server sends, left unread ("" if it closes first).
+  std::string Peek(size_t n) {
+    while (buf_.size() < n) {
+      if (!Fill()) return "";
+    }
+    return buf_.substr(0, n);
+  }
 
   // Reads one response (Content-Length framed). status 0 = connection closed.
   Response Read() {
@@ -117,11 +139,18 @@ class HttpTest : public ::testing::Test {
     opt.max_body_bytes = 64 * 1024;
     opt.idle_timeout = std::chrono::seconds(2);
     opt.read_timeout = std::chrono::seconds(2);
-    server_ = std::make_unique<HttpServer>(opt, &router_, &metrics_);
+    opt.health_listen = "127.0.0.1:0";
+    opt.log = [this](const std::string& line) {
+      absl::MutexLock l(&log_mu_);
+      log_.push_back(line);
+    };
+    Tune(opt);
+    server_ = std::make_unique<HttpServer>(opt, &router_, &metrics_, &health_router_);
     RouteDeps deps;
     deps.service = service_.get();
     deps.metrics = &metrics_;
     AddExtenderRoutes(router_, deps);
+    AddProbeRoutes(health_router_, deps);
     ASSERT_TRUE(server_->Listen().ok());
     port_ = server_->port();
     thread_ = std::thread([this] { server_->Run(); });
@@ -130,7 +159,21 @@ class HttpTest : public ::testing::Test {
     server_->Shutdown();
     thread_.join();
   }
+  // Adjusts the server options before the server is made.
+  virtual void Tune(ServerOptions&) {}
+  // Log lines so far that contain `what`.
+  std::vector<std::string> LogLines(const std::string& what) {
+    absl::MutexLock l(&log_mu_);
+    std::vector<std::string> out;
+    for (const auto& line : log_) {
+      if (line.find(what) != std::string::npos) out.push_back(line);
+    }
+    return out;
+  }
 
+  absl::Mutex log_mu_;
+  std::vector<std::string> log_ ABSL_GUARDED_BY(log_mu_);
+  Router health_router_;
   std::unique_ptr<ClusterState> state_;
   std::unique_ptr<ExtenderService> service_;
   Metrics metrics_;
@@ -255,6 +298,214 @@ TEST_F(HttpTest, GracefulShutdownFinishesAndCloses) {
   EXPECT_EQ(c.Get("/healthz").status, 200);
   server_->Shutdown();
   EXPECT_TRUE(c.Closed());  // idle keep-alive connection is closed
+}
+
+// The plain health port serves the probes and nothing else: no metrics, no
+// debug pages, no extender verbs.
+TEST_F(HttpTest, HealthPortServesOnlyProbes) {
+  ASSERT_NE(server_->health_port(), 0);
+  ASSERT_NE(server_->health_port(), port_);
+  Client c(server_->health_port());
+  EXPECT_EQ(c.Get("/healthz").status, 200);
+  EXPECT_EQ(c.Get("/readyz").status, 200);
+  for (const char* path : {"/metrics", "/debug/queues", "/debug/pods/a/b", "/debug/config"}) {
+    auto r = c.Get(path);
+    EXPECT_EQ(r.status, 404) << path;
+    EXPECT_TRUE(json::parse(r.body).contains("Error")) << path;
+  }
+  auto f =
+      c.Post("/scheduler/filter", testing::ReadSourceFile("config/examples/filter-request.json"));
+  EXPECT_EQ(f.status, 404);
+  EXPECT_TRUE(json::parse(f.body).contains("Error"));
+  service_->SetReady(false);
+  EXPECT_EQ(c.Get("/readyz").status, 503);
+  // The main port still serves everything, probes included.
+  Client m(port_);
+  EXPECT_EQ(m.Get("/healthz").status, 200);
+  EXPECT_EQ(m.Get("/metrics").status, 200);
+}
+
+// HEAD gets the headers GET would get (Content-Length included) and no body
+// bytes: the next response on the connection starts right after them.
+TEST_F(HttpTest, HeadAnswersCarryNoBody) {
+  Client c(port_);
+  struct Case {
+    const char* path;
+    int status;
+    size_t length;  // 0 = any non-zero
+  };
+  for (const Case& k : {Case{"/scheduler/filter", 405, 0}, Case{"/healthz", 200, 3},
+                        Case{"/no/such/path", 404, 0}}) {
+    c.SendRaw(std::string("HEAD ") + k.path + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto h = c.ReadHead();
+    EXPECT_EQ(h.status, k.status) << k.path;
+    auto pos = h.headers.find("Content-Length: ");
+    ASSERT_NE(pos, std::string::npos) << h.headers;
+    const size_t length = std::stoul(h.headers.substr(pos + 16));
+    if (k.length != 0) {
+      EXPECT_EQ(length, k.length) << k.path;
+    }
+    EXPECT_GT(length, 0u) << k.path;
+    c.SendRaw("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(c.Peek(9), "HTTP/1.1 ") << "body bytes after HEAD " << k.path;
+    EXPECT_EQ(c.Read().status, 200);
+  }
+}
+
+// Expect: 100-continue: an acceptable request gets 100 Continue before the
+// body is sent; a refused one gets its final answer without it.
+TEST_F(HttpTest, ExpectContinueIsHonoured) {
+  const std::string body = testing::ReadSourceFile("config/examples/filter-request.json");
+  Client c(port_);
+  c.SendRaw(
+      "POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n");
+  EXPECT_EQ(c.ReadHead().status, 100);
+  c.SendRaw(body);
+  auto r = c.Read();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["Error"], "");
+
+  Client big(port_);  // over the 64 KiB body limit of this fixture
+  big.SendRaw(
+      "POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Length: 1000000\r\n\r\n");
+  auto refused = big.Read();
+  EXPECT_EQ(refused.status, 413);
+  EXPECT_TRUE(json::parse(refused.body).contains("Error"));
+}
+
+// Requests refused at the HTTP layer are logged, at most one line per
+// second per status, the next line counting those skipped.
+TEST_F(HttpTest, RefusedRequestsAreLoggedRateLimited) {
+  for (int i = 0; i < 6; ++i) {
+    Client c(port_);
+    c.SendRaw("THIS IS NOT HTTP\r\n\r\n");
+    EXPECT_EQ(c.Read().status, 400);
+  }
+  Client c(port_);
+  EXPECT_EQ(c.Get("/no/such/path").status, 404);
+  auto bad = LogLines("refused HTTP request: 400");
+  ASSERT_GE(bad.size(), 1u);
+  EXPECT_LT(bad.size(), 6u) << "not rate-limited";
+  EXPECT_NE(bad[0].find("bad HTTP request"), std::string::npos) << bad[0];
+  auto missing = LogLines("refused HTTP request: 404");
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_NE(missing[0].find("GET /no/such/path"), std::string::npos) << missing[0];
+  EXPECT_NE(missing[0].find("127.0.0.1"), std::string::npos) << missing[0];
+}
+
+// Memory caps: 100 KiB of bodies in flight (and 2 connections in
+// HttpConnectionCapTest).
+class HttpCapsTest : public HttpTest {
+ protected:
+  void Tune(ServerOptions& opt) override {
+    opt.max_connections = max_connections_;
+    opt.max_body_bytes = 64 * 1024;
+    opt.max_inflight_body_bytes = 100 * 1024;
+  }
+  // A filter request padded with spaces to `size` bytes.
+  static std::string PaddedFilter(size_t size) {
+    std::string body = testing::ReadSourceFile("config/examples/filter-request.json");
+    body.resize(size, ' ');
+    return body;
+  }
+  static std::string PostHeader(size_t length, bool expect) {
+    return std::string("POST /scheduler/filter HTTP/1.1\r\nHost: x\r\n") +
+           (expect ? "Expect: 100-continue\r\n" : "") +
+           "Content-Type: application/json\r\nContent-Length: " + std::to_string(length) +
+           "\r\n\r\n";
+  }
+  static void ExpectRetryLater(const Client::Response& r) {
+    EXPECT_EQ(r.status, 503);
+    EXPECT_NE(r.headers.find("Retry-After: "), std::string::npos) << r.headers;
+    EXPECT_TRUE(json::parse(r.body).contains("Error")) << r.body;
+  }
+  int max_connections_ = 64;
+};
+
+class HttpConnectionCapTest : public HttpCapsTest {
+ protected:
+  HttpConnectionCapTest() { max_connections_ = 2; }
+};
+
+TEST_F(HttpCapsTest, BodiesInFlightPastTheCapGet503ThenServingGoesOn) {
+  const size_t size = 60 * 1024;  // two of them exceed 100 KiB
+  Client first(port_);
+  first.SendRaw(PostHeader(size, true));
+  ASSERT_EQ(first.ReadHead().status, 100);  // its 60 KiB are charged now
+  {
+    Client second(port_);  // announced: refused before a byte is read
+    second.SendRaw(PostHeader(size, false));
+    auto r = second.Read();
+    ExpectRetryLater(r);
+    EXPECT_NE(json::parse(r.body)["Error"].get<std::string>().find("in flight"), std::string::npos);
+    EXPECT_TRUE(second.Closed());
+  }
+  {
+    Client third(port_);  // with Expect: the answer comes without 100 Continue
+    third.SendRaw(PostHeader(size, true));
+    ExpectRetryLater(third.Read());
+  }
+  {
+    Client chunked(port_);  // chunked: charged as it arrives, refused past the cap
+    std::string chunk(50 * 1024, ' ');
+    char len[16];
+    snprintf(len, sizeof(len), "%zx", chunk.size());
+    chunked.SendRaw(
+        "POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+        std::string(len) + "\r\n" + chunk + "\r\n");
+    ExpectRetryLater(chunked.Read());
+  }
+  first.SendRaw(PaddedFilter(size));
+  EXPECT_EQ(first.Read().status, 200);
+  // Released: a body of the same size is served again.
+  Client after(port_);
+  EXPECT_EQ(after.Post("/scheduler/filter", PaddedFilter(size)).status, 200);
+  EXPECT_GE(metrics_.CounterValue("gpusched_http_rejected_total", {{"code", "503"}}), 3);
+}
+
+TEST_F(HttpCapsTest, ConcurrentLargeBodiesAreServedOrRefusedWithRetryAfter) {
+  constexpr int kClients = 8;
+  std::vector<Client::Response> answers(kClients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      Client c(port_);
+      answers[i] = c.Post("/scheduler/filter", PaddedFilter(60 * 1024), false);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : answers) {
+    if (r.status == 200) continue;
+    ExpectRetryLater(r);  // over a connection or a body cap
+  }
+  Client c(port_);
+  EXPECT_EQ(c.Post("/scheduler/filter", PaddedFilter(60 * 1024)).status, 200);
+}
+
+TEST_F(HttpConnectionCapTest, ConnectionsPastTheCapGet503) {
+  auto a = std::make_unique<Client>(port_);
+  Client b(port_);
+  EXPECT_EQ(a->Get("/healthz").status, 200);
+  EXPECT_EQ(b.Get("/healthz").status, 200);
+  {
+    Client c(port_);
+    auto r = c.Get("/healthz");
+    ExpectRetryLater(r);
+    EXPECT_NE(json::parse(r.body)["Error"].get<std::string>().find("too many connections"),
+              std::string::npos);
+    EXPECT_TRUE(c.Closed());
+  }
+  // The probes have their own cap.
+  Client probe(server_->health_port());
+  EXPECT_EQ(probe.Get("/healthz").status, 200);
+  a.reset();  // a slot frees once the server sees the close
+  EXPECT_TRUE(testing::WaitFor([&] {
+    Client d(port_);
+    return d.Get("/healthz").status == 200;
+  }));
 }
 
 }  // namespace

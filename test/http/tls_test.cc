@@ -82,6 +82,32 @@ ClientResult TlsRequest(uint16_t port, const std::string& trust_ca, const std::s
   return out;
 }
 
+// One plain-HTTP request.
+ClientResult PlainRequest(uint16_t port, bhttp::verb verb, const std::string& target,
+                          const std::string& body = "") {
+  ClientResult out;
+  asio::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  beast::error_code ec;
+  stream.expires_after(std::chrono::seconds(5));
+  stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  if (ec) return out;
+  bhttp::request<bhttp::string_body> req(verb, target, 11);
+  req.set(bhttp::field::host, "127.0.0.1");
+  req.body() = body;
+  req.prepare_payload();
+  bhttp::write(stream, req, ec);
+  if (ec) return out;
+  beast::flat_buffer buf;
+  bhttp::response<bhttp::string_body> res;
+  bhttp::read(stream, buf, res, ec);
+  if (ec) return out;
+  out.request_ok = true;
+  out.status = static_cast<int>(res.result_int());
+  out.body = res.body();
+  return out;
+}
+
 class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { pki_ = new gpusched::testing::TestPki(testing::MakeTestPki()); }
@@ -104,11 +130,13 @@ class TlsTest : public ::testing::Test {
     opt.tls_cert = testing::WriteTempFile("tls_server.crt", pki_->server_cert_pem);
     opt.tls_key = testing::WriteTempFile("tls_server.key", pki_->server_key_pem);
     if (mtls) opt.tls_client_ca = testing::WriteTempFile("tls_client_ca.crt", pki_->ca_pem);
+    opt.health_listen = "127.0.0.1:0";
     RouteDeps deps;
     deps.service = service_.get();
     deps.metrics = &metrics_;
     AddExtenderRoutes(router_, deps);
-    server_ = std::make_unique<HttpServer>(opt, &router_, &metrics_);
+    AddProbeRoutes(health_router_, deps);
+    server_ = std::make_unique<HttpServer>(opt, &router_, &metrics_, &health_router_);
     absl::Status st = server_->Listen();
     ASSERT_TRUE(st.ok()) << st;
     port_ = server_->port();
@@ -126,6 +154,7 @@ class TlsTest : public ::testing::Test {
   std::unique_ptr<ExtenderService> service_;
   Metrics metrics_;
   Router router_;
+  Router health_router_;
   std::unique_ptr<HttpServer> server_;
   std::thread thread_;
   uint16_t port_ = 0;
@@ -179,6 +208,35 @@ TEST_F(TlsTest, MutualTlsRejectsClientWithoutCertificateAndAcceptsClientCert) {
                       bhttp::verb::get, "/healthz");
   ASSERT_TRUE(h.request_ok);
   EXPECT_EQ(h.status, 200);
+}
+
+// With client certificates required on the extender port, the kubelet's
+// probes (no certificate, plain HTTP) reach the health port; /metrics, the
+// debug pages and the extender verbs stay behind mTLS.
+TEST_F(TlsTest, MutualTlsHealthPortAnswersProbesInPlainHttpOnly) {
+  StartServer(/*mtls=*/true);
+  const uint16_t health = server_->health_port();
+  ASSERT_NE(health, 0);
+  EXPECT_EQ(PlainRequest(health, bhttp::verb::get, "/healthz").status, 200);
+  EXPECT_EQ(PlainRequest(health, bhttp::verb::get, "/readyz").status, 200);
+  for (const char* path : {"/metrics", "/debug/queues", "/debug/config"}) {
+    auto r = PlainRequest(health, bhttp::verb::get, path);
+    EXPECT_EQ(r.status, 404) << path;
+    EXPECT_TRUE(json::parse(r.body).contains("Error")) << path;
+  }
+  auto f = PlainRequest(health, bhttp::verb::post, "/scheduler/filter",
+                        testing::ReadSourceFile("config/examples/filter-request.json"));
+  EXPECT_EQ(f.status, 404);
+  // Never TLS: a TLS client gets no handshake there.
+  EXPECT_FALSE(TlsRequest(health, pki_->ca_pem, pki_->client_cert_pem, pki_->client_key_pem,
+                          bhttp::verb::get, "/healthz")
+                   .handshake_ok);
+  // /metrics is served on the mTLS port to a client with a certificate only.
+  EXPECT_FALSE(TlsRequest(port_, pki_->ca_pem, "", "", bhttp::verb::get, "/metrics").request_ok);
+  auto m = TlsRequest(port_, pki_->ca_pem, pki_->client_cert_pem, pki_->client_key_pem,
+                      bhttp::verb::get, "/metrics");
+  ASSERT_TRUE(m.request_ok);
+  EXPECT_EQ(m.status, 200);
 }
 
 }  // namespace

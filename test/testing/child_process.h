@@ -56,6 +56,8 @@ class Child {
   ~Child() { Kill(SIGKILL); }
 
   bool started() const { return pid_ > 0 || exited_; }
+  // The process id; -1 once it has ended.
+  pid_t pid() const { return pid_; }
   // Sends `sig` without waiting (SIGHUP: the process goes on).
   void Signal(int sig) {
     if (pid_ > 0) kill(pid_, sig);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "gpusched/core/extender_service.h"
+#include "gpusched/util/strings.h"
 #include "scheduler/codec/extender_codec.h"
 #include "test/testing/builders.h"
 
@@ -134,6 +135,44 @@ TEST_F(WireTest, PrioritizeBareArray) {
   EXPECT_EQ(clamped[1]["Score"], 0);
   EXPECT_EQ(clamped[2]["Score"], 7);
   EXPECT_EQ(clamped[0]["Host"], "gpu-h100-001");
+}
+
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A node named twice is decided once (first occurrence wins): no repeated
+// JSON key in FailedNodes / FailedAndUnresolvableNodes, no repeated name in
+// NodeNames, Nodes.items or the prioritize list.
+TEST_F(WireTest, RepeatedNodeNamesAreAnsweredOnce) {
+  json request = json::parse(Golden("filter_cache_request.json"));
+  request["NodeNames"] = {"gpu-h100-001", "gpu-h100-002", "gpu-h100-007", "gpu-h100-002",
+                          "ghost",        "gpu-h100-001", "ghost",        "gpu-h100-007"};
+  std::string body = request.dump();
+  auto args = decoder_.DecodeExtenderArgs(body);
+  ASSERT_TRUE(args.ok()) << args.status();
+  const std::string filtered = codec::EncodeFilterResult(*args, service_->Filter(*args));
+  ExpectGolden("filter_repeated_names_response.json", filtered);
+  for (const char* name : {"gpu-h100-001", "gpu-h100-002", "gpu-h100-007", "ghost"}) {
+    EXPECT_EQ(Occurrences(filtered, StrCat("\"", name, "\"")), 1u) << name << " in " << filtered;
+  }
+  const std::string prioritized = codec::EncodePrioritizeResult(*args, service_->Prioritize(*args));
+  ExpectGolden("prioritize_repeated_names_response.json", prioritized);
+  EXPECT_EQ(json::parse(prioritized).size(), 4u) << prioritized;
+
+  // Node-list mode: the repeated Node object is echoed once.
+  json list = json::parse(Golden("filter_nodelist_request.json"));
+  list["Nodes"]["items"].push_back(list["Nodes"]["items"][0]);
+  std::string list_body = list.dump();
+  auto list_args = decoder_.DecodeExtenderArgs(list_body);
+  ASSERT_TRUE(list_args.ok()) << list_args.status();
+  json answer = json::parse(codec::EncodeFilterResult(*list_args, service_->Filter(*list_args)));
+  EXPECT_EQ(answer["Nodes"]["items"].size() + answer["FailedNodes"].size() +
+                answer["FailedAndUnresolvableNodes"].size(),
+            list["Nodes"]["items"].size() - 1)
+      << answer.dump();
 }
 
 TEST_F(WireTest, PreemptArgsBothForms) {

@@ -15,7 +15,12 @@ namespace gpusched {
 
 struct ServerConfig {
   std::string listen = "127.0.0.1:8888";
+  // Plain-HTTP /healthz and /readyz only; "" = no health port.
+  std::string health_listen;
   int64_t max_body_bytes = 32 << 20;
+  // Memory caps (see scheduler/http/server.h for how they are sized).
+  int max_connections = 256;
+  int64_t max_inflight_body_bytes = 96 << 20;
   int read_timeout_seconds = 30;
   int idle_timeout_seconds = 90;
   int threads = 2;

@@ -21,7 +21,8 @@ struct ExtenderArgs {
   // True when the request carried NodeNames (nodeCacheCapable: true); false
   // when it carried a full NodeList in Nodes.
   bool cache_mode = true;
-  // Node names in request order. They view into the decoder's buffer and are
+  // Node names in request order, each once (the decoder keeps a repeated
+  // name's first occurrence). They view into the decoder's buffer and are
   // valid until that decoder decodes again.
   std::vector<std::string_view> node_names;
   // Non-cache mode: each node object's JSON text, to echo back in Nodes.
