@@ -30,6 +30,8 @@ PODS = [
     ("team-a", "eval-done", "hgx-h100-01", 8, "0,1,2,3,4,5,6,7", "Succeeded", "training-low", 1000, {}),
     ("team-c", "inference-small", "t4-02", 1, "0", "Running", "", 0, {"gpusched.io/gpu-milli": "500"}),
     ("team-a", "llm-sft-0", "hgx-h100-02", 4, "0,1,2,3", "Running", "training-high", 100000, {}),
+    ("team-a", "hparam-sweep-0", "dgx1-v100-02", 8, "0,1,2,3,4,5,6,7", "Running", "training-low", 1000,
+     {}),
 ]
 
 
@@ -108,18 +110,33 @@ def pod(ns, name, node_name, gpus, ids, phase, pc, prio, extra, created="2026-11
     }
 
 
+# The pending pods of the sample requests in config/examples/: they are in the
+# cluster file too, as kubectl shows them, because gpusched acts only on pods
+# its cluster source shows (same UID).
+PENDING = {
+    # filter, prioritize, bind: fits on an A100 or H100 node as the demo starts
+    "pretrain": ("team-a", "llm-pretrain-0-7xq2d", None, 4, None, "Pending", "training-high", 100000,
+                 {"gpusched.io/gpu-model": "A100,H100", "gpusched.io/topology": "nvlink-required"},
+                 "2026-11-02T10:15:02Z"),
+    # filter with a NodeList
+    "notebook": ("team-b", "notebook-1gpu", None, 1, None, "Pending", "training-low", 1000,
+                 {"gpusched.io/gpu-memory": "16Gi"}, "2026-11-02T11:00:00Z"),
+    # preempt: 8 V100s, both V100 nodes full of lower-priority pods
+    "bert": ("team-a", "bert-xl-0", None, 8, None, "Pending", "training-high", 100000,
+             {"gpusched.io/gpu-model": "V100"}, "2026-11-02T11:30:00Z"),
+}
+
+
 def main():
-    items = [node(*n) for n in NODES] + [pod(*p) for p in PODS]
+    pending_pods = {k: pod(*v[:9], created=v[9]) for k, v in PENDING.items()}
+    items = [node(*n) for n in NODES] + [pod(*p) for p in PODS] + list(pending_pods.values())
     with open("config/demo-cluster.json", "w") as f:
         json.dump({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
                    "items": items}, f, indent=2)
         f.write("\n")
     names = [n[0] for n in NODES]
-    pending = pod("team-a", "llm-pretrain-0-7xq2d", None, 4, None, "Pending", "training-high", 100000,
-                  {"gpusched.io/gpu-model": "A100,H100", "gpusched.io/topology": "nvlink-required"},
-                  created="2026-11-02T10:15:02Z")
-    for p in (pending,):
-        del p["apiVersion"], p["kind"]
+    pending, small, bert = ({k: v for k, v in pending_pods[key].items() if k not in ("apiVersion", "kind")}
+                            for key in ("pretrain", "notebook", "bert"))
     ex = "config/examples/"
     with open(ex + "filter-request.json", "w") as f:
         json.dump({"Pod": pending, "Nodes": None, "NodeNames": names}, f, indent=2)
@@ -129,9 +146,6 @@ def main():
                    "NodeNames": ["dgx-a100-01", "dgx-a100-02", "hgx-h100-01", "hgx-h100-02"]},
                   f, indent=2)
         f.write("\n")
-    small = pod("team-b", "notebook-1gpu", None, 1, None, "Pending", "training-low", 1000,
-                {"gpusched.io/gpu-memory": "16Gi"}, created="2026-11-02T11:00:00Z")
-    del small["apiVersion"], small["kind"]
     full_nodes = [node(*n) for n in NODES if n[0] in ("t4-01", "dgx1-v100-02", "cpu-01")]
     for n in full_nodes:
         del n["apiVersion"], n["kind"]
@@ -144,9 +158,11 @@ def main():
                    "PodUID": "uid-team-a-llm-pretrain-0-7xq2d", "Node": "dgx-a100-02"}, f, indent=2)
         f.write("\n")
     with open(ex + "preempt-request.json", "w") as f:
-        json.dump({"Pod": pending, "NodeNameToVictims": None,
+        json.dump({"Pod": bert, "NodeNameToVictims": None,
                    "NodeNameToMetaVictims": {
-                       "dgx1-v100-01": {"Pods": [{"UID": "uid-team-a-bert-large-0"}], "NumPDBViolations": 0}}},
+                       "dgx1-v100-01": {"Pods": [{"UID": "uid-team-a-bert-large-0"}], "NumPDBViolations": 0},
+                       "dgx1-v100-02": {"Pods": [{"UID": "uid-team-a-hparam-sweep-0"}],
+                                        "NumPDBViolations": 0}}},
                   f, indent=2)
         f.write("\n")
 

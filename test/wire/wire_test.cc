@@ -410,12 +410,13 @@ TEST(WireClusterTest, DemoClusterLoads) {
   auto objs = d.DecodeClusterList(body);
   ASSERT_TRUE(objs.ok()) << objs.status();
   EXPECT_EQ(objs->nodes.size(), 10u);
-  EXPECT_EQ(objs->pods.size(), 6u);
+  EXPECT_EQ(objs->pods.size(), 10u);  // 7 running or done, 3 pending (config/examples/)
   auto state = std::make_unique<ClusterState>(testing::ShippedTemplates());
   state->Reset(objs->nodes, objs->pods);
   auto snap = state->Commit();
-  // bert 4 + finetune 2 + legacy 1 + inference 0.5 + llm-sft 4; the Succeeded pod holds nothing.
-  EXPECT_EQ(snap->AllocatedGpuMilli(), 11500);
+  // bert 4 + finetune 2 + legacy 1 + inference 0.5 + llm-sft 4 + sweep 8; the Succeeded and the
+  // pending pods hold nothing.
+  EXPECT_EQ(snap->AllocatedGpuMilli(), 19500);
   EXPECT_EQ(snap->Find("t4-03")->healthy_count(), 3);
   EXPECT_EQ(snap->Find("hgx-h100-01")->topology->link(0, 7).nvlinks, 18);  // from its annotation
   EXPECT_EQ(snap->Find("dgx1-v100-01")->topology->link(0, 3).nvlinks, 2);  // template
