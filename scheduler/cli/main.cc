@@ -4,20 +4,27 @@
 #include <vector>
 
 #include "scheduler/cli/commands.h"
+#include "scheduler/cli/flags.h"
 
 namespace {
 
 constexpr char kVersion[] = "0.1.0";
 
 void Usage(std::ostream& out) {
-  out << "usage: gpusched <command> [flags]\n\n"
+  out << "usage: gpusched <command> [flags]     (gpusched <command> --help: its flags)\n"
+         "\n"
          "commands:\n"
-         "  serve      run the HTTP extender (--config, --cluster, --listen)\n"
-         "  topology-agent  publish this node's nvidia-smi GPU topology (--node, --interval, "
-         "--once)\n"
-         "  validate   check a policy config (--config) and optionally a cluster (--cluster)\n"
-         "  simulate   run the simulator (--protocol fgd|replay; see docs/simulator.md)\n"
-         "  version    print the version\n";
+         "  serve           run the HTTP extender over one cluster source:\n"
+         "                    --cluster LIST.json (a `kubectl get nodes,pods -A -o json` file),\n"
+         "                    --kube (in-cluster API) or --kubeconfig PATH [--context NAME];\n"
+         "                  --config FILE, --listen HOST:PORT, --health-listen HOST:PORT,\n"
+         "                  TLS: --tls-cert PEM --tls-key PEM [--tls-client-ca PEM] (mTLS)\n"
+         "  validate        check a policy config (--config) and optionally a cluster (--cluster)\n"
+         "  simulate        run the simulator (--protocol fgd|replay; see docs/simulator.md)\n"
+         "  topology-agent  publish this node's nvidia-smi GPU topology (--node, --interval,\n"
+         "                  --once)\n"
+         "  version         print the version\n"
+         "  help            print this text\n";
 }
 
 }  // namespace
@@ -29,7 +36,14 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
-  if (cmd == "serve") return gpusched::cli::Serve(args);
+  if (cmd == "serve") {
+    // serve parses its own flags; its usage is printed here.
+    if (gpusched::cli::WantsHelp(args)) {
+      std::cout << gpusched::cli::ServeUsage();
+      return 0;
+    }
+    return gpusched::cli::Serve(args);
+  }
   if (cmd == "validate") return gpusched::cli::Validate(args);
   if (cmd == "simulate") return gpusched::cli::Simulate(args);
   if (cmd == "topology-agent") return gpusched::cli::TopologyAgent(args);
