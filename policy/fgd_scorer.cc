@@ -14,6 +14,21 @@ FragView MakeFragView(const NodeInfo& node) {
   return v;
 }
 
+std::vector<FragmentationShape> DefaultFragmentationTarget() {
+  std::vector<FragmentationShape> t;
+  auto add = [&](int64_t cpu, int32_t count, int32_t milli, double w) {
+    t.push_back(FragmentationShape{cpu, count, milli, {}, w});
+  };
+  add(4000, 0, 0, 0.10);
+  add(8000, 1, 250, 0.10);
+  add(8000, 1, 500, 0.20);
+  add(8000, 1, 1000, 0.40);
+  add(16000, 2, 1000, 0.08);
+  add(32000, 4, 1000, 0.07);
+  add(64000, 8, 1000, 0.05);
+  return t;
+}
+
 std::vector<uint8_t> ShapesAllowed(const std::vector<FragmentationShape>& target,
                                    std::string_view product) {
   std::vector<uint8_t> out(target.size(), 1);

@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "gpusched/core/config.h"
 #include "gpusched/policy/policy.h"
+#include "gpusched/policy/scoring_spec.h"
 
 namespace gpusched::policy {
 
@@ -44,7 +44,8 @@ std::vector<uint8_t> ShapesAllowed(const std::vector<FragmentationShape>& target
 double NodeFragMilli(const std::vector<FragmentationShape>& target,
                      const std::vector<uint8_t>& allowed, const FragView& v);
 
-// The target used when the config names none.
+// The target used when a ScorerSpec names none (one shape per common
+// request: 1 whole GPU, halves and quarters, 2/4/8 GPUs, CPU-only).
 std::vector<FragmentationShape> DefaultFragmentationTarget();
 
 class FgdScorer final : public ScorePolicy {

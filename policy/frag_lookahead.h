@@ -23,8 +23,8 @@
 // CPU-only pod leaves 66,000, S = 8000 - 6600 = 1400 milli, so with cpu_guard 1
 // v falls by 1400 (plus FGD's own change).
 //
-// Callers: the registry ("Fgd" with fragmentationPolicy "lookahead"), the
-// simulator. Pure; immutable after construction; thread-safe.
+// Callers: the registry ("FragLookahead"; the config's fragmentationPolicy
+// "lookahead"), the simulator. Pure; immutable after construction; thread-safe.
 #ifndef GPUSCHED_POLICY_FRAG_LOOKAHEAD_H_
 #define GPUSCHED_POLICY_FRAG_LOOKAHEAD_H_
 
@@ -32,8 +32,8 @@
 #include <string_view>
 #include <vector>
 
-#include "gpusched/core/config.h"
 #include "gpusched/policy/policy.h"
+#include "gpusched/policy/scoring_spec.h"
 #include "policy/fgd_scorer.h"
 
 namespace gpusched::policy {
@@ -63,8 +63,6 @@ class FragLookaheadScorer final : public ScorePolicy {
   // v for placing the pod on the node (see above); false if it cannot be placed.
   bool Value(const PodContext& ctx, const NodeInfo& node, double* v) const;
   FragTerms Terms(const std::vector<uint8_t>& allowed, const FragView& view) const;
-  // CPU milli per GPU milli of the target's GPU shapes (0 if none).
-  double CpuPerGpuMilli() const { return cpu_per_gpu_; }
 
  private:
   std::shared_ptr<const std::vector<FragmentationShape>> target_;

@@ -3,11 +3,10 @@
 #include <algorithm>
 
 #include "absl/strings/str_join.h"
+#include "gpusched/policy/registry.h"
 #include "gpusched/util/strings.h"
 
 namespace gpusched::policy {
-
-std::vector<std::unique_ptr<FilterPolicy>> BuiltinFilters();  // registry.cc
 
 std::unique_ptr<Framework> Framework::WithScorers(std::vector<WeightedScorer> scorers) {
   std::unique_ptr<Framework> f(new Framework());
@@ -17,22 +16,16 @@ std::unique_ptr<Framework> Framework::WithScorers(std::vector<WeightedScorer> sc
   return f;
 }
 
-absl::StatusOr<std::unique_ptr<Framework>> Framework::Create(const ScoringConfig& scoring) {
+absl::StatusOr<std::unique_ptr<Framework>> Framework::Create(const ScoringSpec& scoring) {
   std::vector<WeightedScorer> scorers;
-  struct Entry {
-    std::string_view name;
-    int weight;
-  };
-  for (Entry e :
-       {Entry{"GpuTopology", scoring.topology_weight}, Entry{"GpuPacking", scoring.packing_weight},
-        Entry{"Fgd", scoring.fragmentation_weight}}) {
-    if (e.weight < 0) {
-      return absl::InvalidArgumentError(StrCat("weight of ", e.name, " is negative"));
+  for (const ScorerSpec& spec : scoring.scorers) {
+    if (spec.weight < 0) {
+      return absl::InvalidArgumentError(StrCat("weight of ", spec.name, " is negative"));
     }
-    if (e.weight == 0) continue;
-    auto s = MakeScorer(e.name, scoring);
+    if (spec.weight == 0) continue;
+    auto s = MakeScorer(spec.name, spec.params);
     if (!s.ok()) return s.status();
-    scorers.push_back({std::move(*s), e.weight});
+    scorers.push_back({std::move(*s), spec.weight});
   }
   return WithScorers(std::move(scorers));
 }

@@ -1,5 +1,6 @@
 // The only list of built-in policies.
-#include "gpusched/policy/framework.h"
+#include "gpusched/policy/registry.h"
+
 #include "gpusched/util/strings.h"
 #include "policy/baseline_scorers.h"
 #include "policy/fgd_scorer.h"
@@ -8,45 +9,61 @@
 #include "policy/gpu_scorers.h"
 
 namespace gpusched::policy {
+namespace {
 
-std::vector<FragmentationShape> DefaultFragmentationTarget() {
-  std::vector<FragmentationShape> t;
-  auto add = [&](int64_t cpu, int32_t count, int32_t milli, double w) {
-    t.push_back(FragmentationShape{cpu, count, milli, {}, w});
-  };
-  add(4000, 0, 0, 0.10);
-  add(8000, 1, 250, 0.10);
-  add(8000, 1, 500, 0.20);
-  add(8000, 1, 1000, 0.40);
-  add(16000, 2, 1000, 0.08);
-  add(32000, 4, 1000, 0.07);
-  add(64000, 8, 1000, 0.05);
-  return t;
+template <typename Scorer>
+std::unique_ptr<ScorePolicy> Plain(const ScorerParams&) {
+  return std::make_unique<Scorer>();
+}
+
+std::unique_ptr<ScorePolicy> Packing(const ScorerParams& p) {
+  return std::make_unique<GpuPackingScorer>(p.spread);
+}
+
+std::shared_ptr<const std::vector<FragmentationShape>> Target(const ScorerParams& p) {
+  return std::make_shared<const std::vector<FragmentationShape>>(
+      p.fragmentation_target.empty() ? DefaultFragmentationTarget() : p.fragmentation_target);
+}
+
+std::unique_ptr<ScorePolicy> Fgd(const ScorerParams& p) {
+  return std::make_unique<FgdScorer>(Target(p), p.fragmentation_scale);
+}
+
+std::unique_ptr<ScorePolicy> Lookahead(const ScorerParams& p) {
+  return std::make_unique<FragLookaheadScorer>(
+      Target(p), FragLookaheadParams{p.fragmentation_scale, p.cpu_guard, p.capacity});
+}
+
+constexpr ScorerEntry kScorers[] = {
+    {GpuTopologyScorer::kName, &Plain<GpuTopologyScorer>},
+    {GpuPackingScorer::kName, &Packing},
+    {FgdScorer::kName, &Fgd},
+    {FragLookaheadScorer::kName, &Lookahead},
+    {BestFitScorer::kName, &Plain<BestFitScorer>},
+    {DotProdScorer::kName, &Plain<DotProdScorer>},
+    {GpuSharePackingScorer::kName, &Plain<GpuSharePackingScorer>},
+    {GpuClusteringScorer::kName, &Plain<GpuClusteringScorer>},
+    {LeastAllocatedScorer::kName, &Plain<LeastAllocatedScorer>},
+    {MostAllocatedScorer::kName, &Plain<MostAllocatedScorer>},
+};
+
+}  // namespace
+
+std::span<const ScorerEntry> RegisteredScorers() { return kScorers; }
+
+std::string RegisteredScorerNames() {
+  std::string out;
+  for (const ScorerEntry& e : kScorers) StrAppend(&out, out.empty() ? "" : ", ", e.name);
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<ScorePolicy>> MakeScorer(std::string_view name,
-                                                        const ScoringConfig& scoring) {
-  if (name == GpuTopologyScorer::kName) return std::make_unique<GpuTopologyScorer>();
-  if (name == GpuPackingScorer::kName) return std::make_unique<GpuPackingScorer>(scoring.spread);
-  if (name == BestFitScorer::kName) return std::make_unique<BestFitScorer>();
-  if (name == DotProdScorer::kName) return std::make_unique<DotProdScorer>();
-  if (name == GpuSharePackingScorer::kName) return std::make_unique<GpuSharePackingScorer>();
-  if (name == GpuClusteringScorer::kName) return std::make_unique<GpuClusteringScorer>();
-  if (name == LeastAllocatedScorer::kName) return std::make_unique<LeastAllocatedScorer>();
-  if (name == MostAllocatedScorer::kName) return std::make_unique<MostAllocatedScorer>();
-  if (name == FgdScorer::kName || name == FragLookaheadScorer::kName) {
-    auto target = std::make_shared<const std::vector<FragmentationShape>>(
-        scoring.fragmentation_target.empty() ? DefaultFragmentationTarget()
-                                             : scoring.fragmentation_target);
-    if (name == FragLookaheadScorer::kName || scoring.fragmentation_policy == "lookahead") {
-      return std::make_unique<FragLookaheadScorer>(
-          std::move(target),
-          FragLookaheadParams{scoring.fragmentation_scale, scoring.fragmentation_cpu_guard,
-                              scoring.fragmentation_capacity});
-    }
-    return std::make_unique<FgdScorer>(std::move(target), scoring.fragmentation_scale);
+                                                        const ScorerParams& params) {
+  for (const ScorerEntry& e : kScorers) {
+    if (e.name == name) return e.make(params);
   }
-  return absl::NotFoundError(StrCat("unknown scorer '", name, "'"));
+  return absl::NotFoundError(
+      StrCat("unknown scorer '", name, "' (registered: ", RegisteredScorerNames(), ")"));
 }
 
 std::vector<std::unique_ptr<FilterPolicy>> BuiltinFilters() {

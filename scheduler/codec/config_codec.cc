@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "gpusched/model/topology.h"
+#include "gpusched/policy/registry.h"
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
 
@@ -99,20 +100,37 @@ absl::Status DecodeServer(const json& j, ServerConfig& s) {
   return absl::OkStatus();
 }
 
-absl::Status DecodeScoring(const json& j, ScoringConfig& s) {
-  const std::string p = "scoring";
-  GPUSCHED_RETURN_IF_ERROR(
-      CheckKeys(j, p,
-                {"topologyWeight", "packingWeight", "spread", "fragmentationWeight",
-                 "fragmentationScale", "fragmentationTarget", "fragmentationPolicy",
-                 "fragmentationCpuGuard", "fragmentationCapacity"}));
-  GPUSCHED_RETURN_IF_ERROR(GetString(j, "fragmentationPolicy", p, &s.fragmentation_policy));
-  if (s.fragmentation_policy != "fgd" && s.fragmentation_policy != "lookahead") {
-    return FieldError("scoring.fragmentationPolicy", "must be \"fgd\" or \"lookahead\"");
+absl::Status DecodeFragmentationTarget(const json& t, std::vector<FragmentationShape>& out) {
+  if (!t.is_array()) return FieldError("scoring.fragmentationTarget", "must be an array");
+  for (size_t i = 0; i < t.size(); ++i) {
+    const std::string q = StrCat("scoring.fragmentationTarget[", i, "]");
+    GPUSCHED_RETURN_IF_ERROR(
+        CheckKeys(t[i], q, {"cpuMilli", "gpus", "gpuMilli", "models", "weight"}));
+    FragmentationShape f;
+    GPUSCHED_RETURN_IF_ERROR(GetInt(t[i], "cpuMilli", q, 0, int64_t{1} << 40, &f.cpu_milli));
+    GPUSCHED_RETURN_IF_ERROR(GetIntAs(t[i], "gpus", q, 0, kMaxGpusPerNode, &f.gpu_count));
+    GPUSCHED_RETURN_IF_ERROR(GetIntAs(t[i], "gpuMilli", q, 1, 1000, &f.gpu_milli));
+    if (t[i].contains("models")) {
+      for (const json& m : t[i].at("models")) {
+        if (!m.is_string()) return FieldError(q + ".models", "must be strings");
+        f.models.push_back(m.get<std::string>());
+      }
+    }
+    if (!t[i].contains("weight") || !t[i].at("weight").is_number() ||
+        t[i].at("weight").get<double>() < 0) {
+      return FieldError(q + ".weight", "must be a non-negative number");
+    }
+    f.weight = t[i].at("weight").get<double>();
+    out.push_back(std::move(f));
   }
-  for (auto [key, out] :
-       {std::pair<const char*, double*>{"fragmentationCpuGuard", &s.fragmentation_cpu_guard},
-        std::pair<const char*, double*>{"fragmentationCapacity", &s.fragmentation_capacity}}) {
+  return absl::OkStatus();
+}
+
+// The parameters the section gives every scorer (each reads its own).
+absl::Status DecodeScorerParams(const json& j, policy::ScorerParams& p) {
+  GPUSCHED_RETURN_IF_ERROR(GetBool(j, "spread", "scoring", &p.spread));
+  for (auto [key, out] : {std::pair<const char*, double*>{"fragmentationCpuGuard", &p.cpu_guard},
+                          std::pair<const char*, double*>{"fragmentationCapacity", &p.capacity}}) {
     if (!j.contains(key)) continue;
     const json& v = j.at(key);
     if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 100) {
@@ -120,45 +138,90 @@ absl::Status DecodeScoring(const json& j, ScoringConfig& s) {
     }
     *out = v.get<double>();
   }
-  GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "fragmentationWeight", p, 0, 100, &s.fragmentation_weight));
   if (j.contains("fragmentationScale")) {
     const json& v = j.at("fragmentationScale");
     if (!v.is_number() || v.get<double>() <= 0) {
       return FieldError("scoring.fragmentationScale", "must be a positive number");
     }
-    s.fragmentation_scale = v.get<double>();
+    p.fragmentation_scale = v.get<double>();
   }
   if (j.contains("fragmentationTarget")) {
-    const json& t = j.at("fragmentationTarget");
-    if (!t.is_array()) return FieldError("scoring.fragmentationTarget", "must be an array");
-    for (size_t i = 0; i < t.size(); ++i) {
-      const std::string q = StrCat("scoring.fragmentationTarget[", i, "]");
-      GPUSCHED_RETURN_IF_ERROR(
-          CheckKeys(t[i], q, {"cpuMilli", "gpus", "gpuMilli", "models", "weight"}));
-      FragmentationShape f;
-      GPUSCHED_RETURN_IF_ERROR(GetInt(t[i], "cpuMilli", q, 0, int64_t{1} << 40, &f.cpu_milli));
-      GPUSCHED_RETURN_IF_ERROR(GetIntAs(t[i], "gpus", q, 0, kMaxGpusPerNode, &f.gpu_count));
-      GPUSCHED_RETURN_IF_ERROR(GetIntAs(t[i], "gpuMilli", q, 1, 1000, &f.gpu_milli));
-      if (t[i].contains("models")) {
-        for (const json& m : t[i].at("models")) {
-          if (!m.is_string()) return FieldError(q + ".models", "must be strings");
-          f.models.push_back(m.get<std::string>());
-        }
-      }
-      if (!t[i].contains("weight") || !t[i].at("weight").is_number() ||
-          t[i].at("weight").get<double>() < 0) {
-        return FieldError(q + ".weight", "must be a non-negative number");
-      }
-      f.weight = t[i].at("weight").get<double>();
-      s.fragmentation_target.push_back(std::move(f));
-    }
+    GPUSCHED_RETURN_IF_ERROR(
+        DecodeFragmentationTarget(j.at("fragmentationTarget"), p.fragmentation_target));
   }
-  GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "topologyWeight", p, 0, 100, &s.topology_weight));
-  GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "packingWeight", p, 0, 100, &s.packing_weight));
-  GPUSCHED_RETURN_IF_ERROR(GetBool(j, "spread", p, &s.spread));
-  if (s.topology_weight + s.packing_weight + s.fragmentation_weight == 0) {
-    return FieldError("scoring",
-                      "topologyWeight, packingWeight and fragmentationWeight cannot all be 0");
+  return absl::OkStatus();
+}
+
+// "scorers": [{"name": a registered scorer, "weight": 0..100 (default 1)}].
+absl::Status DecodeScorerList(const json& list, std::vector<policy::ScorerSpec>& out) {
+  if (!list.is_array()) return FieldError("scoring.scorers", "must be an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string q = StrCat("scoring.scorers[", i, "]");
+    GPUSCHED_RETURN_IF_ERROR(CheckKeys(list[i], q, {"name", "weight"}));
+    policy::ScorerSpec spec;
+    GPUSCHED_RETURN_IF_ERROR(GetString(list[i], "name", q, &spec.name));
+    const auto registered = policy::RegisteredScorers();
+    if (std::none_of(registered.begin(), registered.end(),
+                     [&](const policy::ScorerEntry& e) { return e.name == spec.name; })) {
+      return FieldError(Join(q, "name"),
+                        StrCat("must be a registered scorer (", policy::RegisteredScorerNames(),
+                               "), got '", spec.name, "'"));
+    }
+    for (const policy::ScorerSpec& earlier : out) {
+      if (earlier.name == spec.name) return FieldError(Join(q, "name"), "listed twice");
+    }
+    GPUSCHED_RETURN_IF_ERROR(GetIntAs(list[i], "weight", q, 0, 100, &spec.weight));
+    out.push_back(std::move(spec));
+  }
+  return absl::OkStatus();
+}
+
+// Translates the file's section into the scorers it names: either the
+// "scorers" list, or the fixed fields topologyWeight (GpuTopology),
+// packingWeight (GpuPacking) and fragmentationWeight (Fgd, or FragLookahead
+// with fragmentationPolicy "lookahead"). Scorers of weight 0 are left out.
+absl::Status DecodeScoring(const json& j, ScoringConfig& s) {
+  const std::string p = "scoring";
+  GPUSCHED_RETURN_IF_ERROR(
+      CheckKeys(j, p,
+                {"scorers", "topologyWeight", "packingWeight", "spread", "fragmentationWeight",
+                 "fragmentationScale", "fragmentationTarget", "fragmentationPolicy",
+                 "fragmentationCpuGuard", "fragmentationCapacity"}));
+  policy::ScorerParams params;
+  GPUSCHED_RETURN_IF_ERROR(DecodeScorerParams(j, params));
+  std::vector<policy::ScorerSpec> named;
+  if (j.contains("scorers")) {
+    for (const char* fixed :
+         {"topologyWeight", "packingWeight", "fragmentationWeight", "fragmentationPolicy"}) {
+      if (j.contains(fixed)) {
+        return FieldError(Join(p, fixed), "cannot be combined with scoring.scorers");
+      }
+    }
+    GPUSCHED_RETURN_IF_ERROR(DecodeScorerList(j.at("scorers"), named));
+  } else {
+    std::string fragmentation_policy = "fgd";
+    GPUSCHED_RETURN_IF_ERROR(GetString(j, "fragmentationPolicy", p, &fragmentation_policy));
+    if (fragmentation_policy != "fgd" && fragmentation_policy != "lookahead") {
+      return FieldError("scoring.fragmentationPolicy", "must be \"fgd\" or \"lookahead\"");
+    }
+    named = {{"GpuTopology", 3, {}},
+             {"GpuPacking", 2, {}},
+             {fragmentation_policy == "lookahead" ? "FragLookahead" : "Fgd", 0, {}}};
+    GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "fragmentationWeight", p, 0, 100, &named[2].weight));
+    GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "topologyWeight", p, 0, 100, &named[0].weight));
+    GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "packingWeight", p, 0, 100, &named[1].weight));
+  }
+  s.scorers.clear();
+  for (policy::ScorerSpec& spec : named) {
+    if (spec.weight == 0) continue;
+    spec.params = params;
+    s.scorers.push_back(std::move(spec));
+  }
+  if (s.scorers.empty()) {
+    return FieldError("scoring", j.contains("scorers")
+                                     ? "scorers needs one scorer with a positive weight"
+                                     : "topologyWeight, packingWeight and fragmentationWeight "
+                                       "cannot all be 0");
   }
   return absl::OkStatus();
 }

@@ -19,56 +19,55 @@ absl::StatusOr<SimPolicy> MakeSimPolicy(std::string_view name, const SchedulerCo
                                         const std::vector<FragmentationShape>& target) {
   SimPolicy p;
   p.name = std::string(name);
-  ScoringConfig scoring = config.scoring;
-  if (scoring.fragmentation_target.empty()) scoring.fragmentation_target = target;
-  auto single = [&](std::string_view scorer) -> absl::Status {
-    auto s = policy::MakeScorer(scorer, scoring);
-    if (!s.ok()) return s.status();
-    std::vector<policy::WeightedScorer> v;
-    v.push_back({std::move(*s), 1});
-    p.framework = policy::Framework::WithScorers(std::move(v));
-    return absl::OkStatus();
+  // The gpusched pipeline is the config's; its fragmentation scorers use the
+  // trace's target unless the config names one.
+  policy::ScoringSpec scoring = config.scoring;
+  for (policy::ScorerSpec& s : scoring.scorers) {
+    if (s.params.fragmentation_target.empty()) s.params.fragmentation_target = target;
+  }
+  // A baseline: one registered scorer, default parameters.
+  auto single = [](std::string_view scorer) {
+    policy::ScoringSpec spec;
+    spec.scorers = {{std::string(scorer), 1, {}}};
+    return spec;
   };
-  absl::Status st;
+  static constexpr std::pair<std::string_view, std::string_view> kBaselines[] = {
+      {"bestfit", "BestFit"},
+      {"dotprod", "DotProd"},
+      {"packing", "GpuSharePacking"},
+      {"clustering", "GpuClustering"},
+      {"k8s-default", "LeastAllocated"},
+  };
+  for (const auto& [policy_name, scorer] : kBaselines) {
+    if (name == policy_name) scoring = single(scorer);
+  }
   if (name == "random") {
-    p.framework = policy::Framework::WithScorers({});
+    scoring.scorers.clear();
     p.random_node = true;
     p.devices = DeviceRule::kRandom;
-  } else if (name == "bestfit") {
-    st = single("BestFit");
-  } else if (name == "dotprod") {
-    st = single("DotProd");
-  } else if (name == "packing") {
-    st = single("GpuSharePacking");
-  } else if (name == "clustering") {
-    st = single("GpuClustering");
-  } else if (name == "k8s-default") {
-    st = single("LeastAllocated");
   } else if (name == "fgd") {
-    scoring.fragmentation_scale = 1000;  // the paper's score
-    scoring.fragmentation_target = target;
-    scoring.fragmentation_policy = "fgd";
-    st = single("Fgd");
+    // The paper's score (scale 1000) against the trace's target; shared pods
+    // take the device FGD scores best.
+    policy::ScorerParams fgd;
+    fgd.fragmentation_target = target;
+    scoring.scorers = {{policy::FgdScorer::kName, 1, fgd}};
+    p.fgd = std::make_shared<const policy::FgdScorer>(
+        std::make_shared<const std::vector<FragmentationShape>>(
+            target.empty() ? policy::DefaultFragmentationTarget() : target),
+        fgd.fragmentation_scale);
     p.devices = DeviceRule::kFgd;
-  } else if (name == "gpusched") {
-    auto fw = policy::Framework::Create(scoring);
-    if (!fw.ok()) return fw.status();
-    p.framework = std::move(*fw);
   } else if (name == "gpusched-extender") {
     // Exactly what serve answers: Framework::Score rounded to 0..10, as
     // kube-scheduler combines it (CPU-only pods never reach the extender
     // with managedResources: nvidia.com/gpu; see fgd_protocol).
-    auto fw = policy::Framework::Create(scoring);
-    if (!fw.ok()) return fw.status();
-    p.framework = std::move(*fw);
     p.extender_scoring = true;
-  } else {
+  } else if (name != "gpusched" && std::none_of(std::begin(kBaselines), std::end(kBaselines),
+                                                [&](const auto& b) { return b.first == name; })) {
     return absl::InvalidArgumentError(StrCat("unknown policy '", name, "'"));
   }
-  if (!st.ok()) return st;
-  for (const auto& ws : p.framework->scorers()) {
-    if (auto* f = dynamic_cast<const policy::FgdScorer*>(ws.scorer.get())) p.fgd = f;
-  }
+  auto fw = policy::Framework::Create(scoring);
+  if (!fw.ok()) return fw.status();
+  p.framework = std::move(*fw);
   return p;
 }
 
@@ -88,8 +87,10 @@ int16_t Placer::Evaluate(const policy::PodContext& ctx, int i) {
     // ExtenderService::Prioritize does); kube-scheduler scales it by
     // weight x 10 (MaxNodeScore / MaxExtenderPriority).
     // CPU-only pods never reach the extender (managedResources: nvidia.com/gpu).
-    const int64_t extender = ctx.wants_gpus() ? (policy_.framework->Score(ctx, node) + 5) / 10 : 0;
-    int64_t s = extender * 10 * policy_.extender_weight;
+    const int64_t extender =
+        ctx.wants_gpus() ? policy::ExtenderScore(policy_.framework->Score(ctx, node)) : 0;
+    int64_t s =
+        extender * (policy::kMaxNodeScore / policy::kMaxExtenderScore) * policy_.extender_weight;
     if (policy_.in_tree != nullptr) s += policy_.in_tree->Score(ctx, node);
     return static_cast<int16_t>(s);
   }

@@ -6,7 +6,8 @@
 // a random feasible device, or FGD's own device).
 //
 // Policies: random, bestfit, dotprod, packing, clustering, fgd, k8s-default,
-// gpusched (the configured Framework::Create pipeline).
+// gpusched (the configured pipeline), gpusched-extender (the same, scored as
+// serve answers). Every policy is a Framework::Create over registered scorers.
 //
 // Placer caches each (pod shape, node) answer until that node changes; the
 // policies are pure, so the cache is exact. Callers: scheduler/sim. Not
@@ -41,7 +42,8 @@ struct SimPolicy {
   // gpusched: scores come from Framework::Score exactly as serve computes
   // them (CPU-only pods score 0 everywhere); baselines score every pod.
   bool extender_scoring = false;
-  const policy::FgdScorer* fgd = nullptr;  // owned by framework
+  // fgd: the paper's scorer, asked for a shared pod's device (DeviceRule::kFgd).
+  std::shared_ptr<const policy::FgdScorer> fgd;
   // kube-scheduler's in-tree score added to extender score x 10 x weight
   // (extender_scoring only); null = none.
   std::unique_ptr<policy::ScorePolicy> in_tree;

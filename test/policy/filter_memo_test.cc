@@ -59,24 +59,22 @@ std::unique_ptr<ClusterState> RandomCluster(uint32_t seed) {
   return gpusched::testing::MakeState(nodes, pods);
 }
 
-ScoringConfig Fragmentation(const std::string& policy) {
-  ScoringConfig c;
-  c.topology_weight = 10;
-  c.packing_weight = 0;
-  c.fragmentation_weight = 90;
-  c.fragmentation_policy = policy;
-  c.fragmentation_capacity = policy == "lookahead" ? 0.5 : 0;
+ScoringSpec Fragmentation(const std::string& scorer) {
+  ScorerParams params;
+  params.capacity = scorer == "FragLookahead" ? 0.5 : 0;
+  ScoringSpec c;
+  c.scorers = {{"GpuTopology", 10, params}, {scorer, 90, params}};
   return c;
 }
 
 TEST(FilterMemoTest, AnswersWhatTheFrameworkAnswers) {
-  ScoringConfig spread;
-  spread.spread = true;
-  const std::vector<std::pair<std::string, ScoringConfig>> configs = {
-      {"default", ScoringConfig{}},
+  ScoringSpec spread;
+  spread.scorers[1].params.spread = true;
+  const std::vector<std::pair<std::string, ScoringSpec>> configs = {
+      {"default", ScoringSpec{}},
       {"spread", spread},
-      {"fgd", Fragmentation("fgd")},
-      {"lookahead", Fragmentation("lookahead")}};
+      {"fgd", Fragmentation("Fgd")},
+      {"lookahead", Fragmentation("FragLookahead")}};
   std::vector<PodRequest> pods = {PodBuilder("one").Gpus(1).Build(),
                                   PodBuilder("two").Gpus(2).Build(),
                                   PodBuilder("four").Gpus(4).Build(),

@@ -2,8 +2,12 @@
 // policy/gpu_scorers.h for the formulas).
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string_view>
+
 #include "gpusched/policy/framework.h"
 #include "gpusched/policy/placement.h"
+#include "gpusched/policy/registry.h"
 #include "test/testing/builders.h"
 
 namespace gpusched::policy {
@@ -22,7 +26,7 @@ int64_t ScoreOf(const ScorePolicy& s, const NodeSpec& node, const std::vector<Po
 }
 
 TEST(ScorersTest, TopologyTable) {
-  auto topo = *MakeScorer("GpuTopology", ScoringConfig{});
+  auto topo = *MakeScorer("GpuTopology", ScorerParams{});
   PodRequest four = PodBuilder("p").Gpus(4).Build();
   struct Case {
     const char* name;
@@ -64,7 +68,7 @@ TEST(ScorersTest, TopologyTable) {
 }
 
 TEST(ScorersTest, PackingPrefersFullerNodes) {
-  auto pack = *MakeScorer("GpuPacking", ScoringConfig{});
+  auto pack = *MakeScorer("GpuPacking", ScorerParams{});
   PodRequest one = PodBuilder("p").Gpus(1).Build();
   // Empty 8-GPU H100: fill 80*1000/8000 = 10; keep: all-NV18 node, taking one GPU
   // keeps 21 of 28 pairs -> 20*21/28 = 15. = 25.
@@ -73,7 +77,7 @@ TEST(ScorersTest, PackingPrefersFullerNodes) {
   EXPECT_EQ(ScoreOf(*pack, gpusched::testing::Hgx8H100("h"),
                     {PodBuilder("r").Gpus(6).OnNode("h", 0x3f).Build()}, one),
             70);
-  ScoringConfig spread;
+  ScorerParams spread;
   spread.spread = true;
   auto sp = *MakeScorer("GpuPacking", spread);
   // Spread inverts the fill: empty node 80 - 10 = 70 (+15 keep) beats the busy one (10 + 0).
@@ -106,32 +110,72 @@ TEST(ScorersTest, SharedPodBestFit) {
   EXPECT_EQ(p->devices, Devices({2}));
 }
 
-// Contract for every registered scorer: in range, deterministic, identical nodes
-// score identically.
+// Contract for every registered scorer: built under its own name, in range,
+// deterministic, identical nodes score identically, for whole, shared and
+// CPU-only pods.
 TEST(ScorersTest, Contract) {
-  for (const char* name : {"GpuTopology", "GpuPacking"}) {
-    SCOPED_TRACE(name);
-    auto s = *MakeScorer(name, ScoringConfig{});
-    EXPECT_EQ(s->Name(), name);
+  std::set<std::string_view> names;
+  for (const ScorerEntry& entry : RegisteredScorers()) {
+    SCOPED_TRACE(entry.name);
+    EXPECT_TRUE(names.insert(entry.name).second) << "registered twice";
+    auto made = MakeScorer(entry.name, ScorerParams{});
+    ASSERT_TRUE(made.ok()) << made.status();
+    const ScorePolicy& s = **made;
+    EXPECT_EQ(s.Name(), entry.name);
     auto state = gpusched::testing::MakeState(
         {gpusched::testing::Dgx1V100("a"), gpusched::testing::Dgx1V100("b"),
          gpusched::testing::Pcie4xT4("t"), gpusched::testing::DgxA100("x")},
         {PodBuilder("r").Gpus(3).OnNode("x", 0x7).Build()});
     auto snap = state->Snapshot();
     auto fw = Framework::WithScorers({});
-    for (int g = 1; g <= 8; ++g) {
-      PodRequest pod = PodBuilder("p").Gpus(g).Build();
+    std::vector<PodRequest> pods;
+    for (int g = 1; g <= 8; ++g) pods.push_back(PodBuilder("p").Gpus(g).Build());
+    pods.push_back(PodBuilder("half").Milli(500).Build());
+    pods.push_back(PodBuilder("cpu").Gpus(0).Build());
+    for (const PodRequest& pod : pods) {
+      SCOPED_TRACE(pod.name);
       PodContext ctx = fw->Prepare(pod, *snap);
       for (const auto& n : snap->nodes()) {
-        int64_t v = s->Score(ctx, *n);
+        int64_t v = s.Score(ctx, *n);
         EXPECT_GE(v, kMinNodeScore);
         EXPECT_LE(v, kMaxNodeScore);
-        EXPECT_EQ(v, s->Score(ctx, *n));
+        EXPECT_EQ(v, s.Score(ctx, *n));
       }
-      EXPECT_EQ(s->Score(ctx, *snap->Find("a")), s->Score(ctx, *snap->Find("b")));
+      EXPECT_EQ(s.Score(ctx, *snap->Find("a")), s.Score(ctx, *snap->Find("b")));
     }
   }
-  EXPECT_FALSE(MakeScorer("NoSuchScorer", ScoringConfig{}).ok());
+  EXPECT_EQ(names.size(), 10u);
+  auto unknown = MakeScorer("NoSuchScorer", ScorerParams{});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_TRUE(absl::IsNotFound(unknown.status()));
+  EXPECT_NE(unknown.status().message().find("BestFit"), std::string_view::npos);
+}
+
+// Every registered scorer can be the whole pipeline.
+TEST(ScorersTest, FrameworkBuildsEveryRegisteredScorer) {
+  for (const ScorerEntry& entry : RegisteredScorers()) {
+    ScoringSpec spec;
+    spec.scorers = {{std::string(entry.name), 1, {}}};
+    auto fw = Framework::Create(spec);
+    ASSERT_TRUE(fw.ok()) << entry.name << ": " << fw.status();
+    ASSERT_EQ((*fw)->scorers().size(), 1u);
+    EXPECT_EQ((*fw)->scorers()[0].scorer->Name(), entry.name);
+  }
+  ScoringSpec negative;
+  negative.scorers[0].weight = -1;
+  EXPECT_TRUE(absl::IsInvalidArgument(Framework::Create(negative).status()));
+  ScoringSpec zero;
+  zero.scorers[0].weight = 0;
+  auto fw = Framework::Create(zero);
+  ASSERT_TRUE(fw.ok());
+  ASSERT_EQ((*fw)->scorers().size(), 1u);
+  EXPECT_EQ((*fw)->scorers()[0].scorer->Name(), "GpuPacking");
+}
+
+TEST(ScorersTest, ExtenderScoreRoundsHalfUpToTenths) {
+  const std::pair<int64_t, int64_t> kCases[] = {{0, 0},  {4, 0},  {5, 1},   {44, 4},
+                                                {45, 5}, {94, 9}, {95, 10}, {100, 10}};
+  for (auto [score, want] : kCases) EXPECT_EQ(ExtenderScore(score), want) << score;
 }
 
 }  // namespace

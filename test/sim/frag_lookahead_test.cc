@@ -121,10 +121,7 @@ TEST(FragLookahead, CpuOnlyPodGoesWhereItStrandsFewestGpus) {
 
   // Through the simulator's gpusched policy: the CPU-only pod lands on n0.
   SchedulerConfig cfg;
-  cfg.scoring.topology_weight = 10;
-  cfg.scoring.packing_weight = 0;
-  cfg.scoring.fragmentation_weight = 90;
-  cfg.scoring.fragmentation_policy = "lookahead";
+  cfg.scoring.scorers = {{"GpuTopology", 10, {}}, {"FragLookahead", 90, {}}};
   auto p = MakeSimPolicy("gpusched", cfg, target);
   ASSERT_TRUE(p.ok());
   std::mt19937_64 rng(1);
@@ -138,9 +135,14 @@ TEST(FragLookahead, ConfigFieldsAreValidated) {
       R"({"scoring": {"fragmentationWeight": 90, "fragmentationPolicy": "lookahead",
           "fragmentationCpuGuard": 2, "fragmentationCapacity": 0.5}})");
   ASSERT_TRUE(ok.ok()) << ok.status();
-  EXPECT_EQ(ok->scoring.fragmentation_policy, "lookahead");
-  EXPECT_DOUBLE_EQ(ok->scoring.fragmentation_cpu_guard, 2);
-  EXPECT_DOUBLE_EQ(ok->scoring.fragmentation_capacity, 0.5);
+  // The defaults GpuTopology 3 and GpuPacking 2, and the FragLookahead
+  // scorer with the section's parameters.
+  ASSERT_EQ(ok->scoring.scorers.size(), 3u);
+  const policy::ScorerSpec& f = ok->scoring.scorers[2];
+  EXPECT_EQ(f.name, "FragLookahead");
+  EXPECT_EQ(f.weight, 90);
+  EXPECT_DOUBLE_EQ(f.params.cpu_guard, 2);
+  EXPECT_DOUBLE_EQ(f.params.capacity, 0.5);
   const std::pair<const char*, const char*> bad[] = {
       {R"({"scoring": {"fragmentationPolicy": "best"}})", "scoring.fragmentationPolicy"},
       {R"({"scoring": {"fragmentationCpuGuard": -1}})", "scoring.fragmentationCpuGuard"},

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "gpusched/policy/scoring_spec.h"
+
 namespace gpusched {
 
 struct ServerConfig {
@@ -36,36 +38,11 @@ struct TopologyTemplate {
   std::string uniform;  // e.g. "NV12": every pair alike, any count
 };
 
-// One pod shape of a fragmentation target workload (FGD): what a typical
-// future pod asks for, and how often it comes (weights need not sum to 1).
-struct FragmentationShape {
-  int64_t cpu_milli = 0;
-  int32_t gpu_count = 0;
-  int32_t gpu_milli = 1000;         // per GPU
-  std::vector<std::string> models;  // allowed products; empty = any
-  double weight = 0;
-};
-
-struct ScoringConfig {
-  // Relative weights of the topology and packing scores (0 disables one).
-  int topology_weight = 3;
-  int packing_weight = 2;
-  // Spread instead of pack: prefer emptier nodes (e.g. for inference).
-  bool spread = false;
-  // Weight of the fragmentation (FGD-class) scorer "Fgd"; 0 disables it.
-  int fragmentation_weight = 0;
-  // Divisor of the fragmentation change in the sigmoid (milli-GPU).
-  double fragmentation_scale = 1000;
-  // The target workload; empty = a built-in default (one shape per common
-  // request: 1 whole GPU, halves and quarters, 2/4/8 GPUs, CPU-only).
-  std::vector<FragmentationShape> fragmentation_target;
-  // "fgd": the paper's score; "lookahead": FragLookahead (policy/frag_lookahead.h),
-  // FGD's change plus the stranded-GPU (CPU guard) and lost-capacity terms.
-  std::string fragmentation_policy = "fgd";
-  // FragLookahead weights of the stranded-GPU and lost-capacity terms.
-  double fragmentation_cpu_guard = 1;
-  double fragmentation_capacity = 0;
-};
+// The "scoring" section, as the policies' own spec (policy/scoring_spec.h):
+// the config codec translates the file's weights and parameters into the
+// scorers they name.
+using ScoringConfig = policy::ScoringSpec;
+using FragmentationShape = policy::FragmentationShape;
 
 // One quota: GPUs a namespace (or a GPU model within it) may hold.
 struct QuotaAmount {

@@ -4,8 +4,8 @@
 // over an unschedulable one so FailedAndUnresolvableNodes is exact. Scores
 // are the weighted mean of the configured scorers, 0..100.
 //
-// Built once per config (registry.cc lists every policy); immutable after;
-// thread-safe.
+// Built once per ScoringSpec (registry.h lists every policy); immutable
+// after; thread-safe.
 #ifndef GPUSCHED_POLICY_FRAMEWORK_H_
 #define GPUSCHED_POLICY_FRAMEWORK_H_
 
@@ -15,8 +15,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "gpusched/core/config.h"
 #include "gpusched/policy/policy.h"
+#include "gpusched/policy/scoring_spec.h"
 
 namespace gpusched::policy {
 
@@ -27,11 +27,12 @@ struct WeightedScorer {
 
 class Framework {
  public:
-  // Builds the default pipeline for `scoring` (GPU filters; topology and
-  // packing scorers with the configured weights).
-  static absl::StatusOr<std::unique_ptr<Framework>> Create(const ScoringConfig& scoring);
-  // Builds a pipeline with the GPU filters and the given scorers (the
-  // simulator's baselines and other policies).
+  // Builds the pipeline for `scoring`: the built-in filters, and each
+  // registered scorer it names with a positive weight (weight 0 leaves one
+  // out). InvalidArgument for a negative weight, NotFound for an unknown name.
+  static absl::StatusOr<std::unique_ptr<Framework>> Create(const ScoringSpec& scoring);
+  // Builds a pipeline with the built-in filters and the given scorers
+  // (tests; a random-node policy with none).
   static std::unique_ptr<Framework> WithScorers(std::vector<WeightedScorer> scorers);
 
   // Returns the per-request context. `pod` and `snapshot` must outlive it.
@@ -109,10 +110,6 @@ class FilterMemo {
   FilterResult scratch_;
   ScoreCache score_cache_ = ScoreCache::kUnknown;  // decided on the first Score
 };
-
-// Returns the built-in scorer named `name` ("GpuTopology", "GpuPacking").
-absl::StatusOr<std::unique_ptr<ScorePolicy>> MakeScorer(std::string_view name,
-                                                        const ScoringConfig& scoring);
 
 }  // namespace gpusched::policy
 

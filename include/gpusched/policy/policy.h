@@ -24,6 +24,16 @@ namespace gpusched::policy {
 
 inline constexpr int64_t kMinNodeScore = 0;
 inline constexpr int64_t kMaxNodeScore = 100;
+// The extender protocol's scores are 0..10 (MaxExtenderPriority);
+// kube-scheduler multiplies them by 10 and by the extender's weight.
+inline constexpr int64_t kMaxExtenderScore = 10;
+
+// Returns a node score 0..100 as the extender answers it: rounded half up
+// to 0..10 (e.g. 44 -> 4, 45 -> 5). The one rounding serve's prioritize and
+// the simulator's extender replay share.
+inline constexpr int64_t ExtenderScore(int64_t node_score) {
+  return (node_score + kMaxNodeScore / kMaxExtenderScore / 2) / (kMaxNodeScore / kMaxExtenderScore);
+}
 
 enum class Verdict : uint8_t {
   kFits,

@@ -1,0 +1,52 @@
+// ScoringSpec: what a Framework scores with, in the policies' own words:
+// each scorer by its registered name (registry.h), its weight, and the
+// parameters it reads. The config codec translates the file's "scoring"
+// section into one (core's SchedulerConfig carries it); the simulator builds
+// its own. Value types; thread-compatible.
+#ifndef GPUSCHED_POLICY_SCORING_SPEC_H_
+#define GPUSCHED_POLICY_SCORING_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpusched::policy {
+
+// One pod shape of a fragmentation target workload (FGD): what a typical
+// future pod asks for, and how often it comes (weights need not sum to 1).
+struct FragmentationShape {
+  int64_t cpu_milli = 0;
+  int32_t gpu_count = 0;
+  int32_t gpu_milli = 1000;         // per GPU
+  std::vector<std::string> models;  // allowed products; empty = any
+  double weight = 0;
+};
+
+// The parameters of the built-in scorers; each reads only its own.
+struct ScorerParams {
+  // GpuPacking: prefer emptier nodes instead of fuller ones (e.g. inference).
+  bool spread = false;
+  // Fgd, FragLookahead: divisor of the fragmentation change in the sigmoid
+  // (milli-GPU), and the target workload (empty = DefaultFragmentationTarget
+  // in policy/fgd_scorer.h).
+  double fragmentation_scale = 1000;
+  std::vector<FragmentationShape> fragmentation_target;
+  // FragLookahead: weights of the stranded-GPU and lost-capacity terms.
+  double cpu_guard = 1;
+  double capacity = 0;
+};
+
+struct ScorerSpec {
+  std::string name;  // a registered scorer ("GpuTopology", "BestFit", ...)
+  int weight = 1;    // relative weight in Framework::Score; 0 leaves it out
+  ScorerParams params;
+};
+
+// The default is serve's documented default: GpuTopology 3, GpuPacking 2.
+struct ScoringSpec {
+  std::vector<ScorerSpec> scorers = {{"GpuTopology", 3, {}}, {"GpuPacking", 2, {}}};
+};
+
+}  // namespace gpusched::policy
+
+#endif  // GPUSCHED_POLICY_SCORING_SPEC_H_

@@ -1,0 +1,114 @@
+// The config's "scoring" section translated into the policies' ScoringSpec:
+// the fixed weight fields, the "scorers" list naming any registered scorer,
+// and errors that name the field.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gpusched/policy/framework.h"
+#include "gpusched/policy/registry.h"
+#include "gpusched/util/strings.h"
+#include "scheduler/codec/config_codec.h"
+
+namespace gpusched::policy {
+namespace {
+
+std::string Names(const ScoringSpec& spec) {
+  std::string out;
+  for (const ScorerSpec& s : spec.scorers)
+    StrAppend(&out, out.empty() ? "" : " ", s.name, ":", s.weight);
+  return out;
+}
+
+TEST(ScoringConfig, FixedFieldsNameTheirScorers) {
+  const struct {
+    const char* scoring;
+    const char* want;
+  } kCases[] = {
+      {"{}", "GpuTopology:3 GpuPacking:2"},
+      {R"({"topologyWeight": 0})", "GpuPacking:2"},
+      {R"({"fragmentationWeight": 5})", "GpuTopology:3 GpuPacking:2 Fgd:5"},
+      {R"({"fragmentationWeight": 90, "fragmentationPolicy": "lookahead", "packingWeight": 0,
+           "topologyWeight": 10})",
+       "GpuTopology:10 FragLookahead:90"},
+      {R"({"fragmentationPolicy": "lookahead"})", "GpuTopology:3 GpuPacking:2"},
+  };
+  for (const auto& c : kCases) {
+    auto config = codec::DecodeConfig(StrCat(R"({"scoring": )", c.scoring, "}"));
+    ASSERT_TRUE(config.ok()) << c.scoring << ": " << config.status();
+    EXPECT_EQ(Names(config->scoring), c.want) << c.scoring;
+    EXPECT_EQ(Names(ScoringSpec{}), "GpuTopology:3 GpuPacking:2");
+  }
+}
+
+TEST(ScoringConfig, ParametersReachEveryScorer) {
+  auto config = codec::DecodeConfig(R"({"scoring": {"scorers": [
+      {"name": "GpuPacking", "weight": 2}, {"name": "FragLookahead"}],
+      "spread": true, "fragmentationScale": 500, "fragmentationCpuGuard": 2,
+      "fragmentationCapacity": 0.5,
+      "fragmentationTarget": [{"cpuMilli": 8000, "gpus": 1, "weight": 1}]}})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(Names(config->scoring), "GpuPacking:2 FragLookahead:1");
+  for (const ScorerSpec& s : config->scoring.scorers) {
+    EXPECT_TRUE(s.params.spread);
+    EXPECT_DOUBLE_EQ(s.params.fragmentation_scale, 500);
+    EXPECT_DOUBLE_EQ(s.params.cpu_guard, 2);
+    EXPECT_DOUBLE_EQ(s.params.capacity, 0.5);
+    ASSERT_EQ(s.params.fragmentation_target.size(), 1u);
+    EXPECT_EQ(s.params.fragmentation_target[0].cpu_milli, 8000);
+  }
+}
+
+// Every registered scorer can be named in the config and served.
+TEST(ScoringConfig, NamesEveryRegisteredScorer) {
+  for (const ScorerEntry& entry : RegisteredScorers()) {
+    auto config = codec::DecodeConfig(
+        StrCat(R"({"scoring": {"scorers": [{"name": ")", entry.name, R"(", "weight": 4}]}})"));
+    ASSERT_TRUE(config.ok()) << entry.name << ": " << config.status();
+    EXPECT_EQ(Names(config->scoring), StrCat(entry.name, ":4"));
+    auto fw = Framework::Create(config->scoring);
+    ASSERT_TRUE(fw.ok()) << entry.name << ": " << fw.status();
+    ASSERT_EQ((*fw)->scorers().size(), 1u);
+    EXPECT_EQ((*fw)->scorers()[0].scorer->Name(), entry.name);
+  }
+}
+
+TEST(ScoringConfig, ErrorsNameTheField) {
+  const struct {
+    const char* scoring;
+    const char* error;
+  } kCases[] = {
+      {R"({"scorers": [{"name": "Tetris"}]})",
+       "scoring.scorers[0].name: must be a registered scorer (GpuTopology, GpuPacking, Fgd, "
+       "FragLookahead, BestFit, DotProd, GpuSharePacking, GpuClustering, LeastAllocated, "
+       "MostAllocated), got 'Tetris'"},
+      {R"({"scorers": [{"name": "BestFit"}, {"name": "BestFit"}]})",
+       "scoring.scorers[1].name: listed twice"},
+      {R"({"scorers": [{"name": "BestFit", "weight": 101}]})",
+       "scoring.scorers[0].weight: must be in [0, 100], got 101"},
+      {R"({"scorers": [{"name": "BestFit", "weight": "2"}]})",
+       "scoring.scorers[0].weight: must be an integer"},
+      {R"({"scorers": [{"name": 3}]})", "scoring.scorers[0].name: must be a string"},
+      {R"({"scorers": [{"name": "BestFit", "wieght": 2}]})",
+       "scoring.scorers[0].wieght: unknown field"},
+      {R"({"scorers": {"name": "BestFit"}})", "scoring.scorers: must be an array"},
+      {R"({"scorers": [{"name": "BestFit", "weight": 0}]})",
+       "scoring: scorers needs one scorer with a positive weight"},
+      {R"({"scorers": [], "packingWeight": 2})",
+       "scoring.packingWeight: cannot be combined with scoring.scorers"},
+      {R"({"scorers": [{"name": "Fgd"}], "fragmentationPolicy": "fgd"})",
+       "scoring.fragmentationPolicy: cannot be combined with scoring.scorers"},
+      {R"({"topologyWeight": 0, "packingWeight": 0})",
+       "scoring: topologyWeight, packingWeight and fragmentationWeight cannot all be 0"},
+      {R"({"fragmentationPolicy": "best"})",
+       "scoring.fragmentationPolicy: must be \"fgd\" or \"lookahead\""},
+  };
+  for (const auto& c : kCases) {
+    auto config = codec::DecodeConfig(StrCat(R"({"scoring": )", c.scoring, "}"));
+    ASSERT_FALSE(config.ok()) << c.scoring;
+    EXPECT_EQ(config.status().message(), c.error) << c.scoring;
+  }
+}
+
+}  // namespace
+}  // namespace gpusched::policy
