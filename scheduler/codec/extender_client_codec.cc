@@ -182,13 +182,6 @@ std::string EncodePodObject(const PodRequest& pod) {
   return s;
 }
 
-std::string EncodeNodeObject(const NodeSpec& node) {
-  std::string s;
-  JsonWriter w(&s);
-  WriteNode(w, node);
-  return s;
-}
-
 std::string EncodeNodeList(const std::vector<NodeSpec>& nodes) {
   std::string s;
   s.reserve(64 + nodes.size() * 512);

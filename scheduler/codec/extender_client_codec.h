@@ -28,9 +28,6 @@ namespace gpusched::codec {
 // the gpusched.io annotations (gpu-model, gpu-milli, gpu-memory, topology,
 // gang, gang-size). Pending, unbound.
 std::string EncodePodObject(const PodRequest& pod);
-// A v1.Node carrying `node` (GPU Feature Discovery labels, allocatable,
-// capacity, unschedulable, the gpu-topology annotation when set).
-std::string EncodeNodeObject(const NodeSpec& node);
 // {"apiVersion":"v1","kind":"List","items":[Node...]}.
 std::string EncodeNodeList(const std::vector<NodeSpec>& nodes);
 

@@ -94,6 +94,19 @@ KubeStatus StatusFromJson(const nlohmann::json& j) {
   return s;
 }
 
+// Opens a Kubernetes object: apiVersion, kind, and metadata with name and
+// namespace, left open for more metadata members (the caller ends it).
+void BeginObjectMeta(JsonWriter& w, std::string_view api_version, std::string_view kind,
+                     std::string_view ns, std::string_view name) {
+  w.BeginObject();
+  w.StringMember("apiVersion", api_version);
+  w.StringMember("kind", kind);
+  w.Key("metadata");
+  w.BeginObject();
+  w.StringMember("name", name);
+  w.StringMember("namespace", ns);
+}
+
 }  // namespace
 
 struct KubeDecoder::Impl {
@@ -234,13 +247,7 @@ absl::StatusOr<LeaseRecord> DecodeLease(std::string_view body) {
 std::string EncodeLease(std::string_view ns, std::string_view name, const LeaseRecord& lease) {
   std::string s;
   JsonWriter w(&s);
-  w.BeginObject();
-  w.StringMember("apiVersion", "coordination.k8s.io/v1");
-  w.StringMember("kind", "Lease");
-  w.Key("metadata");
-  w.BeginObject();
-  w.StringMember("name", name);
-  w.StringMember("namespace", ns);
+  BeginObjectMeta(w, "coordination.k8s.io/v1", "Lease", ns, name);
   w.OptionalStringMember("resourceVersion", lease.resource_version);
   w.EndObject();
   w.Key("spec");
@@ -300,13 +307,7 @@ std::string EncodeBinding(std::string_view ns, std::string_view name, std::strin
                           std::string_view node) {
   std::string s;
   JsonWriter w(&s);
-  w.BeginObject();
-  w.StringMember("apiVersion", "v1");
-  w.StringMember("kind", "Binding");
-  w.Key("metadata");
-  w.BeginObject();
-  w.StringMember("name", name);
-  w.StringMember("namespace", ns);
+  BeginObjectMeta(w, "v1", "Binding", ns, name);
   w.OptionalStringMember("uid", uid);
   w.EndObject();
   w.Key("target");
@@ -322,13 +323,7 @@ std::string EncodeBinding(std::string_view ns, std::string_view name, std::strin
 std::string EncodeEviction(std::string_view ns, std::string_view name, std::string_view uid) {
   std::string s;
   JsonWriter w(&s);
-  w.BeginObject();
-  w.StringMember("apiVersion", "policy/v1");
-  w.StringMember("kind", "Eviction");
-  w.Key("metadata");
-  w.BeginObject();
-  w.StringMember("name", name);
-  w.StringMember("namespace", ns);
+  BeginObjectMeta(w, "policy/v1", "Eviction", ns, name);
   w.EndObject();
   if (!uid.empty()) {
     // Only evict the pod we decided about, not a same-named successor.
@@ -347,13 +342,7 @@ std::string EncodeEviction(std::string_view ns, std::string_view name, std::stri
 std::string EncodeEvent(const EventFields& e) {
   std::string s;
   JsonWriter w(&s);
-  w.BeginObject();
-  w.StringMember("apiVersion", "v1");
-  w.StringMember("kind", "Event");
-  w.Key("metadata");
-  w.BeginObject();
-  w.StringMember("name", e.name);
-  w.StringMember("namespace", e.ns);
+  BeginObjectMeta(w, "v1", "Event", e.ns, e.name);
   w.EndObject();
   w.Key("involvedObject");
   w.BeginObject();

@@ -266,27 +266,4 @@ DeviceChoice GpuTopology::Choose(DeviceMask free, int k, bool require_nvlink) co
   return Search(free, k, require_nvlink);
 }
 
-std::string GpuTopology::ToString() const {
-  std::string out;
-  for (int a = 0; a < n_; ++a) {
-    for (int b = 0; b < n_; ++b) {
-      if (b > 0) out.push_back(' ');
-      const Link& l = link(a, b);
-      if (a == b) {
-        out.push_back('X');
-      } else if (l.nvlinks > 0) {
-        StrAppend(&out, "NV", l.nvlinks);
-      } else {
-        out.append(l.pcie == 50   ? "PIX"
-                   : l.pcie == 40 ? "PXB"
-                   : l.pcie == 30 ? "PHB"
-                   : l.pcie == 20 ? "NODE"
-                                  : "SYS");
-      }
-    }
-    out.push_back('\n');
-  }
-  return out;
-}
-
 }  // namespace gpusched

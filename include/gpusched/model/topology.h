@@ -73,8 +73,6 @@ class GpuTopology {
   // devices == 0 if none exists. With `require_nvlink`, only all-NVLink sets
   // count.
   DeviceChoice Choose(DeviceMask free, int k, bool require_nvlink) const;
-  // Compact text of the matrix, for logs and debug pages.
-  std::string ToString() const;
 
   explicit GpuTopology(int n, std::vector<Link> links);
 
