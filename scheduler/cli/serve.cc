@@ -338,10 +338,10 @@ std::string ServeUsage() {
          "                            /metrics and /debug/* are then served only to them\n"
          "\n"
          "Limits (past a cap: 503 with Retry-After):\n"
-         "  --max-connections N       concurrent connections (default 256)\n"
+         "  --max-connections N       concurrent connections (default 128)\n"
          "  --max-body-bytes N        one request body (default 33554432, 32 MiB; 413 past it)\n"
          "  --max-inflight-body-bytes N   request bodies in flight, all connections together\n"
-         "                            (default 100663296, 96 MiB)\n";
+         "                            (default 33554432, 32 MiB)\n";
 }
 
 int Serve(const std::vector<std::string>& args) {
@@ -397,6 +397,7 @@ int Serve(const std::vector<std::string>& args) {
   }
   ClusterWriter* writer = kube_rt ? kube_rt->writer() : &source;
   auto queue_mgr = queue::InstallQueue(&service, &state, writer, *config, &metrics);
+  queue::TickThread ticker(queue_mgr.get(), std::chrono::milliseconds(1000));
   // The leader keeps each pending pod's queue position on the pod.
   std::unique_ptr<kube::QueueStatusPublisher> positions;
   if (kube_rt) {
@@ -409,7 +410,6 @@ int Serve(const std::vector<std::string>& args) {
   ConfigReloader reloader(config_path, config_text, *config, &flags, *opt, &service,
                           queue_mgr.get());
   opt->on_sighup = [&reloader] { reloader.OnSignal(); };
-  opt->periodic.push_back({std::chrono::milliseconds(1000), queue::QueueTicker(queue_mgr.get())});
   opt->periodic.push_back({std::chrono::milliseconds(2000), [&reloader] { reloader.OnTick(); }});
 
   AddClusterGauges(metrics, &state);

@@ -60,9 +60,14 @@ constexpr uint32_t kHeaderLimit = 64 * 1024;
 constexpr uint32_t kRefusedHeaderLimit = 8 * 1024;
 // Connections over the cap that still get a 503; past these, accept-and-close.
 constexpr int kRefusedSlots = 64;
-// A decoder that parsed a body larger than this is dropped after the request
-// (the parser keeps its capacity, and idle connections would hold it).
-constexpr size_t kKeepDecoderBytes = 1 << 20;
+// A JSON decoder keeps the capacity of the largest body it parsed, and its
+// parse touches up to ~20x a body's bytes. Every connection may keep what a
+// body of kFreeDecoderBytes needs; beyond that, all connections together may
+// keep decoders for kRetainedDecoderBytes of bodies (kube-scheduler's few
+// connections with their ~100 KB requests fit); the others are dropped after
+// their request.
+constexpr int64_t kFreeDecoderBytes = 64 * 1024;
+constexpr int64_t kRetainedDecoderBytes = 8 << 20;
 // After a refusal, unread request bytes are drained (at most this many, for
 // at most a second) so the client sees the answer instead of a reset.
 constexpr size_t kDrainBytes = 1 << 20;
@@ -123,6 +128,8 @@ struct Shared {
   // Here, not in Listener: sessions still queued in the io_context when it
   // is destroyed outlive the listeners.
   std::atomic<int> open[2] = {0, 0};
+  // Body bytes beyond kFreeDecoderBytes whose decoders sessions keep.
+  std::atomic<int64_t> retained_decoder{0};
   RefusalLog refusals;
   absl::Mutex mu;
   std::list<std::weak_ptr<SessionBase>> sessions ABSL_GUARDED_BY(mu);
@@ -201,7 +208,10 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       return data.size();
     };
   }
-  ~Session() override { shared_->open[open_index_].fetch_sub(1); }
+  ~Session() override {
+    shared_->open[open_index_].fetch_sub(1);
+    shared_->retained_decoder.fetch_sub(retained_);
+  }
 
   void Start() {
     try {
@@ -336,7 +346,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       res = listener_->router->Dispatch(req, *ctx_, &route);
     }
     charge_.Release();
-    if (body_bytes > kKeepDecoderBytes) ctx_.emplace();
+    KeepOrDropDecoder(static_cast<int64_t>(body_bytes));
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     shared_->metrics->Inc("gpusched_requests_total", "Requests by route and HTTP code.",
                           {{"verb", route}, {"code", std::to_string(res.status)}});
@@ -352,6 +362,24 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
                               "Time from request header to response, by route.", {{"verb", route}},
                               secs);
     Send(std::move(res), keep_alive && !shared_->stopping, version, 0, false);
+  }
+
+  // Keeps the decoder that parsed `body_bytes` if the retained-decoder
+  // budget allows, else replaces it with a fresh one.
+  void KeepOrDropDecoder(int64_t body_bytes) {
+    const int64_t want = body_bytes - kFreeDecoderBytes;
+    if (want <= retained_) return;
+    std::atomic<int64_t>& total = shared_->retained_decoder;
+    int64_t cur = total.load();
+    do {
+      if (cur - retained_ + want > kRetainedDecoderBytes) {
+        total.fetch_sub(retained_);
+        retained_ = 0;
+        ctx_.emplace();
+        return;
+      }
+    } while (!total.compare_exchange_weak(cur, cur - retained_ + want));
+    retained_ = want;
   }
 
   // `drain`: the request was not read to its end (a refusal).
@@ -418,6 +446,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   bool head_ = false;
   bool over_budget_ = false;
   size_t drained_ = 0;
+  int64_t retained_ = 0;  // charged to Shared::retained_decoder
   std::array<char, 4096> drain_buf_;
 };
 

@@ -45,15 +45,17 @@ struct ServerOptions {
   int threads = 2;
   int64_t max_body_bytes = 32 << 20;
   // Memory caps, sized for the deploy's 1 GiB limit (deploy/extender.yaml).
-  // A connection costs its 64 KiB read buffer plus a JSON decoder (~100 KiB
-  // idle; a decoder that parsed a body over 1 MiB is dropped after the
-  // request): 256 connections hold under 48 MiB. A body in flight costs its
-  // bytes plus the decoder's parse of it; the worst case measured (a body of
-  // dense small JSON values) is under 3x the body, so 96 MiB of bodies in
-  // flight peaks under 300 MiB. Requests alone stay under 350 MiB, leaving
-  // the rest of the 1 GiB to the cluster view and the queue.
-  int max_connections = 256;
-  int64_t max_inflight_body_bytes = 96 << 20;
+  // Measured: a request's peak memory (body, JSON parse, answer) is ~5x its
+  // body for a Nodes list and up to ~14x for dense NodeNames of unknown
+  // nodes (each gets a reason in the answer); count 20x. So 32 MiB of bodies
+  // in flight peak under 640 MiB. A connection keeps a 64 KiB read buffer
+  // and a decoder (~25 KiB measured after a small request, at most 20x
+  // 64 KiB = 1.3 MiB kept per connection, plus 8 MiB of bodies' worth, 160
+  // MiB, shared by all): 128 connections keep under 330 MiB. So requests
+  // alone stay under ~970 MiB even in that worst case; raise the caps
+  // together with the memory limit.
+  int max_connections = 128;
+  int64_t max_inflight_body_bytes = 32 << 20;
   // Plain-HTTP probe listener "HOST:PORT" ("" = none; port 0 = ephemeral),
   // served by the health router given to the constructor, with its own
   // connection cap so a flood on the main port never starves the probes.

@@ -21,8 +21,8 @@ struct ServerConfig {
   std::string health_listen;
   int64_t max_body_bytes = 32 << 20;
   // Memory caps (see scheduler/http/server.h for how they are sized).
-  int max_connections = 256;
-  int64_t max_inflight_body_bytes = 96 << 20;
+  int max_connections = 128;
+  int64_t max_inflight_body_bytes = 32 << 20;
   int read_timeout_seconds = 30;
   int idle_timeout_seconds = 90;
   int threads = 2;
