@@ -1,5 +1,6 @@
 // The queue at production depth, over HTTP: generates a cluster of N nodes
-// (8 x H100 each, 7 of 8 GPUs busy), P pending pods over K namespaces in one
+// (8 x H100 each, 7 of 8 GPUs busy, a tenth of the namespaces borrowing
+// from the rest), P pending pods over K namespaces in one
 // cohort (1/2/4/8 GPUs, priorities 100/1,000/100,000, G gangs, a per-model
 // H100 quota on every tenth namespace, reclaim on, the shipped scoring),
 // starts `gpusched serve --cluster` on it, and for S seconds drives one
@@ -103,9 +104,12 @@ std::vector<PendingPod> WriteInputs(const Options& o) {
   for (int i = 0; i < o.nodes; ++i) {
     nodes += (i ? "," : "") + NodeJson(i);
     for (int d = 0; d < 7; ++d) {
-      running += "," + PodJson("run-" + std::to_string(i) + "-" + std::to_string(d),
-                               Ns((i * 7 + d) % o.namespaces), 1, 100, Node(i), std::to_string(d),
-                               "", 0, 0);
+      // Three of every node's seven running pods belong to the first tenth
+      // of the namespaces, which so borrow far above their guarantee: the
+      // others are below theirs, and reclaim has plans to make.
+      const int ns = d < 3 ? i % std::max(1, o.namespaces / 10) : (i * 7 + d) % o.namespaces;
+      running += "," + PodJson("run-" + std::to_string(i) + "-" + std::to_string(d), Ns(ns), 1, 100,
+                               Node(i), std::to_string(d), "", 0, 0);
     }
   }
   std::vector<PendingPod> pending;

@@ -23,6 +23,9 @@ void Usage(std::ostream& out) {
          "  simulate        run the simulator (--protocol fgd|replay; see docs/simulator.md)\n"
          "  topology-agent  publish this node's nvidia-smi GPU topology (--node, --interval,\n"
          "                  --once)\n"
+         "  queue           pending GPU pods in queue order with position and reason\n"
+         "                  (-n NAMESPACE | -A; also `kubectl gpusched queue` with\n"
+         "                  kubectl-gpusched on the PATH)\n"
          "  version         print the version\n"
          "  help            print this text\n";
 }
@@ -30,6 +33,8 @@ void Usage(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Installed (or linked) as kubectl-gpusched on the PATH, kubectl runs it
+  // for `kubectl gpusched queue ...` with the same arguments.
   if (argc < 2) {
     Usage(std::cerr);
     return 2;
@@ -47,6 +52,7 @@ int main(int argc, char** argv) {
   if (cmd == "validate") return gpusched::cli::Validate(args);
   if (cmd == "simulate") return gpusched::cli::Simulate(args);
   if (cmd == "topology-agent") return gpusched::cli::TopologyAgent(args);
+  if (cmd == "queue") return gpusched::cli::Queue(args);
   if (cmd == "version" || cmd == "--version") {
     std::cout << "gpusched " << kVersion << "\n";
     return 0;

@@ -24,7 +24,8 @@ constexpr char kUsage[] =
     "  fgd:      --policy NAME --seed N --tune 1.3 --out result.json [--html report.html]\n"
     "            --grid --policies a,b --traces f1.csv,f2.csv --seeds 42-51 --out-dir DIR\n"
     "  replay:   --vc-nodes FILE --load K --policy fifo|sjf|srtf|gpusched --out r.json\n"
-    "  e2e:      --write-cluster LIST.json (for `gpusched serve --cluster`), then\n"
+    "  e2e:      --write-cluster LIST.json (for `gpusched serve --cluster`; with --pods-csv,\n"
+    "            --seed and --tune it holds the run's GPU pods, pending), then\n"
     "            --extender http://127.0.0.1:8888/scheduler [--policy gpusched-extender]\n"
     "  common:   --config FILE (gpusched policy) --threads 2 --quiet\n";
 

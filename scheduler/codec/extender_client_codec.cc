@@ -182,9 +182,10 @@ std::string EncodePodObject(const PodRequest& pod) {
   return s;
 }
 
-std::string EncodeNodeList(const std::vector<NodeSpec>& nodes) {
+std::string EncodeClusterList(const std::vector<NodeSpec>& nodes,
+                              const std::vector<PodRequest>& pods) {
   std::string s;
-  s.reserve(64 + nodes.size() * 512);
+  s.reserve(64 + nodes.size() * 512 + pods.size() * 512);
   JsonWriter w(&s);
   w.BeginObject();
   w.StringMember("apiVersion", "v1");
@@ -195,6 +196,7 @@ std::string EncodeNodeList(const std::vector<NodeSpec>& nodes) {
   w.Key("items");
   w.BeginArray();
   for (const NodeSpec& n : nodes) WriteNode(w, n);
+  for (const PodRequest& p : pods) WritePod(w, p);
   w.EndArray();
   w.EndObject();
   s.push_back('\n');

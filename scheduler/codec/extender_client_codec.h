@@ -28,8 +28,10 @@ namespace gpusched::codec {
 // the gpusched.io annotations (gpu-model, gpu-milli, gpu-memory, topology,
 // gang, gang-size). Pending, unbound.
 std::string EncodePodObject(const PodRequest& pod);
-// {"apiVersion":"v1","kind":"List","items":[Node...]}.
-std::string EncodeNodeList(const std::vector<NodeSpec>& nodes);
+// {"apiVersion":"v1","kind":"List","items":[Node..., Pod...]} (what
+// `serve --cluster` reads); the pods as EncodePodObject writes them.
+std::string EncodeClusterList(const std::vector<NodeSpec>& nodes,
+                              const std::vector<PodRequest>& pods = {});
 
 // ExtenderArgs, nodeCacheCapable form: Pod, Nodes null, NodeNames.
 std::string EncodeExtenderArgs(const PodRequest& pod, const std::vector<std::string>& node_names);

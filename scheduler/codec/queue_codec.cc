@@ -1,5 +1,7 @@
 #include "scheduler/codec/queue_codec.h"
 
+#include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 namespace gpusched::codec {
@@ -85,6 +87,79 @@ std::string EncodePodReport(const queue::PodReport& report) {
     out["preemption"] = std::move(preemption);
   }
   return out.dump(2) + "\n";
+}
+
+}  // namespace gpusched::codec
+
+namespace gpusched::codec {
+namespace {
+
+// obj[key] as a string ("" when absent or not a string); never throws.
+std::string StringAt(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const nlohmann::json& ObjectAt(const nlohmann::json& obj, const char* key) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  if (!obj.is_object()) return kEmpty;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_object() ? *it : kEmpty;
+}
+
+// nvidia.com/gpu of a pod: per container its limit, else its request.
+std::string PodGpus(const nlohmann::json& spec) {
+  int64_t sum = 0;
+  auto containers = spec.is_object() ? spec.find("containers") : spec.end();
+  if (!spec.is_object() || containers == spec.end() || !containers->is_array()) return "0";
+  for (const auto& c : *containers) {
+    const nlohmann::json& res = ObjectAt(c, "resources");
+    std::string v = StringAt(ObjectAt(res, "limits"), "nvidia.com/gpu");
+    if (v.empty()) v = StringAt(ObjectAt(res, "requests"), "nvidia.com/gpu");
+    if (!v.empty() && v.size() < 6 && std::all_of(v.begin(), v.end(), ::isdigit)) {
+      sum += std::stoll(v);
+    }
+  }
+  return std::to_string(sum);
+}
+
+}  // namespace
+
+std::string EncodeQueueStatusPatch(const std::string& position, const std::string& reason) {
+  json patch = {{"metadata",
+                 {{"annotations",
+                   {{kQueuePositionAnnotation, position}, {kQueueReasonAnnotation, reason}}}}}};
+  return patch.dump();
+}
+
+absl::StatusOr<std::vector<QueueListRow>> DecodeQueueList(std::string_view body) {
+  nlohmann::json list = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (list.is_discarded() || !list.is_object()) {
+    return absl::InvalidArgumentError("pod list: not a JSON object");
+  }
+  auto items = list.find("items");
+  if (items == list.end() || !(items->is_array() || items->is_null())) {
+    return absl::InvalidArgumentError("pod list: items: expected an array");
+  }
+  std::vector<QueueListRow> rows;
+  if (items->is_null()) return rows;
+  for (const auto& pod : *items) {
+    const nlohmann::json& meta = ObjectAt(pod, "metadata");
+    const nlohmann::json& annotations = ObjectAt(meta, "annotations");
+    const nlohmann::json& spec = ObjectAt(pod, "spec");
+    QueueListRow r;
+    r.ns = StringAt(meta, "namespace");
+    r.name = StringAt(meta, "name");
+    r.position = StringAt(annotations, kQueuePositionAnnotation);
+    r.reason = StringAt(annotations, kQueueReasonAnnotation);
+    r.priority_class = StringAt(spec, "priorityClassName");
+    r.gpus = PodGpus(spec);
+    r.created = StringAt(meta, "creationTimestamp");
+    r.node = StringAt(spec, "nodeName");
+    rows.push_back(std::move(r));
+  }
+  return rows;
 }
 
 }  // namespace gpusched::codec

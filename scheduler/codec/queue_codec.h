@@ -6,13 +6,38 @@
 #define GPUSCHED_CODEC_QUEUE_CODEC_H_
 
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "scheduler/queue/queue_report.h"
 
 namespace gpusched::codec {
 
 std::string EncodeQueueReport(const queue::QueueReport& report);
 std::string EncodePodReport(const queue::PodReport& report);
+
+// Pod annotations that show a pending pod its place in its namespace's
+// queue (written by the leader, read by `gpusched queue`, visible to anyone
+// who may read the pod).
+inline constexpr char kQueuePositionAnnotation[] = "gpusched.io/queue-position";
+inline constexpr char kQueueReasonAnnotation[] = "gpusched.io/queue-reason";
+// A JSON merge patch setting both annotations.
+std::string EncodeQueueStatusPatch(const std::string& position, const std::string& reason);
+
+// One pending pod as `gpusched queue` lists it.
+struct QueueListRow {
+  std::string ns;
+  std::string name;
+  std::string position;  // the annotation; "" if gpusched has not written it
+  std::string reason;
+  std::string priority_class;
+  std::string gpus;     // nvidia.com/gpu of the pod (sum over containers)
+  std::string created;  // metadata.creationTimestamp
+  std::string node;     // spec.nodeName ("" while pending)
+};
+// Rows of a PodList (GET /api/v1/pods). Errors name what is malformed.
+absl::StatusOr<std::vector<QueueListRow>> DecodeQueueList(std::string_view body);
 
 }  // namespace gpusched::codec
 

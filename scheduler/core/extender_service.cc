@@ -47,14 +47,15 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   // The request names a pod; it never adds one to the cluster view (only the
   // cluster source does). The gate reads the source's pod by UID.
   auto snapshot = state_->Snapshot();
+  auto fw = framework();
   PodGate* gate = gate_.load();
   if (gate != nullptr) {
-    std::string reason = gate->Admit(pod, *snapshot);
-    if (!reason.empty()) {
+    Admission admission = gate->Admit(pod, *snapshot, *fw);
+    if (!admission.admitted) {
       // Waiting for quota: freeing GPUs elsewhere does not help, but the
       // queue will admit the pod later; FailedNodes keeps kube-scheduler
       // retrying on cluster events.
-      const int32_t r = out.AddReason(std::move(reason));
+      const int32_t r = out.AddReason(std::move(admission.reason));
       out.failed.reserve(n);
       for (int32_t i = 0; i < n; ++i) out.failed.push_back({i, r});
       return out;
@@ -77,7 +78,6 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
       return out;
     }
   }
-  auto fw = framework();
   policy::PodContext ctx = fw->Prepare(pod, *snapshot);
   policy::FilterMemo memo(*fw, ctx);
   std::vector<int32_t> indices;

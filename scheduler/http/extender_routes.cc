@@ -1,10 +1,47 @@
 #include "scheduler/http/extender_routes.h"
 
+#include <algorithm>
+#include <optional>
+#include <string_view>
+
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/queue_codec.h"
 
 namespace gpusched::http {
 namespace {
+
+// The value of `key` in the query string of `target`, or nullopt.
+std::optional<std::string> QueryValue(std::string_view target, std::string_view key) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == key) {
+      return std::string(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    rest = rest.substr(amp + 1);
+  }
+  return std::nullopt;
+}
+
+// Reads namespace= and limit= (1..100000); "" or an error naming the parameter.
+std::string ParseReportQuery(std::string_view target, queue::ReportQuery* query) {
+  if (auto ns = QueryValue(target, "namespace")) query->ns = *ns;
+  if (auto limit = QueryValue(target, "limit")) {
+    int64_t n = 0;
+    if (limit->empty() || limit->size() > 6 ||
+        !std::all_of(limit->begin(), limit->end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        (n = std::stoll(*limit)) < 1 || n > 100000) {
+      return "gpusched: query parameter limit: expected an integer from 1 to 100000";
+    }
+    query->limit = static_cast<int32_t>(n);
+  }
+  return "";
+}
 
 // Decode errors: 400 if not JSON at all, else `semantic`.
 HttpResponse DecodeFailure(const absl::Status& s, HttpResponse semantic) {
@@ -77,10 +114,15 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
                         codec::EncodePreemptionResult(svc->Preempt(*args))};
   });
   auto debug_queues = deps.debug_queues;
-  router.Add("GET", "/debug/queues", "debug_queues", [debug_queues](HttpRequest&, RequestContext&) {
-    if (!debug_queues) return JsonError(404, "gpusched: no queue manager");
-    return HttpResponse{200, "application/json", codec::EncodeQueueReport(debug_queues())};
-  });
+  router.Add(
+      "GET", "/debug/queues", "debug_queues", [debug_queues](HttpRequest& req, RequestContext&) {
+        if (!debug_queues) return JsonError(404, "gpusched: no queue manager");
+        queue::ReportQuery query;
+        if (std::string why = ParseReportQuery(req.target, &query); !why.empty()) {
+          return JsonError(400, why);
+        }
+        return HttpResponse{200, "application/json", codec::EncodeQueueReport(debug_queues(query))};
+      });
   auto debug_pod = deps.debug_pod;
   router.AddPrefix(
       "GET", "/debug/pods/", "debug_pods", [debug_pod](HttpRequest& req, RequestContext&) {

@@ -42,7 +42,8 @@ struct RouteDeps {
   // (the pod waits), e.g. to post an Event on the pod. Unset: no cost.
   std::function<void(const ExtenderArgs&, const FilterOutcome&)> on_unplaced;
   // Debug views of the queue manager; the routes answer 404 when unset.
-  std::function<queue::QueueReport()> debug_queues;
+  // GET /debug/queues?namespace=NS&limit=N (N pods per namespace, default 50).
+  std::function<queue::QueueReport(const queue::ReportQuery&)> debug_queues;
   std::function<std::optional<queue::PodReport>(const std::string& ns, const std::string& name)>
       debug_pod;
   // The /debug/config page as JSON text (codec-encoded); 404 when unset.

@@ -79,6 +79,7 @@ class KubeRuntime {
   ClusterWriter* writer() { return evictor_.get(); }
   EventRecorder* events() { return events_.get(); }
   KubeClusterSource* source() { return source_.get(); }
+  KubeHttpClient* client() { return client_.get(); }
 
  private:
   friend absl::StatusOr<std::unique_ptr<KubeRuntime>> StartKube(const KubeOptions&, ClusterState*,

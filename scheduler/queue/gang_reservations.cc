@@ -154,8 +154,8 @@ std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
     r.slots.push_back({ph.uid, picks[i].first, picks[i].second, "", false});
   }
   r.slots.front().member_uid = pod.uid;
-  std::cerr << "gpusched: reserved " << picks.size() << " device sets for gang " << pod.ns << "/"
-            << pod.gang << " for " << options_.gang.reservation_seconds << "s\n";
+  Log(StrCat("gpusched: reserved ", picks.size(), " device sets for gang ", pod.ns, "/", pod.gang,
+             " for ", options_.gang.reservation_seconds, "s"));
   reservations_[GangKey(pod.ns, pod.gang)] = std::move(r);
   return "";
 }
@@ -176,8 +176,8 @@ void QueueManager::ExpireReservationsLocked() {
       if (!s.bound && !deps_.state->FindPod(s.placeholder_uid).has_value()) lost = true;
     }
     if (now >= r.deadline_ms || lost) {
-      std::cerr << "gpusched: gang " << r.ns << "/" << r.gang << " reservation "
-                << (lost ? "lost" : "expired") << "; releasing its unbound devices\n";
+      Log(StrCat("gpusched: gang ", r.ns, "/", r.gang, " reservation ", lost ? "lost" : "expired",
+                 "; releasing its unbound devices"));
       ReleaseLocked(r);
       reservations_.erase(it++);
     } else {

@@ -6,6 +6,7 @@
 // Reclaim is planned by the tick without the mutex (PlanReclaim reads only
 // copies) and recorded under it only if still current.
 #include <algorithm>
+#include <bit>
 #include <iostream>
 #include <set>
 
@@ -36,6 +37,9 @@ std::optional<std::vector<std::string>> QueueManager::PlanNode(
   const QuotaLedger& ledger = *in.ledger;
   const QueueOptions& options = *in.options;
   const bool quotas = options.quotas.enabled;
+  // Fills the ledger's cohort sums once: the copies `accept` makes per
+  // victim set tried inherit them and keep them current.
+  (void)ledger.Lendable(preemptor.ns);
   const int64_t demand = DemandMilli(preemptor.gpu);
   const bool borrows =
       quotas && ledger.Usage(preemptor.ns) + demand > ledger.Guaranteed(preemptor.ns);
@@ -140,42 +144,46 @@ std::optional<std::vector<std::string>> QueueManager::PlanNode(
 PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
                                         const policy::Framework& fw) {
   PreemptionOutcome out;
-  if (args.pod.preempt_never || args.pod.gpu.count == 0) return out;
   TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   SyncLocked(deps_.state->Snapshot());
-  const PlanInputs live = LivePlanInputsLocked();
+  // The source's pod when it waits in a queue; a pod not shown yet gets an
+  // answer for what the request says (kube-scheduler evicts, not we).
+  const Entry* entry = FindEntryLocked(args.pod.uid);
+  const PodRequest& pod = entry != nullptr ? entry->pod : args.pod;
+  if (pod.preempt_never || pod.gpu.count == 0) return out;
   // Evicting for a pod its queue holds back would free GPUs it still may not
   // take: not while an earlier unit could use the same nodes, and only
   // victims that leave quota for the earlier units as well.
-  const Evaluation ev = EvaluateLocked(args.pod, snapshot, fw, /*all_checks=*/true);
+  const Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/true);
   if (ev.behind_earlier) return out;
+  // After EvaluateLocked: it may build the ledger these point into.
+  const PlanInputs live = LivePlanInputsLocked();
   std::map<std::string, NodeInfo> gang_room;  // nodes without lower-priority pods
   for (const PreemptionArgs::Candidate& c : args.candidates) {
     const NodeInfo* node = snapshot.Find(c.node);
     if (node == nullptr) continue;
-    auto plan =
-        PlanNode(live, args.pod, *node, snapshot, fw, &c.victim_uids, false, ev.quota_demand);
+    auto plan = PlanNode(live, pod, *node, snapshot, fw, &c.victim_uids, false, ev.quota_demand);
     if (!plan.has_value()) continue;
     // A gang member's preemption must be a step towards the whole gang
     // starting: with this node's victims gone, and every pod of lower
     // priority elsewhere (which the other members' preemptions may take),
     // all missing members must be placeable. kube-scheduler preempts for one
     // member at a time and keeps the freed node for it (nominatedNodeName).
-    if (IsGang(args.pod) && !reservations_.contains(GangKey(args.pod.ns, args.pod.gang))) {
+    if (IsGang(pod) && !reservations_.contains(GangKey(pod.ns, pod.gang))) {
       if (gang_room.empty()) {
         for (const auto& other : snapshot.nodes()) {
           std::vector<std::string> lower;
           for (const PodOnNode& p : other->pods) {
-            if (p.priority < args.pod.priority && !IsReservation(p.uid)) lower.push_back(p.uid);
+            if (p.priority < pod.priority && !IsReservation(p.uid)) lower.push_back(p.uid);
           }
           if (!lower.empty()) gang_room[other->name] = policy::WithoutPods(*other, lower);
         }
       }
       std::map<std::string, NodeInfo> room = gang_room;
       room[node->name] = policy::WithoutPods(*node, *plan);
-      const int32_t missing = args.pod.gang_size - HeldGangMembersLocked(args.pod);
+      const int32_t missing = pod.gang_size - HeldGangMembersLocked(pod);
       std::vector<std::pair<std::string, DeviceMask>> picks;
-      if (PlaceGangLocked(args.pod, missing, snapshot, fw, room, &picks) < missing) continue;
+      if (PlaceGangLocked(pod, missing, snapshot, fw, room, &picks) < missing) continue;
     }
     PreemptionOutcome::NodeVictims nv{c.node, std::move(*plan), c.pdb_violations};
     // Victims kube-scheduler chose that hold no GPUs (its CPU/memory
@@ -185,7 +193,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
                                        [&](const PodOnNode& p) { return p.uid == uid; });
       if (gpu_pod) continue;
       auto known = deps_.state->FindPod(uid);
-      if (known.has_value() && known->priority >= args.pod.priority) continue;
+      if (known.has_value() && known->priority >= pod.priority) continue;
       nv.victim_uids.push_back(uid);
     }
     // An empty list is only returned for a placeholder candidate (sent
@@ -196,7 +204,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
   if (!out.nodes.empty() && deps_.metrics != nullptr) {
     deps_.metrics->Inc("gpusched_preemptions_total",
                        "Preempt calls answered with at least one usable node.",
-                       {{"namespace", args.pod.ns}});
+                       {{"namespace", pod.ns}});
   }
   return out;
 }
@@ -213,8 +221,8 @@ int QueueManager::SendEvictions(const std::vector<std::pair<PodRequest, std::str
   int sent = 0;
   for (const auto& [pod, reason] : evictions) {
     absl::Status s = deps_.writer->Evict(pod, reason);
-    std::cerr << "gpusched: " << label << ": evict " << pod.Key() << " on " << pod.node_name << ": "
-              << reason << (s.ok() ? "" : StrCat(" (failed: ", FromAbsl(s.message()), ")")) << "\n";
+    Log(StrCat("gpusched: ", label, ": evict ", pod.Key(), " on ", pod.node_name, ": ", reason,
+               s.ok() ? "" : StrCat(" (failed: ", FromAbsl(s.message()), ")")));
     if (deps_.metrics != nullptr) {
       deps_.metrics->Inc("gpusched_evictions_total", "Evictions requested by gpusched.",
                          {{"reason", label}});
@@ -237,7 +245,21 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
       lending.insert(ledger.Quota(ns).cohort);
     }
   }
-  for (const auto& [ns, order] : order_) {
+  // Round-robin from the cursor, at most reclaim_plans_per_tick namespaces.
+  std::vector<const std::pair<const std::string, Order>*> turn;
+  for (auto it = order_.lower_bound(reclaim_cursor_); it != order_.end(); ++it)
+    turn.push_back(&*it);
+  for (auto it = order_.begin(); it != order_.end() && it->first < reclaim_cursor_; ++it) {
+    turn.push_back(&*it);
+  }
+  reclaim_cursor_.clear();
+  for (const auto* entry : turn) {
+    const std::string& ns = entry->first;
+    const Order& order = entry->second;
+    if (static_cast<int32_t>(jobs.size()) >= options_.reclaim_plans_per_tick) {
+      reclaim_cursor_ = ns;  // the next tick starts here
+      break;
+    }
     auto busy = reclaiming_.find(ns);
     if (busy != reclaiming_.end() && now - busy->second.at_ms < options_.reclaim_cooldown_ms &&
         std::any_of(
@@ -281,17 +303,39 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   }
   const QuotaLedger& ledger = *in.ledger;
   const std::string& cohort = ledger.Quota(job->pod.ns).cohort;
+  // The cohort's borrowers: only their pods can be reclaimed.
+  absl::flat_hash_set<std::string> borrowers;
+  for (const std::string& o : ledger.Namespaces()) {
+    if (o != job->pod.ns && ledger.Quota(o).cohort == cohort &&
+        ledger.Usage(o) > ledger.Guaranteed(o)) {
+      borrowers.insert(o);
+    }
+  }
+  const bool lower_only = in.options->reclaim.only_lower_priority;
   std::optional<std::vector<std::string>> best;
-  for (const auto& node : nodes) {
-    // Only nodes holding a pod of a borrowing member of the cohort can give.
-    const bool has_victim = std::any_of(node->pods.begin(), node->pods.end(), [&](const auto& p) {
-      return p.ns != job->pod.ns && ledger.Quota(p.ns).cohort == cohort &&
-             ledger.Usage(p.ns) > ledger.Guaranteed(p.ns);
-    });
-    if (!has_victim) continue;
-    auto plan = PlanNode(in, job->pod, *node, snapshot, fw, nullptr, true);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeInfo& node = *nodes[i];
+    if (memo.Filter(snapshot.hot(static_cast<int32_t>(i))).verdict ==
+        policy::Verdict::kUnresolvable) {
+      continue;  // no eviction makes this node fit
+    }
+    // A necessary condition before planning: the free devices and those of
+    // every pod reclaim could take here are enough for a whole-GPU pod.
+    int32_t could_free = std::popcount(node.whole_free & node.healthy);
+    bool any = false;
+    for (const PodOnNode& p : node.pods) {
+      if (!borrowers.contains(p.ns) || IsReservation(p.uid) || in.evicted->contains(p.uid) ||
+          (lower_only && p.priority >= job->pod.priority)) {
+        continue;
+      }
+      any = true;
+      could_free += std::popcount(p.devices);
+    }
+    if (!any || (!job->pod.gpu.shared() && could_free < job->pod.gpu.count)) continue;
+    auto plan = PlanNode(in, job->pod, node, snapshot, fw, nullptr, true);
     if (plan.has_value() && !plan->empty() && (!best || plan->size() < best->size())) {
       best = std::move(plan);
+      if (best->size() == 1) break;  // no later node can need fewer
     }
   }
   if (best.has_value()) job->victims = std::move(*best);

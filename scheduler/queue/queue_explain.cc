@@ -9,6 +9,26 @@
 #include "scheduler/queue/queue_manager.h"
 
 namespace gpusched::queue {
+namespace {
+
+// A queued pod as the debug page and the position annotations show it.
+QueuedPod Listed(const PodRequest& pod, int32_t position, int64_t waited_ms) {
+  QueuedPod qp;
+  qp.ns = pod.ns;
+  qp.name = pod.name;
+  qp.uid = pod.uid;
+  qp.priority = pod.priority;
+  qp.priority_class = pod.priority_class;
+  qp.creation_unix = pod.creation_unix;
+  qp.gpu_milli = DemandMilli(pod.gpu);
+  qp.gang = pod.gang;
+  qp.gang_size = pod.gang_size;
+  qp.position = position;
+  qp.wait_seconds = static_cast<double>(waited_ms) / 1000.0;
+  return qp;
+}
+
+}  // namespace
 
 QueueReport QueueManager::Report(const ReportQuery& query) {
   auto fw = deps_.framework();
@@ -96,18 +116,7 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
     const std::vector<Unit>& us = units[n];
     for (size_t i = 0; i < us.size(); ++i) {
       for (const Entry* e : us[i].members) {
-        QueuedPod qp;
-        qp.ns = ns;
-        qp.name = e->pod.name;
-        qp.uid = e->pod.uid;
-        qp.priority = e->pod.priority;
-        qp.priority_class = e->pod.priority_class;
-        qp.creation_unix = e->pod.creation_unix;
-        qp.gpu_milli = DemandMilli(e->pod.gpu);
-        qp.gang = e->pod.gang;
-        qp.gang_size = e->pod.gang_size;
-        qp.position = static_cast<int32_t>(i + 1);
-        qp.wait_seconds = static_cast<double>(now - e->first_seen_ms) / 1000.0;
+        QueuedPod qp = Listed(e->pod, static_cast<int32_t>(i + 1), now - e->first_seen_ms);
         EvalInputs in{ledger.get(), &options, IsGang(e->pod) && reserved[n].contains(e->pod.gang),
                       now};
         qp.reason = EvaluateUnits(us, i, e->pod, in, *snapshot, *fw, false).reason;
@@ -122,6 +131,35 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
   std::sort(report.reservations.begin(), report.reservations.end(),
             [](const auto& a, const auto& b) { return a.ns + a.gang < b.ns + b.gang; });
   return report;
+}
+
+std::vector<QueuedPod> QueueManager::Positions(int32_t explained) {
+  std::vector<QueuedPod> out;
+  std::vector<std::string> namespaces;
+  absl::flat_hash_set<std::string> done;
+  for (NamespaceQueue& nq : Report({"", explained}).namespaces) {
+    if (nq.pending_pods == 0) continue;
+    namespaces.push_back(nq.ns);
+    for (QueuedPod& q : nq.queue) {
+      done.insert(q.uid);
+      out.push_back(std::move(q));
+    }
+  }
+  const int64_t now = Now();
+  for (const std::string& ns : namespaces) {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    std::vector<Unit> units = UnitsLocked(ns);
+    for (size_t i = 0; i < units.size(); ++i) {
+      for (const Entry* e : units[i].members) {
+        if (done.contains(e->pod.uid)) continue;  // explained above
+        QueuedPod qp = Listed(e->pod, static_cast<int32_t>(i + 1), now - e->first_seen_ms);
+        qp.reason =
+            StrCat("gpusched: namespace ", ns, ": ", i, " earlier units in the queue go first");
+        out.push_back(std::move(qp));
+      }
+    }
+  }
+  return out;
 }
 
 std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const std::string& name) {

@@ -45,6 +45,14 @@ int64_t QueueManager::Now() const {
       .count();
 }
 
+void QueueManager::Log(const std::string& line) const {
+  if (deps_.log) {
+    deps_.log(line);
+  } else {
+    std::cerr << line << "\n";
+  }
+}
+
 void QueueManager::SetOptions(QueueOptions options) {
   TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   options_ = std::move(options);
@@ -289,19 +297,25 @@ std::string QueueManager::AdmitUnconfirmedLocked(const PodRequest& pod,
   return ev.reason;
 }
 
-std::string QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& snapshot) {
-  if (request.gpu.count == 0 || request.HoldsGpus()) return "";
-  auto fw = deps_.framework();
+Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& snapshot,
+                              const policy::Framework& fw) {
+  if (request.gpu.count == 0 || request.HoldsGpus()) return Admission::Yes();
   TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   SyncLocked(deps_.state->Snapshot());
   Entry* e = FindEntryLocked(request.uid);
-  if (e == nullptr) {
-    // Not waiting as far as the source knows: bound, finished, or not shown.
-    if (deps_.state->FindPod(request.uid).has_value()) return "";
-    return AdmitUnconfirmedLocked(request, snapshot, *fw);
-  }
-  e->last_filter_ms = Now();
-  const PodRequest& pod = e->pod;  // the source's pod, not the request's
+  std::string why;
+  if (e != nullptr) {
+    why = AdmitLocked(*e, snapshot, fw);
+  } else if (!deps_.state->FindPod(request.uid).has_value()) {
+    why = AdmitUnconfirmedLocked(request, snapshot, fw);
+  }  // else known but not waiting: bound or finished
+  return why.empty() ? Admission::Yes() : Admission::No(std::move(why));
+}
+
+std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
+                                      const policy::Framework& fw) {
+  e.last_filter_ms = Now();
+  const PodRequest& pod = e.pod;  // the source's pod, not the request's
   if (pod.gang_size == kGangSizeUnknown) {
     // A framework gang whose size is declared by an object not read yet:
     // never admitted alone (scheduler/kube fills the size in).
@@ -309,14 +323,12 @@ std::string QueueManager::Admit(const PodRequest& request, const ClusterSnapshot
                   pod.gang_owner.name.empty() ? "an object not read yet" : pod.gang_owner.name,
                   "); the pod waits until it is read");
   }
-  Evaluation ev = EvaluateLocked(pod, snapshot, *fw);
+  Evaluation ev = EvaluateLocked(pod, snapshot, fw);
   if (!ev.reason.empty()) return ev.reason;
-  if (IsGang(pod)) {
-    std::string why = ClaimOrReserveLocked(pod, snapshot, *fw);
-    if (!why.empty() && ev.position > 0) StrAppend(&why, "; position ", ev.position, " in queue");
-    return why;
-  }
-  return "";
+  if (!IsGang(pod)) return "";
+  std::string why = ClaimOrReserveLocked(pod, snapshot, fw);
+  if (!why.empty() && ev.position > 0) StrAppend(&why, "; position ", ev.position, " in queue");
+  return why;
 }
 
 std::string QueueManager::AdmitNode(const PodRequest& pod, const NodeInfo& node,

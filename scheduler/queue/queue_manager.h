@@ -72,6 +72,9 @@ struct QueueOptions {
   // After a reclaim eviction, wait this long before reclaiming again for the
   // same namespace while the victims still exist (they are terminating).
   int64_t reclaim_cooldown_ms = 30 * 1000;
+  // Reclaim plans computed per tick at most (namespaces taken round-robin):
+  // bounds the tick's work however many namespaces wait below guarantee.
+  int32_t reclaim_plans_per_tick = 16;
   // Tests only (the differential test's reference): rebuild the pending
   // index and the usage sums from scratch before every decision.
   bool recompute_from_scratch = false;
@@ -83,6 +86,9 @@ struct QueueDeps {
   std::function<std::shared_ptr<const policy::Framework>()> framework;
   std::function<int64_t()> now_ms;  // wall clock if unset
   Metrics* metrics = nullptr;       // may be null
+  // Where the queue's log lines go (reservations, evictions); stderr if
+  // unset. The simulator drops them (virtual time).
+  std::function<void(const std::string&)> log;
 };
 
 class QueueManager final : public PodGate {
@@ -94,8 +100,8 @@ class QueueManager final : public PodGate {
   void SetOptions(QueueOptions options) ABSL_LOCKS_EXCLUDED(mu_);
 
   // PodGate.
-  std::string Admit(const PodRequest& pod, const ClusterSnapshot& snapshot) override
-      ABSL_LOCKS_EXCLUDED(mu_);
+  Admission Admit(const PodRequest& pod, const ClusterSnapshot& snapshot,
+                  const policy::Framework& framework) override ABSL_LOCKS_EXCLUDED(mu_);
   void OnBound(const PodRequest& pod) override ABSL_LOCKS_EXCLUDED(mu_);
   std::string AdmitNode(const PodRequest& pod, const NodeInfo& node,
                         const ClusterSnapshot& snapshot) override ABSL_LOCKS_EXCLUDED(mu_);
@@ -117,6 +123,10 @@ class QueueManager final : public PodGate {
   QueueReport Report(const ReportQuery& query = {}) ABSL_LOCKS_EXCLUDED(mu_);
   std::optional<PodReport> ExplainPod(const std::string& ns, const std::string& name)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Every pending pod with its position; the first `explained` of each
+  // namespace with the reason it waits (Report), the others with a reason
+  // that only counts the pods ahead. The mutex is taken per namespace.
+  std::vector<QueuedPod> Positions(int32_t explained) ABSL_LOCKS_EXCLUDED(mu_);
   // Gauges for /metrics (quota usage, pending pods, wait histogram).
   void CollectMetrics(GaugeWriter& w) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -182,6 +192,7 @@ class QueueManager final : public PodGate {
   };
 
   int64_t Now() const;
+  void Log(const std::string& line) const;
   static bool IsGang(const PodRequest& pod) { return !pod.gang.empty() && pod.gang_size > 1; }
   static std::string GangKey(const std::string& ns, const std::string& gang) {
     return ns + "/" + gang;
@@ -216,6 +227,9 @@ class QueueManager final : public PodGate {
                                   const policy::Framework& fw, bool all_checks);
   // Admission of a pod the source has not shown (yet): evaluated at its
   // place in the queue, then taken out again.
+  // The reason the source's pod `e` waits, or "" (Admit under the mutex).
+  std::string AdmitLocked(Entry& e, const ClusterSnapshot& snapshot, const policy::Framework& fw)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string AdmitUnconfirmedLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
                                      const policy::Framework& fw)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -296,6 +310,8 @@ class QueueManager final : public PodGate {
     int64_t demand = 0;
   };
   std::map<std::string, Reclaim> reclaiming_ ABSL_GUARDED_BY(mu_);
+  // Where the next tick's reclaim planning starts (round-robin).
+  std::string reclaim_cursor_ ABSL_GUARDED_BY(mu_);
   // Pods we asked to evict (uid -> when): not planned again while they go.
   absl::flat_hash_map<std::string, int64_t> evicted_ ABSL_GUARDED_BY(mu_);
   // Ledger cache for one snapshot generation and config version.

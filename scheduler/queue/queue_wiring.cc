@@ -27,8 +27,23 @@ std::unique_ptr<QueueManager> InstallQueue(ExtenderService* service, ClusterStat
   return queue;
 }
 
-std::function<void()> QueueTicker(QueueManager* queue) {
-  return [queue] { queue->Tick(); };
+TickThread::TickThread(QueueManager* queue, std::chrono::milliseconds every)
+    : thread_([this, queue, every] {
+        while (true) {
+          {
+            absl::MutexLock l(&mu_);
+            if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(every))) return;
+          }
+          queue->Tick();
+        }
+      }) {}
+
+TickThread::~TickThread() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
 }
 
 }  // namespace gpusched::queue

@@ -5,9 +5,12 @@
 #ifndef GPUSCHED_QUEUE_QUEUE_WIRING_H_
 #define GPUSCHED_QUEUE_QUEUE_WIRING_H_
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "gpusched/core/cluster_source.h"
 #include "gpusched/core/config.h"
 #include "gpusched/core/extender_service.h"
@@ -25,10 +28,23 @@ std::unique_ptr<QueueManager> InstallQueue(ExtenderService* service, ClusterStat
                                            ClusterWriter* writer, const SchedulerConfig& config,
                                            Metrics* metrics);
 
-// Returns the periodic job: Tick every call. (No periodic resync: the queue
-// follows ClusterState's pod change feed, and a relist makes its next read
-// a full one.)
-std::function<void()> QueueTicker(QueueManager* queue);
+// Calls queue->Tick() every `every` on a thread of its own, never on the
+// HTTP server's I/O threads (planning reclaim at scale may take longer than
+// a request can wait behind it). No periodic resync: the queue follows
+// ClusterState's pod change feed, and a relist makes its next read a full
+// one. Stops and joins on destruction.
+class TickThread {
+ public:
+  TickThread(QueueManager* queue, std::chrono::milliseconds every);
+  ~TickThread();
+  TickThread(const TickThread&) = delete;
+  TickThread& operator=(const TickThread&) = delete;
+
+ private:
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
 
 }  // namespace gpusched::queue
 

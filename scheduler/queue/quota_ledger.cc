@@ -17,30 +17,63 @@ std::string FormatGpus(int64_t milli) {
 
 QuotaLedger::QuotaLedger(const QuotaConfig& config, const ClusterSnapshot& snapshot)
     : config_(&config) {
+  std::map<std::string, Use> use;
   for (const auto& node : snapshot.nodes()) {
     const std::string& product = snapshot.product(*node);
     for (const PodOnNode& p : node->pods) {
-      Add(p.ns, product, int64_t{p.gpus} * p.milli_per_gpu);
-      ++use_[p.ns].pods;
+      Use& u = use[p.ns];
+      const int64_t milli = int64_t{p.gpus} * p.milli_per_gpu;
+      u.total += milli;
+      u.by_product[product] += milli;
+      ++u.pods;
     }
   }
+  base_ = std::make_shared<const std::map<std::string, Use>>(std::move(use));
 }
 
 QuotaLedger::QuotaLedger(const QuotaConfig& config, const std::map<std::string, NamespaceUse>& use)
-    : config_(&config), use_(use) {}
+    : config_(&config), base_(std::make_shared<const std::map<std::string, Use>>(use)) {}
+
+const QuotaLedger::Use* QuotaLedger::Find(const std::string& ns) const {
+  if (auto it = changed_.find(ns); it != changed_.end()) return &it->second;
+  auto it = base_->find(ns);
+  return it == base_->end() ? nullptr : &it->second;
+}
+
+QuotaLedger::Use& QuotaLedger::Mutable(const std::string& ns) {
+  auto it = changed_.find(ns);
+  if (it != changed_.end()) return it->second;
+  const Use* base = Find(ns);
+  return changed_.emplace(ns, base == nullptr ? Use{} : *base).first->second;
+}
 
 template <typename Fn>
 void QuotaLedger::ForEachNamespace(Fn fn) const {
   for (const auto& [ns, q] : config_->namespaces) fn(ns);
-  for (const auto& [ns, u] : use_) {
+  for (const auto& [ns, u] : *base_) {
     if (!config_->namespaces.contains(ns)) fn(ns);
+  }
+  for (const auto& [ns, u] : changed_) {
+    if (!config_->namespaces.contains(ns) && !base_->contains(ns)) fn(ns);
   }
 }
 
 void QuotaLedger::Add(const std::string& ns, const std::string& product, int64_t milli) {
-  Use& u = use_[ns];
+  // Keeps the cohort sum current (planning adds and removes pods on copies
+  // many times; recomputing it over every namespace each time would not do).
+  const std::string& cohort = Quota(ns).cohort;
+  auto sum = cohort_free_.end();
+  if (!cohort.empty() && !cohort_free_.empty()) {
+    sum = cohort_free_.find(cohort);
+    if (sum == cohort_free_.end()) cohort_free_.clear();  // a new cohort: recompute on use
+  }
+  if (sum != cohort_free_.end() && (config_->namespaces.contains(ns) || Find(ns) != nullptr)) {
+    sum->second -= Guaranteed(ns) - Usage(ns) - HeldBack(ns);
+  }
+  Use& u = Mutable(ns);
   u.total += milli;
   u.by_product[product] += milli;
+  if (sum != cohort_free_.end()) sum->second += Guaranteed(ns) - Usage(ns) - HeldBack(ns);
 }
 
 const NamespaceQuota& QuotaLedger::Quota(const std::string& ns) const {
@@ -49,15 +82,15 @@ const NamespaceQuota& QuotaLedger::Quota(const std::string& ns) const {
 }
 
 int64_t QuotaLedger::Usage(const std::string& ns) const {
-  auto it = use_.find(ns);
-  return it == use_.end() ? 0 : it->second.total;
+  const Use* u = Find(ns);
+  return u == nullptr ? 0 : u->total;
 }
 
 int64_t QuotaLedger::ModelUsage(const std::string& ns, const std::string& model) const {
-  auto it = use_.find(ns);
-  if (it == use_.end()) return 0;
+  const Use* u = Find(ns);
+  if (u == nullptr) return 0;
   int64_t sum = 0;
-  for (const auto& [product, milli] : it->second.by_product) {
+  for (const auto& [product, milli] : u->by_product) {
     if (ProductMatches(model, product)) sum += milli;
   }
   return sum;
@@ -69,10 +102,7 @@ int64_t QuotaLedger::Borrowed(const std::string& ns) const {
 
 std::vector<std::string> QuotaLedger::Namespaces() const {
   std::vector<std::string> out;
-  for (const auto& [ns, q] : config_->namespaces) out.push_back(ns);
-  for (const auto& [ns, u] : use_) {
-    if (!config_->namespaces.contains(ns)) out.push_back(ns);
-  }
+  ForEachNamespace([&out](const std::string& ns) { out.push_back(ns); });
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -86,12 +116,19 @@ int64_t QuotaLedger::HeldBack(const std::string& o) const {
 int64_t QuotaLedger::Lendable(const std::string& ns) const {
   const std::string& cohort = Quota(ns).cohort;
   if (cohort.empty()) return 0;
-  int64_t free = 0;
-  ForEachNamespace([&](const std::string& o) {
-    if (o == ns || Quota(o).cohort != cohort) return;
-    free += Guaranteed(o) - Usage(o) - HeldBack(o);  // idle guarantee minus what o borrows
-  });
-  return std::max<int64_t>(0, free);
+  if (cohort_free_.empty()) {
+    ForEachNamespace([&](const std::string& o) {
+      const std::string& c = Quota(o).cohort;
+      // idle guarantee minus what o borrows
+      if (!c.empty()) cohort_free_[c] += Guaranteed(o) - Usage(o) - HeldBack(o);
+    });
+  }
+  auto it = cohort_free_.find(cohort);
+  const int64_t all = it == cohort_free_.end() ? 0 : it->second;
+  // ns itself counts in the sum only if it is listed or holds GPUs.
+  const bool counted = config_->namespaces.contains(ns) || Find(ns) != nullptr;
+  const int64_t self = counted ? Guaranteed(ns) - Usage(ns) - HeldBack(ns) : 0;
+  return std::max<int64_t>(0, all - self);
 }
 
 int64_t QuotaLedger::Claimed(const std::string& ns) const {

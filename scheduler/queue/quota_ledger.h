@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,7 +75,10 @@ class QuotaLedger {
   // Idle guarantee the other members of ns's cohort hold back by claims.
   int64_t Claimed(const std::string& ns) const;
   // namespace -> milli-GPUs of its idle guarantee held back (see above).
-  void SetClaims(std::map<std::string, int64_t> claims) { claims_ = std::move(claims); }
+  void SetClaims(std::map<std::string, int64_t> claims) {
+    claims_ = std::move(claims);
+    cohort_free_.clear();
+  }
   const std::map<std::string, int64_t>& claims() const { return claims_; }
   // Points the ledger at an equal copy of its config (planning on copies
   // without the queue's mutex).
@@ -98,8 +102,19 @@ class QuotaLedger {
   int64_t HeldBack(const std::string& o) const;
 
   const QuotaConfig* config_;
-  std::map<std::string, Use> use_;
+  const Use* Find(const std::string& ns) const;
+  Use& Mutable(const std::string& ns);
+
+  // Usage by namespace: `base_` is shared by copies (a ledger is copied per
+  // victim set tried), `changed_` holds the namespaces Add() touched in
+  // this copy and shadows base_.
+  std::shared_ptr<const std::map<std::string, Use>> base_;
+  std::map<std::string, Use> changed_;
   std::map<std::string, int64_t> claims_;
+  // Per cohort: the sum over its members of guaranteed - usage - held back
+  // (what Lendable subtracts one member from). Filled on first use, emptied
+  // by every change.
+  mutable std::map<std::string, int64_t> cohort_free_;
 };
 
 // The standard "at quota" message (without the queue position).

@@ -40,6 +40,7 @@ void UsageIndex::Apply(const NodeInfo& node, const std::string& product, int sig
 }
 
 void UsageIndex::Update(std::shared_ptr<const ClusterSnapshot> snapshot) {
+  if (snapshot == last_) return;
   const auto& nodes = snapshot->nodes();
   if (last_ != nullptr && last_->node_set_identity() == snapshot->node_set_identity()) {
     const auto& before = last_->nodes();

@@ -65,11 +65,24 @@ absl::Status RunFgdDriver(const DriverOptions& o) {
   auto cluster = SimCluster::Create(*nodes, o.config.topology_templates);
   if (!cluster.ok()) return cluster.status();
   if (!o.write_cluster.empty()) {
-    GPUSCHED_RETURN_IF_ERROR(WriteText(o.write_cluster, ClusterListJson(*nodes)));
-    if (o.progress) {
-      std::fprintf(stderr, "wrote %zu nodes to %s\n", nodes->size(), o.write_cluster.c_str());
+    // With a trace, the List also holds the GPU pods an --extender run with
+    // the same seed and tune sends, pending: the server's cluster source
+    // must show every pod it is asked about.
+    std::vector<PodRequest> pending;
+    if (!o.grid && !o.pods_csv.empty()) {
+      auto pods = LoadPods(o.pods_csv);
+      if (!pods.ok()) return pods.status();
+      FgdOptions fo;
+      fo.seed = o.seed;
+      fo.tune = o.tune;
+      pending = ExtenderWorkload(*cluster, *pods, fo);
     }
-    if (!o.grid && o.pods_csv.empty()) return absl::OkStatus();
+    GPUSCHED_RETURN_IF_ERROR(WriteText(o.write_cluster, ClusterListJson(*nodes, pending)));
+    if (o.progress) {
+      std::fprintf(stderr, "wrote %zu nodes and %zu pending pods to %s\n", nodes->size(),
+                   pending.size(), o.write_cluster.c_str());
+    }
+    if (o.extender.empty()) return absl::OkStatus();  // a preparation step
   }
   if (!o.grid) {
     if (o.pods_csv.empty()) return absl::InvalidArgumentError("--pods-csv is required");

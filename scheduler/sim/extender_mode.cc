@@ -1,5 +1,6 @@
 #include "scheduler/sim/extender_mode.h"
 
+#include <random>
 #include <unordered_map>
 
 #include "gpusched/policy/placement.h"
@@ -11,6 +12,18 @@
 namespace gpusched::sim {
 namespace {
 
+// The pod of arrival `k` as the API server holds it: a unique name and UID
+// per arrival (clones share their source's trace name), pending.
+PodRequest WirePod(const PodRequest& pod, int64_t k, uint64_t seed) {
+  PodRequest wire = pod;
+  if (wire.ns.empty()) wire.ns = "default";
+  wire.name = StrCat("sim-", k, "-", pod.name);
+  wire.uid = StrCat("sim-", seed, "-", k);
+  wire.node_name.clear();
+  wire.phase = PodPhase::kPending;
+  return wire;
+}
+
 // Plays kube-scheduler against the extender for each arriving pod.
 class ExtenderDecider : public FgdDecider {
  public:
@@ -21,14 +34,7 @@ class ExtenderDecider : public FgdDecider {
                              const std::vector<int32_t>& rank, DeviceMask* devices) override {
     const int64_t k = arrivals_++;
     *devices = 0;
-    // The pod as the API server would hold it: a unique name and UID per
-    // arrival (clones share their source's trace name).
-    PodRequest wire = pod;
-    if (wire.ns.empty()) wire.ns = "default";
-    wire.name = StrCat("sim-", k, "-", pod.name);
-    wire.uid = StrCat("sim-", seed_, "-", k);
-    wire.node_name.clear();
-    wire.phase = PodPhase::kPending;
+    const PodRequest wire = WirePod(pod, k, seed_);
 
     // In-tree NodeResourcesFit: CPU and memory, and the GPU count against the
     // node's allocatable (device accounting, with sharing, is the extender's).
@@ -127,8 +133,22 @@ class ExtenderDecider : public FgdDecider {
 
 }  // namespace
 
-std::string ClusterListJson(const std::vector<NodeSpec>& nodes) {
-  return codec::EncodeNodeList(nodes);
+std::string ClusterListJson(const std::vector<NodeSpec>& nodes,
+                            const std::vector<PodRequest>& pods) {
+  return codec::EncodeClusterList(nodes, pods);
+}
+
+std::vector<PodRequest> ExtenderWorkload(const SimCluster& cluster,
+                                         const std::vector<PodRequest>& trace,
+                                         const FgdOptions& options) {
+  std::mt19937_64 rng(options.seed);  // as RunFgdWith draws the workload
+  std::vector<PodRequest> pods = PrepareWorkload(trace, cluster.total_gpus(), options.tune, rng);
+  std::vector<PodRequest> out;
+  for (size_t k = 0; k < pods.size(); ++k) {
+    if (pods[k].gpu.count > 0)
+      out.push_back(WirePod(pods[k], static_cast<int64_t>(k), options.seed));
+  }
+  return out;
 }
 
 absl::StatusOr<FgdResult> RunFgdViaExtender(const SimCluster& cluster,

@@ -30,8 +30,19 @@ struct FgdResult;
 using ExtenderTransport =
     std::function<absl::StatusOr<std::string>(const std::string& path, const std::string& body)>;
 
-// A Kubernetes List JSON of `nodes` (what `serve --cluster` reads).
-std::string ClusterListJson(const std::vector<NodeSpec>& nodes);
+// A Kubernetes List JSON of `nodes` and `pods` (what `serve --cluster`
+// reads).
+std::string ClusterListJson(const std::vector<NodeSpec>& nodes,
+                            const std::vector<PodRequest>& pods = {});
+
+// The GPU pods an --extender run of `trace` will send, as the API server
+// holds them before kube-scheduler filters them (pending, with the unique
+// name and UID of their arrival). The server's cluster source must show
+// them: it never takes a pod from a filter request. Deterministic in the
+// trace, the cluster's GPU count, options.seed and options.tune.
+std::vector<PodRequest> ExtenderWorkload(const SimCluster& cluster,
+                                         const std::vector<PodRequest>& trace,
+                                         const FgdOptions& options);
 
 absl::StatusOr<FgdResult> RunFgdViaExtender(const SimCluster& cluster,
                                             const std::vector<PodRequest>& trace,

@@ -129,6 +129,7 @@ class QueueReplay {
     deps.writer = &log_;
     deps.framework = [svc = service_.get()] { return svc->framework(); };
     deps.now_ms = [this] { return now_ms_; };
+    deps.log = [](const std::string&) {};  // wall-clock log lines mean nothing here
     queue::QueueOptions qo = queue::QueueOptionsFrom(o_.config);
     qo.quotas = quotas_;
     queue_ = std::make_unique<queue::QueueManager>(std::move(deps), std::move(qo));

@@ -349,6 +349,12 @@ Reply FakeApiServer::Impl::Handle(http::request<http::string_body>& req, Stream&
     }
     return HandleList(p[3], q);
   }
+  // A namespaced pod list (as `gpusched queue -n NS` asks): the pods of NS.
+  if (p.size() == 6 && p[1] == "api" && p[3] == "namespaces" && p[5] == "pods" &&
+      method == "GET" && !watch) {
+    q["namespace"] = p[4];
+    return HandleList("pods", q);
+  }
   if (p.size() == 5 && p[1] == "api" && p[3] == "nodes") {
     std::lock_guard<std::mutex> lock(mu);
     auto it = store["nodes"].find(p[4]);
@@ -414,7 +420,11 @@ Reply FakeApiServer::Impl::HandleList(const std::string& kind,
     list_rv = it->second.first;
     items = it->second.second;
   } else {
-    for (auto& [k, v] : store[kind]) items.push_back(v);
+    for (auto& [k, v] : store[kind]) {
+      if (q["namespace"].empty() || v["metadata"].value("namespace", "") == q["namespace"]) {
+        items.push_back(v);
+      }
+    }
   }
   size_t limit = q["limit"].empty() ? items.size() : std::stoul(q["limit"]);
   Json page = {{"kind", kind == "nodes" ? "NodeList" : "PodList"}, {"apiVersion", "v1"}};

@@ -165,7 +165,7 @@ TEST(ExtenderCodec, PodAndNodeRoundTrip) {
   n.memory_mib = 393216;
   n.unschedulable = true;
   n.topology_codes = {{"X", "NV1"}, {"NV1", "X"}};
-  std::string list = codec::EncodeNodeList({n});
+  std::string list = codec::EncodeClusterList({n});
   auto objs = d.DecodeClusterList(list);
   ASSERT_TRUE(objs.ok()) << objs.status();
   ASSERT_EQ(objs->nodes.size(), 1u);
@@ -220,7 +220,11 @@ TEST(ExtenderMode, SameResultsAsInProcess) {
   auto local = RunFgd(*cluster, trace, config, o);
   ASSERT_TRUE(local.ok()) << local.status();
 
-  LoopbackServer server(ClusterListJson(*nodes), config);
+  // The server's source shows every pod the run will send (as the API
+  // server would), never taking one from a request.
+  const std::vector<PodRequest> workload = ExtenderWorkload(*cluster, trace, o);
+  ASSERT_FALSE(workload.empty());
+  LoopbackServer server(ClusterListJson(*nodes, workload), config);
   auto client = http::HttpClient::Create(server.url());
   ASSERT_TRUE(client.ok()) << client.status();
   int calls = 0;

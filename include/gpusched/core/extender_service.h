@@ -28,13 +28,23 @@ namespace gpusched {
 
 // Decides whether a pod may be placed at all right now (quota, queue order,
 // gangs). Implementations must be thread-safe.
+// A gate's answer for one pod: admitted now, or not with the reason (it
+// starts with "gpusched: ") every node fails with.
+struct Admission {
+  bool admitted = true;
+  std::string reason;  // empty when admitted
+  static Admission Yes() { return {}; }
+  static Admission No(std::string reason) { return {false, std::move(reason)}; }
+};
+
 class PodGate {
  public:
   virtual ~PodGate() = default;
-  // Returns "" if the pod may be placed now, else the reason (starting with
-  // "gpusched: ") with which every node fails. `snapshot` is the one the
-  // filter will use.
-  virtual std::string Admit(const PodRequest& pod, const ClusterSnapshot& snapshot) = 0;
+  // Whether the pod may be placed now. `snapshot` and `framework` are the
+  // ones the filter uses (one reload can never give the gate and the filter
+  // different scoring).
+  virtual Admission Admit(const PodRequest& pod, const ClusterSnapshot& snapshot,
+                          const policy::Framework& framework) = 0;
   // Called after a successful bind (usage changed).
   virtual void OnBound(const PodRequest& pod) = 0;
 

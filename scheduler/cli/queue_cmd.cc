@@ -1,0 +1,134 @@
+// gpusched queue: prints the pending GPU pods of a namespace (or all) in
+// queue order, with the position and reason gpusched's leader keeps in the
+// pods' annotations (scheduler/kube/queue_status.h). Reads pods only, so
+// anyone allowed to list pods in the namespace may run it; installed as
+// `kubectl-gpusched` on the PATH it is also `kubectl gpusched queue`.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "gpusched/util/strings.h"
+#include "scheduler/cli/commands.h"
+#include "scheduler/cli/flags.h"
+#include "scheduler/codec/queue_codec.h"
+#include "scheduler/kube/runtime.h"
+
+namespace gpusched::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gpusched queue [-n NAMESPACE | -A] [flags]\n"
+    "       kubectl gpusched queue [-n NAMESPACE | -A]   (with kubectl-gpusched on the PATH)\n"
+    "\n"
+    "Lists pending pods that ask for GPUs, in queue order, with the position and\n"
+    "reason gpusched keeps on each pod (annotations gpusched.io/queue-position and\n"
+    "gpusched.io/queue-reason).\n"
+    "  -n, --namespace NAME  one namespace (default: the kubeconfig context's, else default)\n"
+    "  -A, --all-namespaces  every namespace\n"
+    "  --kubeconfig PATH     the cluster (default: $KUBECONFIG, else ~/.kube/config,\n"
+    "                        else in-cluster)\n"
+    "  --context NAME        kubeconfig context\n"
+    "  --wide                print the full reason (default: cut to fit 100 columns)\n";
+
+// Position text as a sort key: "3" -> 3, "101+" -> 101; unknown last.
+int64_t PositionKey(const std::string& text) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return INT64_MAX;
+  return std::atoll(text.c_str());
+}
+
+std::string DefaultKubeconfig() {
+  if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
+    std::string s = env;
+    return s.substr(0, s.find(':'));
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr) {
+    std::string path = StrCat(home, "/.kube/config");
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      std::fclose(f);
+      return path;
+    }
+  }
+  return "";
+}
+
+// Args with kubectl's short forms spelled out for Flags.
+std::vector<std::string> Normalise(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const std::string& a : args) {
+    if (a == "-n") {
+      out.push_back("--namespace");
+    } else if (a.rfind("-n=", 0) == 0) {
+      out.push_back("--namespace=" + a.substr(3));
+    } else if (a == "-A") {
+      out.push_back("--all-namespaces");
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int Queue(const std::vector<std::string>& args) {
+  Flags flags({"namespace", "kubeconfig", "context"}, {"all-namespaces", "wide"}, kUsage);
+  if (auto done = flags.ParseOrExit("queue", Normalise(args))) return *done;
+  kube::KubeOptions ko;
+  ko.kubeconfig = flags.Has("kubeconfig") ? flags.Get("kubeconfig") : DefaultKubeconfig();
+  ko.context = flags.Get("context");
+  ko.in_cluster = ko.kubeconfig.empty();
+  auto client = kube::MakeClient(ko);
+  if (!client.ok()) {
+    std::cerr << "gpusched queue: " << client.status().message() << "\n";
+    return 1;
+  }
+  const bool all = flags.Has("all-namespaces");
+  const std::string ns = flags.Get("namespace", "default");
+  const std::string path =
+      StrCat(all ? std::string("/api/v1/pods") : StrCat("/api/v1/namespaces/", ns, "/pods"),
+             "?fieldSelector=status.phase%3DPending");
+  auto res = (*client)->Do("GET", path, "", "", std::chrono::seconds(30));
+  if (!res.ok() || res->status != 200) {
+    std::cerr << "gpusched queue: GET " << path << ": "
+              << (res.ok() ? StrCat("HTTP ", res->status, " ", res->body.substr(0, 300))
+                           : std::string(res.status().message()))
+              << "\n";
+    return 1;
+  }
+  auto rows = codec::DecodeQueueList(res->body);
+  if (!rows.ok()) {
+    std::cerr << "gpusched queue: " << rows.status().message() << "\n";
+    return 1;
+  }
+  std::vector<codec::QueueListRow> pending;
+  for (codec::QueueListRow& r : *rows) {
+    if (r.gpus != "0" && r.node.empty()) pending.push_back(std::move(r));
+  }
+  std::stable_sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) {
+    if (a.ns != b.ns) return a.ns < b.ns;
+    const int64_t pa = PositionKey(a.position), pb = PositionKey(b.position);
+    if (pa != pb) return pa < pb;
+    return a.created < b.created;
+  });
+  if (pending.empty()) {
+    std::cout << (all ? std::string("No pending GPU pods.")
+                      : StrCat("No pending GPU pods in namespace ", ns, "."))
+              << "\n";
+    return 0;
+  }
+  const bool wide = flags.Has("wide");
+  std::printf(all ? "%-16s %-32s %-8s %-4s %-16s %s\n" : "%.0s%-32s %-8s %-4s %-16s %s\n",
+              "NAMESPACE", "NAME", "POSITION", "GPUS", "PRIORITY-CLASS", "REASON");
+  for (const codec::QueueListRow& r : pending) {
+    std::string reason = r.reason.empty() ? "<not yet seen by gpusched>" : r.reason;
+    if (reason.rfind("gpusched: ", 0) == 0) reason = reason.substr(10);
+    if (!wide && reason.size() > 60) reason = reason.substr(0, 57) + "...";
+    std::printf(all ? "%-16s %-32s %-8s %-4s %-16s %s\n" : "%.0s%-32s %-8s %-4s %-16s %s\n",
+                r.ns.c_str(), r.name.c_str(), r.position.empty() ? "-" : r.position.c_str(),
+                r.gpus.c_str(), r.priority_class.empty() ? "-" : r.priority_class.c_str(),
+                reason.c_str());
+  }
+  return 0;
+}
+
+}  // namespace gpusched::cli

@@ -1,0 +1,140 @@
+// Queue position a user can see: the leader's QueueStatusPublisher writes
+// gpusched.io/queue-position and gpusched.io/queue-reason on pending pods
+// (only when they change, positions past 100 in buckets), and `gpusched
+// queue -n NS` lists a namespace's pending GPU pods in queue order from
+// them, both against the fake API server.
+#include "scheduler/kube/queue_status.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "scheduler/codec/queue_codec.h"
+#include "scheduler/queue/queue_manager.h"
+#include "test/kube/kube_test_util.h"
+#include "test/testing/builders.h"
+#include "test/testing/child_process.h"
+
+namespace gpusched::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+const TestPki& Pki() {
+  static const TestPki pki = MakeTestPki();
+  return pki;
+}
+
+std::string Annotation(const FakeApiServer& api, const std::string& key, const char* name) {
+  auto pod = api.Get("pods", key);
+  if (!pod.has_value()) return "<no pod>";
+  return (*pod)["metadata"].value("annotations", Json::object()).value(name, "");
+}
+
+class QueueStatusTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_ = std::make_unique<FakeApiServer>(Pki(), kToken);
+    api_->Start();
+    client_ = ClientFor(*api_, Pki());
+  }
+  std::unique_ptr<FakeApiServer> api_;
+  std::unique_ptr<kube::KubeHttpClient> client_;
+};
+
+TEST_F(QueueStatusTest, TextsAreExactUpToTheLimitThenBucketed) {
+  queue::QueuedPod p;
+  p.ns = "team-a";
+  p.position = 3;
+  p.reason = "gpusched: namespace team-a at quota";
+  EXPECT_EQ(kube::QueueStatusPublisher::Texts(p, 100), std::make_pair(std::string("3"), p.reason));
+  p.reason = "";
+  EXPECT_THAT(kube::QueueStatusPublisher::Texts(p, 100).second, HasSubstr("admissible now"));
+  p.position = 150;
+  EXPECT_EQ(kube::QueueStatusPublisher::Texts(p, 100).first, "101+");
+  p.position = 151;  // the same bucket: nothing to rewrite
+  EXPECT_EQ(
+      kube::QueueStatusPublisher::Texts(p, 100),
+      kube::QueueStatusPublisher::Texts(queue::QueuedPod{.ns = "team-a", .position = 199}, 100));
+}
+
+TEST_F(QueueStatusTest, PublishesTheQueuesPositionsAndRewritesOnlyChanges) {
+  // The queue manager over the same pods the API server holds.
+  std::vector<PodRequest> pods;
+  for (int i = 0; i < 3; ++i) {
+    api_->Put("pods", PodJson("team-a", "job-" + std::to_string(i), 8));
+    pods.push_back(PodBuilder("job-" + std::to_string(i), "team-a")
+                       .Gpus(8)
+                       .Priority(10 - i)  // job-0 first
+                       .Build());
+    pods.back().uid = "uid-team-a-job-" + std::to_string(i);
+  }
+  auto state = MakeState({Hgx8H100("h0")}, pods);
+  auto fw = policy::Framework::Create(ScoringConfig{});
+  ASSERT_TRUE(fw.ok());
+  std::shared_ptr<const policy::Framework> framework(std::move(*fw));
+  queue::QueueOptions options;
+  options.quotas.enabled = true;
+  options.quotas.namespaces["team-a"].gpus = {8, 8};
+  queue::QueueDeps deps;
+  deps.state = state.get();
+  deps.framework = [framework] { return framework; };
+  queue::QueueManager q(deps, options);
+  q.Resync();
+
+  kube::QueueStatusPublisher::Options po;
+  po.period = std::chrono::hours(1);  // rounds only when the test asks
+  po.qps = 1000;
+  kube::QueueStatusPublisher publisher(
+      client_.get(), [&q](int32_t explained) { return q.Positions(explained); },
+      [] { return true; }, po, nullptr);
+  publisher.RunOnce();
+  for (int i = 0; i < 3; ++i) {
+    const std::string key = "team-a/job-" + std::to_string(i);
+    EXPECT_EQ(Annotation(*api_, key, codec::kQueuePositionAnnotation), std::to_string(i + 1));
+  }
+  EXPECT_THAT(Annotation(*api_, "team-a/job-1", codec::kQueueReasonAnnotation),
+              HasSubstr("1 earlier in queue need 8"));
+  const int patches = api_->requests("PATCH /api/v1/namespaces/team-a/pods/");
+  publisher.RunOnce();  // nothing changed: nothing written
+  EXPECT_EQ(api_->requests("PATCH /api/v1/namespaces/team-a/pods/"), patches);
+  // job-0 binds: the others move up and are rewritten.
+  ASSERT_TRUE(state->Assume(pods[0], "h0", 0xff).ok());
+  publisher.RunOnce();
+  EXPECT_EQ(Annotation(*api_, "team-a/job-1", codec::kQueuePositionAnnotation), "1");
+  EXPECT_EQ(Annotation(*api_, "team-a/job-2", codec::kQueuePositionAnnotation), "2");
+  EXPECT_EQ(api_->requests("PATCH /api/v1/namespaces/team-a/pods/"), patches + 2);
+}
+
+TEST_F(QueueStatusTest, QueueCommandListsANamespaceInQueueOrder) {
+  Json second = PodJson("team-a", "second", 4);
+  second["metadata"]["annotations"] = {{codec::kQueuePositionAnnotation, "2"},
+                                       {codec::kQueueReasonAnnotation, "gpusched: behind first"}};
+  Json first = PodJson("team-a", "first", 8);
+  first["metadata"]["annotations"] = {{codec::kQueuePositionAnnotation, "1"},
+                                      {codec::kQueueReasonAnnotation, "gpusched: at quota"}};
+  api_->Put("pods", second);
+  api_->Put("pods", first);
+  api_->Put("pods", PodJson("team-b", "elsewhere", 1));
+  api_->Put("pods", PodJson("team-a", "running", 2, "h0", "0,1", "Running"));
+  const std::string kubeconfig =
+      WriteTempFile("queue_cmd_kubeconfig", KubeconfigYaml(api_->port(), Pki().ca_pem, kToken));
+  const std::string log = ::testing::TempDir() + "/queue_cmd.log";
+  std::remove(log.c_str());
+  Child c(GPUSCHED_BINARY, {"queue", "-n", "team-a", "--kubeconfig", kubeconfig}, log);
+  ASSERT_EQ(c.Wait(), 0) << ReadAll(log);
+  const std::string out = ReadAll(log);
+  EXPECT_THAT(out, HasSubstr("POSITION"));
+  const size_t a = out.find("first"), b = out.find("second");
+  ASSERT_NE(a, std::string::npos) << out;
+  ASSERT_NE(b, std::string::npos) << out;
+  EXPECT_LT(a, b) << out;  // queue order, not name or creation order
+  EXPECT_THAT(out, HasSubstr("at quota"));
+  EXPECT_EQ(out.find("elsewhere"), std::string::npos) << out;  // another namespace
+  EXPECT_EQ(out.find("running"), std::string::npos) << out;    // not pending
+}
+
+}  // namespace
+}  // namespace gpusched::testing
