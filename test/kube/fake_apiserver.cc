@@ -350,8 +350,8 @@ Reply FakeApiServer::Impl::Handle(http::request<http::string_body>& req, Stream&
     return HandleList(p[3], q);
   }
   // A namespaced pod list (as `gpusched queue -n NS` asks): the pods of NS.
-  if (p.size() == 6 && p[1] == "api" && p[3] == "namespaces" && p[5] == "pods" &&
-      method == "GET" && !watch) {
+  if (p.size() == 6 && p[1] == "api" && p[3] == "namespaces" && p[5] == "pods" && method == "GET" &&
+      !watch) {
     q["namespace"] = p[4];
     return HandleList("pods", q);
   }
