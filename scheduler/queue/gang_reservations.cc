@@ -124,10 +124,9 @@ std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
                   " reserved device sets are claimed by other members");
   }
   const int32_t missing = pod.gang_size - HeldGangMembersLocked(pod);
-  if (missing <= 0) {
-    return StrCat("gpusched: gang ", pod.gang, " already has its ", pod.gang_size,
-                  " members holding GPUs");
-  }
+  // The gang has started (its gang_size, for an elastic gang its minMember,
+  // hold GPUs): a further member runs on its own, like a single pod.
+  if (missing <= 0) return "";
   std::vector<std::pair<std::string, DeviceMask>> picks;
   const int32_t placed = PlaceGangLocked(pod, missing, snapshot, fw, {}, &picks);
   if (placed < missing) {

@@ -182,8 +182,12 @@ std::vector<QueueManager::Unit> QueueManager::UnitsLocked(const std::string& ns,
       const std::vector<const Entry*>& members = gang_members_[GangKey(ns, e->pod.gang)];
       Unit u{e, members, 0};
       std::sort(u.members.begin(), u.members.end(), EarlierEntry());
+      // Until the gang has started its missing members are placed at once;
+      // after (an elastic gang past minMember), each pending member runs
+      // alone and all of them count.
       const int32_t missing = std::max(0, e->pod.gang_size - HeldGangMembersLocked(e->pod));
-      u.demand = DemandMilli(e->pod.gpu) * missing;
+      u.demand = DemandMilli(e->pod.gpu) *
+                 (missing > 0 ? missing : static_cast<int32_t>(u.members.size()));
       units.push_back(std::move(u));
       if (!stop_gang.empty() && e->pod.gang == stop_gang) break;
     } else {
@@ -386,13 +390,16 @@ std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& p
     }
     return "";
   }
-  if (IsGang(pod)) {
+  auto snapshot = state.Snapshot();
+  SyncLocked(snapshot);
+  // A member of a gang that has started binds like a single pod; any other
+  // gang member binds only into its reservation.
+  if (pod.gang_size == kGangSizeUnknown ||
+      (IsGang(pod) && HeldGangMembersLocked(pod) < pod.gang_size)) {
     return StrCat("gpusched: gang ", pod.gang, " holds no reservation for ", pod.Key(),
                   " (expired or never made); it will be retried");
   }
   if (options_.quotas.enabled && pod.gpu.count > 0) {
-    auto snapshot = state.Snapshot();
-    SyncLocked(snapshot);
     const QuotaLedger& ledger = LedgerLocked();
     const int64_t demand = DemandMilli(pod.gpu);
     QuotaVerdict v = ledger.Check(pod.ns, demand);

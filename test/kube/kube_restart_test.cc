@@ -207,7 +207,15 @@ TEST_F(KubeRestartTest, KillMinusNineMidBurstThenRestartEqualsColdStart) {
     }
     return out;
   };
-  // Let the restarted process see its own binds through the watch first.
+  // Let the restarted process see the probes (filter requests never add a
+  // pod: only the watch does) and its own binds through the watch first.
+  auto knows = [&](uint16_t port) {
+    for (const auto& p : probes) {
+      if (Http(port, "GET", "/debug/pods/team-a/" + p, "").status != 200) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(WaitFor([&] { return knows(port2); }, std::chrono::milliseconds(5000)));
   std::vector<std::string> after_restart;
   WaitFor(
       [&] {
@@ -219,6 +227,7 @@ TEST_F(KubeRestartTest, KillMinusNineMidBurstThenRestartEqualsColdStart) {
   uint16_t port3 = 0;
   auto cold = Start(&port3);
   ASSERT_TRUE(cold->Alive());
+  ASSERT_TRUE(WaitFor([&] { return knows(port3); }, std::chrono::milliseconds(5000)));
   std::vector<std::string> cold_answers = answers(port3);
   EXPECT_EQ(after_restart, cold_answers);
   CheckQueueInvariantsOf(port3);

@@ -328,6 +328,30 @@ TEST(QueueMetricsTest, WaitIsAHistogramObservedAtBind) {
               ::testing::HasSubstr("gpusched_queue_wait_seconds_count{namespace=\"team-a\"} 1\n"));
 }
 
+// An elastic gang (minMember 2, three pods) starts when two members can:
+// the third waits while both reserved device sets are claimed, then runs on
+// its own once the gang holds its minimum.
+TEST(GangTest, ElasticGangStartsAtMinMemberAndTheRestRunAlone) {
+  Harness h(H100s(2), {}, ResearchCohort());
+  auto member = [](int i) {
+    return PodBuilder("w" + std::to_string(i), "team-a").Gpus(4).Gang("g", 2).Build();
+  };
+  for (int i = 0; i < 3; ++i) h.Submit(member(i));
+  auto n0 = h.Filter(member(0));
+  ASSERT_THAT(n0, SizeIs(1));
+  auto n1 = h.Filter(member(1));
+  ASSERT_THAT(n1, SizeIs(1));
+  std::string reason;
+  EXPECT_THAT(h.Filter(member(2), &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("claimed by other members"));
+  EXPECT_EQ(h.Bind(member(0), n0[0]), "");
+  EXPECT_EQ(h.Bind(member(1), n1[0]), "");
+  auto n2 = h.Filter(member(2), &reason);
+  ASSERT_FALSE(n2.empty()) << reason;
+  EXPECT_EQ(h.Bind(member(2), n2[0]), "");
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 12000);
+}
+
 // A framework gang whose size its owning object declares waits until that
 // object is read: never admitted alone, with a reason naming the object.
 TEST(GangTest, GangOfUnknownSizeWaitsForItsSize) {
