@@ -312,30 +312,46 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
     }
   }
   const bool lower_only = in.options->reclaim.only_lower_priority;
-  std::optional<std::vector<std::string>> best;
+  auto reclaimable = [&](const PodOnNode& p) {
+    return borrowers.contains(p.ns) && !IsReservation(p.uid) && !in.evicted->contains(p.uid) &&
+           (!lower_only || p.priority < job->pod.priority);
+  };
+  // Per node, whether planning can help: its verdict is not unresolvable, it
+  // has a reclaimable pod, and its free devices plus every reclaimable
+  // pod's are enough for a whole-GPU pod. Also the fewest victims any plan
+  // can have: a victim frees at most `most` devices, a node has at most
+  // `most_free` free, so a plan of that size is the cheapest there is.
+  const int32_t count = job->pod.gpu.shared() ? 1 : job->pod.gpu.count;
+  std::vector<uint8_t> worth(nodes.size(), 0);
+  int32_t most = 1, most_free = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeInfo& node = *nodes[i];
     if (memo.Filter(snapshot.hot(static_cast<int32_t>(i))).verdict ==
         policy::Verdict::kUnresolvable) {
       continue;  // no eviction makes this node fit
     }
-    // A necessary condition before planning: the free devices and those of
-    // every pod reclaim could take here are enough for a whole-GPU pod.
-    int32_t could_free = std::popcount(node.whole_free & node.healthy);
+    const int32_t free = std::popcount(node.whole_free & node.healthy);
+    int32_t could_free = free;
     bool any = false;
     for (const PodOnNode& p : node.pods) {
-      if (!borrowers.contains(p.ns) || IsReservation(p.uid) || in.evicted->contains(p.uid) ||
-          (lower_only && p.priority >= job->pod.priority)) {
-        continue;
-      }
+      if (!reclaimable(p)) continue;
       any = true;
       could_free += std::popcount(p.devices);
+      most = std::max(most, std::popcount(p.devices));
     }
-    if (!any || (!job->pod.gpu.shared() && could_free < job->pod.gpu.count)) continue;
-    auto plan = PlanNode(in, job->pod, node, snapshot, fw, nullptr, true);
+    if (!any || (!job->pod.gpu.shared() && could_free < count)) continue;
+    worth[i] = 1;
+    most_free = std::max(most_free, free);
+  }
+  const size_t fewest =
+      static_cast<size_t>(std::max(1, (count - most_free + most - 1) / std::max(1, most)));
+  std::optional<std::vector<std::string>> best;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!worth[i]) continue;
+    auto plan = PlanNode(in, job->pod, *nodes[i], snapshot, fw, nullptr, true);
     if (plan.has_value() && !plan->empty() && (!best || plan->size() < best->size())) {
       best = std::move(plan);
-      if (best->size() == 1) break;  // no later node can need fewer
+      if (best->size() <= fewest) break;  // no later node can need fewer
     }
   }
   if (best.has_value()) job->victims = std::move(*best);
