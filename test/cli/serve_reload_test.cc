@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -218,6 +219,10 @@ TEST_F(ServeReloadTest, HealthPortServesOnlyTheProbes) {
 // Out of file descriptors the accept loop backs off instead of spinning,
 // logs it, and serves again once connections close.
 TEST_F(ServeReloadTest, OutOfDescriptorsBacksOffAndRecovers) {
+  // The sanitizers' runtime needs descriptors itself (UBSan's vptr check
+  // probes memory through a pipe): out of them, it reports every virtual
+  // call as an invalid vptr and aborts. The behaviour is tested unsanitized.
+  if (std::getenv("GPUSCHED_SANITIZER_BUILD") != nullptr) GTEST_SKIP() << "sanitizer build";
   Publish(Config(8, 8));
   Start({}, 40);
   std::vector<int> fds;
