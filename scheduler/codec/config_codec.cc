@@ -346,14 +346,21 @@ absl::Status DecodeReclaim(const json& j, ReclaimConfig& r) {
   return absl::OkStatus();
 }
 
-// "config: not valid JSON at line L, column C: <reason>" for a syntax
-// error. `byte` is nlohmann's 1-based index of the last character read.
-absl::Status SyntaxError(std::string_view text, const json::parse_error& e) {
-  const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+// "config: not valid JSON at line L, column C: <reason>", the position being
+// the 0-based byte offset `at` of `text`.
+absl::Status NotValidJsonAt(std::string_view text, size_t at, std::string_view reason) {
+  at = std::min(at, text.size());
   const std::string_view before = text.substr(0, at);
   const size_t line = 1 + std::count(before.begin(), before.end(), '\n');
   const size_t line_start =
       before.rfind('\n') == std::string_view::npos ? 0 : before.rfind('\n') + 1;
+  return absl::InvalidArgumentError(StrCat("config: not valid JSON at line ", line, ", column ",
+                                           at - line_start + 1, ": ", reason));
+}
+
+// A syntax error. `byte` is nlohmann's 1-based index of the last character
+// read.
+absl::Status SyntaxError(std::string_view text, const json::parse_error& e) {
   std::string_view reason = e.what();
   // what(): "[json.exception.parse_error.101] parse error at line 3, column 5: <reason>"
   if (size_t col = reason.find(", column "); col != std::string_view::npos) {
@@ -361,8 +368,27 @@ absl::Status SyntaxError(std::string_view text, const json::parse_error& e) {
       reason.remove_prefix(colon + 2);
     }
   }
-  return absl::InvalidArgumentError(StrCat("config: not valid JSON at line ", line, ", column ",
-                                           at - line_start + 1, ": ", reason));
+  return NotValidJsonAt(text, e.byte > 0 ? e.byte - 1 : 0, reason);
+}
+
+// A number too large for a double ("1e999"). nlohmann reports no position,
+// only the number's text: the error points at its first occurrence.
+absl::Status NumberOverflow(std::string_view text, const json::out_of_range& e) {
+  std::string_view reason = e.what();
+  // what(): "[json.exception.out_of_range.406] number overflow parsing '<number>'"
+  if (size_t bracket = reason.find("] "); bracket != std::string_view::npos) {
+    reason.remove_prefix(bracket + 2);
+  }
+  std::string_view number = reason;
+  if (size_t open = number.find('\''); open != std::string_view::npos) {
+    number.remove_prefix(open + 1);
+    number = number.substr(0, number.find('\''));
+  }
+  const size_t at = number.empty() ? std::string_view::npos : text.find(number);
+  if (at == std::string_view::npos) {
+    return absl::InvalidArgumentError(StrCat("config: not valid JSON: ", reason));
+  }
+  return NotValidJsonAt(text, at, reason);
 }
 
 }  // namespace
@@ -373,6 +399,8 @@ absl::StatusOr<SchedulerConfig> DecodeConfig(std::string_view text) {
     j = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     return SyntaxError(text, e);
+  } catch (const json::out_of_range& e) {
+    return NumberOverflow(text, e);
   }
   GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "",
                                      {"$schema", "description", "server", "scoring",

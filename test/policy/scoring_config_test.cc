@@ -110,5 +110,15 @@ TEST(ScoringConfig, ErrorsNameTheField) {
   }
 }
 
+// A number too large for a double is a JSON error with its position, not an
+// exception (found by the config fuzzer).
+TEST(ScoringConfig, NumberOverflowIsASyntaxError) {
+  auto config = codec::DecodeConfig("{\n  \"gang\": {\"reservationSeconds\": 9e999}}");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "config: not valid JSON at line 2, column 34: number overflow parsing '9e999'");
+  EXPECT_FALSE(codec::DecodeConfig("\n9999e99999999999999999*98").ok());
+}
+
 }  // namespace
 }  // namespace gpusched::policy
