@@ -42,6 +42,27 @@ NodeInfo WithoutPods(const NodeInfo& node, const std::vector<std::string>& uids)
   return n;
 }
 
+NodeInfo WithPod(const NodeInfo& node, const PodRequest& pod, DeviceMask devices) {
+  NodeInfo n = node;
+  const int share = pod.gpu.shared() ? pod.gpu.milli_per_gpu : 1000;
+  for (DeviceMask m = devices; m != 0; m &= m - 1) {
+    const int d = std::countr_zero(m);
+    n.used_milli[d] = static_cast<uint16_t>(std::min(1000, n.used_milli[d] + share));
+    n.whole_free &= ~(DeviceMask{1} << d);
+  }
+  n.cpu_used_milli += pod.cpu_milli;
+  n.memory_used_mib += pod.memory_mib;
+  PodOnNode on;
+  on.uid = "hypothetical";
+  on.ns = pod.ns;
+  on.gpus = pod.gpu.count;
+  on.milli_per_gpu = pod.gpu.milli_per_gpu;
+  on.devices = devices;
+  on.gang = pod.gang;
+  n.pods.push_back(std::move(on));
+  return n;
+}
+
 bool FitsWithDevices(const Framework& fw, const PodContext& ctx, const NodeInfo& node) {
   if (!fw.Filter(ctx, node).fits()) return false;
   return ChoosePlacement(ctx.pod->gpu, node).has_value();

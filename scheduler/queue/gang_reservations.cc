@@ -7,34 +7,11 @@
 #include <iostream>
 
 #include "gpusched/policy/placement.h"
+#include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/queue/queue_manager.h"
 
 namespace gpusched::queue {
-namespace {
-
-NodeInfo WithPod(const NodeInfo& node, const PodRequest& pod, DeviceMask devices) {
-  NodeInfo n = node;
-  const int share = pod.gpu.shared() ? pod.gpu.milli_per_gpu : 1000;
-  for (DeviceMask m = devices; m != 0; m &= m - 1) {
-    const int d = std::countr_zero(m);
-    n.used_milli[d] = static_cast<uint16_t>(std::min(1000, n.used_milli[d] + share));
-    n.whole_free &= ~(DeviceMask{1} << d);
-  }
-  n.cpu_used_milli += pod.cpu_milli;
-  n.memory_used_mib += pod.memory_mib;
-  PodOnNode on;
-  on.uid = "hypothetical";
-  on.ns = pod.ns;
-  on.gpus = pod.gpu.count;
-  on.milli_per_gpu = pod.gpu.milli_per_gpu;
-  on.devices = devices;
-  on.gang = pod.gang;
-  n.pods.push_back(std::move(on));
-  return n;
-}
-
-}  // namespace
 
 QueueManager::Slot* QueueManager::SlotOfLocked(const std::string& uid) {
   for (auto& [key, r] : reservations_) {
@@ -91,7 +68,7 @@ int32_t QueueManager::PlaceGangLocked(const PodRequest& pod, int32_t missing,
     }
     if (best == nullptr) return i;
     const std::string name = best->name;
-    NodeInfo next = WithPod(*best, pod, best_devices);
+    NodeInfo next = policy::WithPod(*best, pod, best_devices);
     ledger.Add(pod.ns, snapshot.product(next), demand);
     changed[name] = std::move(next);
     picks->emplace_back(name, best_devices);

@@ -1,13 +1,16 @@
 // QueueManager: the preempt verb, reclaim and over-limit eviction. All three
-// choose victims the same way (PlanNodeLocked): eligible pods grouped into
-// units (a gang is a unit and is only eligible if all its members are on the
-// node), ordered borrowed first, then lowest priority, then most recently
-// started, and planned with policy::PlanVictims on a copy of the node.
+// choose victims the same way (PlanNode): eligible pods grouped into units (a
+// gang is one unit, taken whole: its members on other nodes go with it),
+// ordered borrowed first, then lowest priority, then fewest GPUs lost on
+// other nodes, then most recently started, and planned with
+// policy::PlanVictims on a copy of the node. A gang preemptor or reclaimer
+// plans all its members at once (gang_preemption.cc).
 // Reclaim is planned by the tick without the mutex (PlanReclaim reads only
 // copies) and recorded under it only if still current.
 #include <algorithm>
 #include <bit>
 #include <iostream>
+#include <limits>
 #include <set>
 
 #include "gpusched/util/strings.h"
@@ -18,31 +21,62 @@ namespace {
 
 struct Candidate {
   policy::VictimUnit unit;
-  std::vector<const PodOnNode*> pods;
+  std::vector<const PodOnNode*> pods;  // on the node planned
+  std::vector<Victim> rest;            // a gang's members on other nodes
   bool borrowed = false;
   int32_t priority = 0;
   int64_t start = 0;
+  int64_t rest_milli = 0;
 };
 
+int64_t Milli(const PodOnNode& p) { return int64_t{p.gpus} * p.milli_per_gpu; }
+
 }  // namespace
+
+std::vector<std::string> QueueManager::NodePlan::VictimUids() const {
+  std::vector<std::string> out;
+  for (const Victim& v : victims) out.push_back(v.uid);
+  return out;
+}
+
+std::vector<std::string> QueueManager::NodePlan::AllUids() const {
+  std::vector<std::string> out = VictimUids();
+  for (const Victim& v : gang_rest) out.push_back(v.uid);
+  return out;
+}
+
+int32_t QueueManager::NodePlan::MaxPriority() const {
+  int32_t top = std::numeric_limits<int32_t>::min();
+  for (const Victim& v : victims) top = std::max(top, v.priority);
+  for (const Victim& v : gang_rest) top = std::max(top, v.priority);
+  return top;
+}
+
+int64_t QueueManager::NodePlan::Milli() const {
+  int64_t sum = 0;
+  for (const Victim& v : victims) sum += v.milli;
+  for (const Victim& v : gang_rest) sum += v.milli;
+  return sum;
+}
 
 QueueManager::PlanInputs QueueManager::LivePlanInputsLocked() {
   return {&LedgerLocked(), &options_, &evicted_, &usage_};
 }
 
-std::optional<std::vector<std::string>> QueueManager::PlanNode(
+std::optional<QueueManager::NodePlan> QueueManager::PlanNode(
     const PlanInputs& in, const PodRequest& preemptor, const NodeInfo& node,
-    const ClusterSnapshot& snapshot, const policy::Framework& fw,
-    const std::vector<std::string>* allowed, bool reclaim, int64_t quota_demand) {
+    const ClusterSnapshot& snapshot, const policy::Framework& fw, const NodePlanRules& rules) {
   const QuotaLedger& ledger = *in.ledger;
   const QueueOptions& options = *in.options;
   const bool quotas = options.quotas.enabled;
+  const bool reclaim = rules.reclaim;
   // Fills the ledger's cohort sums once: the copies `accept` makes per
   // victim set tried inherit them and keep them current.
   (void)ledger.Lendable(preemptor.ns);
   const int64_t demand = DemandMilli(preemptor.gpu);
+  const int64_t adds = rules.borrow_demand > 0 ? rules.borrow_demand : demand;
   const bool borrows =
-      quotas && ledger.Usage(preemptor.ns) + demand > ledger.Guaranteed(preemptor.ns);
+      quotas && ledger.Usage(preemptor.ns) + adds > ledger.Guaranteed(preemptor.ns);
   const std::string& cohort = ledger.Quota(preemptor.ns).cohort;
   auto eligible = [&](const PodOnNode& p) {
     if (IsReservation(p.uid) || in.evicted->contains(p.uid)) return false;
@@ -60,50 +94,68 @@ std::optional<std::vector<std::string>> QueueManager::PlanNode(
     return true;
   };
   auto listed = [&](const PodOnNode& p) {
-    return allowed == nullptr ||
-           std::find(allowed->begin(), allowed->end(), p.uid) != allowed->end();
+    return rules.allowed == nullptr ||
+           std::find(rules.allowed->begin(), rules.allowed->end(), p.uid) != rules.allowed->end();
   };
   std::vector<Candidate> cands;
   std::map<std::string, size_t> gang_index;
   for (const PodOnNode& p : node.pods) {
     if (p.gang.empty()) {
       if (listed(p) && eligible(p)) {
-        cands.push_back({{{p.uid}}, {&p}, false, p.priority, p.start_unix});
+        cands.push_back({{{p.uid}}, {&p}, {}, false, p.priority, p.start_unix, 0});
       }
       continue;
     }
     const std::string key = p.ns + "/" + p.gang;
     auto [it, fresh] = gang_index.emplace(key, cands.size());
-    if (fresh) cands.push_back({{{}}, {}, false, p.priority, p.start_unix});
+    if (fresh) cands.push_back({{{}}, {}, {}, false, p.priority, p.start_unix, 0});
     Candidate& c = cands[it->second];
     c.unit.uids.push_back(p.uid);
     c.pods.push_back(&p);
     c.priority = std::max(c.priority, p.priority);
     c.start = std::max(c.start, p.start_unix);
   }
-  // A gang is a victim only whole: every member here, eligible, one listed.
+  // A gang is a victim only whole: every member here eligible and one of
+  // them listed; its members on other nodes eligible too (or already going).
+  auto whole = [&](Candidate& c) {
+    bool any_listed = false;
+    for (const PodOnNode* p : c.pods) {
+      if (!eligible(*p)) return false;
+      any_listed = any_listed || listed(*p);
+    }
+    if (!any_listed) return false;
+    const PodOnNode& f = *c.pods.front();
+    if (in.usage->GangHeld(f.ns, f.gang) == static_cast<int>(c.pods.size())) return true;
+    const auto* where = in.usage->GangNodes(f.ns, f.gang);
+    if (where == nullptr) return false;
+    for (const auto& [name, count] : *where) {
+      if (name == node.name) continue;
+      const NodeInfo* other = snapshot.Find(name);
+      if (other == nullptr) return false;
+      for (const PodOnNode& p : other->pods) {
+        if (p.ns != f.ns || p.gang != f.gang || in.evicted->contains(p.uid)) continue;
+        if (!eligible(p)) return false;
+        c.rest.push_back({p.uid, p.ns, name, snapshot.product(*other), Milli(p), p.priority});
+        c.rest_milli += Milli(p);
+        c.priority = std::max(c.priority, p.priority);
+        c.start = std::max(c.start, p.start_unix);
+      }
+    }
+    return true;
+  };
   cands.erase(
       std::remove_if(cands.begin(), cands.end(),
-                     [&](const Candidate& c) {
-                       if (c.pods.front()->gang.empty()) return false;
-                       const PodOnNode& f = *c.pods.front();
-                       if (in.usage->GangHeld(f.ns, f.gang) != static_cast<int>(c.pods.size())) {
-                         return true;
-                       }
-                       bool any_listed = false;
-                       for (const PodOnNode* p : c.pods) {
-                         if (!eligible(*p)) return true;
-                         any_listed = any_listed || listed(*p);
-                       }
-                       return !any_listed;
-                     }),
+                     [&](Candidate& c) { return !c.pods.front()->gang.empty() && !whole(c); }),
       cands.end());
   for (Candidate& c : cands) {
     c.borrowed = ledger.Usage(c.pods.front()->ns) > ledger.Guaranteed(c.pods.front()->ns);
   }
+  // Borrowed first, then lowest priority, then the fewest GPUs lost on
+  // other nodes (a gang spanning nodes goes whole), then most recent.
   std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     if (a.borrowed != b.borrowed) return a.borrowed;
     if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.rest_milli != b.rest_milli) return a.rest_milli < b.rest_milli;
     return a.start > b.start;
   });
   std::vector<policy::VictimUnit> units;
@@ -112,19 +164,26 @@ std::optional<std::vector<std::string>> QueueManager::PlanNode(
   auto accept = [&](const std::vector<int>& chosen) {
     if (!quotas) return true;
     QuotaLedger after = ledger;
+    auto take = [&](const std::string& ns, const std::string& where, int64_t milli) {
+      // Never push another namespace below its guarantee to let a
+      // borrower (or a reclaimer) in.
+      if (ns != preemptor.ns && (borrows || reclaim) && after.Usage(ns) <= after.Guaranteed(ns)) {
+        return false;
+      }
+      after.Add(ns, where, -milli);
+      return true;
+    };
     for (int i : chosen) {
       for (const PodOnNode* p : cands[i].pods) {
-        // Never push another namespace below its guarantee to let a
-        // borrower (or a reclaimer) in.
-        if (p->ns != preemptor.ns && (borrows || reclaim) &&
-            after.Usage(p->ns) <= after.Guaranteed(p->ns)) {
-          return false;
-        }
-        after.Add(p->ns, product, -int64_t{p->gpus} * p->milli_per_gpu);
+        if (!take(p->ns, product, Milli(*p))) return false;
+      }
+      for (const Victim& v : cands[i].rest) {
+        if (!take(v.ns, v.product, v.milli)) return false;
       }
     }
-    return after.Check(preemptor.ns, quota_demand > 0 ? quota_demand : demand).ok &&
-           after.CheckModels(preemptor.ns, product, demand).empty();
+    if (!after.CheckModels(preemptor.ns, product, demand).empty()) return false;
+    return !rules.check_quota ||
+           after.Check(preemptor.ns, rules.quota_demand > 0 ? rules.quota_demand : demand).ok;
   };
   policy::PodContext ctx = fw.Prepare(preemptor, snapshot);
   auto plan = policy::PlanVictims(fw, ctx, node, units, accept);
@@ -134,11 +193,51 @@ std::optional<std::vector<std::string>> QueueManager::PlanNode(
   std::stable_sort(chosen.begin(), chosen.end(), [](const Candidate* a, const Candidate* b) {
     return a->priority > b->priority;
   });
-  std::vector<std::string> victims;
+  NodePlan out;
   for (const Candidate* c : chosen) {
-    victims.insert(victims.end(), c->unit.uids.begin(), c->unit.uids.end());
+    for (const PodOnNode* p : c->pods) {
+      out.victims.push_back({p->uid, p->ns, node.name, product, Milli(*p), p->priority});
+    }
+    out.gang_rest.insert(out.gang_rest.end(), c->rest.begin(), c->rest.end());
   }
-  return victims;
+  return out;
+}
+
+std::optional<PreemptionOutcome::NodeVictims> QueueManager::AnswerNodeLocked(
+    const PodRequest& pod, const PreemptionArgs::Candidate& c, const NodeInfo& node,
+    const NodePlan& plan) {
+  PreemptionOutcome::NodeVictims nv{c.node, plan.VictimUids(), c.pdb_violations};
+  // Victims kube-scheduler chose that hold no GPUs (its CPU/memory
+  // choice) stay, unless we know them as not lower priority.
+  for (const std::string& uid : c.victim_uids) {
+    const bool gpu_pod = std::any_of(node.pods.begin(), node.pods.end(),
+                                     [&](const PodOnNode& p) { return p.uid == uid; });
+    if (gpu_pod) continue;
+    auto known = deps_.state->FindPod(uid);
+    if (known.has_value() && known->priority >= pod.priority) continue;
+    nv.victim_uids.push_back(uid);
+  }
+  // An empty list is only returned for a placeholder candidate (sent
+  // empty): the pod fits there as is.
+  if (nv.victim_uids.empty() && !c.victim_uids.empty()) return std::nullopt;
+  // Victim gangs with members elsewhere: those go too once kube-scheduler
+  // evicts the members here (GangFollowupEvictionsLocked).
+  std::map<std::string, GangFollowup> followups;
+  for (const Victim& v : plan.gang_rest) {
+    auto pod_here = deps_.state->FindPod(v.uid);
+    if (!pod_here.has_value()) continue;
+    GangFollowup& f = followups[GangKey(pod_here->ns, pod_here->gang)];
+    f.rest.push_back(v.uid);
+  }
+  for (auto& [key, f] : followups) {
+    for (const Victim& v : plan.victims) {
+      auto p = deps_.state->FindPod(v.uid);
+      if (p.has_value() && GangKey(p->ns, p->gang) == key) f.trigger.push_back(v.uid);
+    }
+    f.at_ms = Now();
+    gang_followups_[key] = std::move(f);
+  }
+  return nv;
 }
 
 PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
@@ -156,50 +255,26 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
   // victims that leave quota for the earlier units as well.
   const Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/true);
   if (ev.behind_earlier) return out;
-  // After EvaluateLocked: it may build the ledger these point into.
-  const PlanInputs live = LivePlanInputsLocked();
-  std::map<std::string, NodeInfo> gang_room;  // nodes without lower-priority pods
-  for (const PreemptionArgs::Candidate& c : args.candidates) {
-    const NodeInfo* node = snapshot.Find(c.node);
-    if (node == nullptr) continue;
-    auto plan = PlanNode(live, pod, *node, snapshot, fw, &c.victim_uids, false, ev.quota_demand);
-    if (!plan.has_value()) continue;
-    // A gang member's preemption must be a step towards the whole gang
-    // starting: with this node's victims gone, and every pod of lower
-    // priority elsewhere (which the other members' preemptions may take),
-    // all missing members must be placeable. kube-scheduler preempts for one
-    // member at a time and keeps the freed node for it (nominatedNodeName).
-    if (IsGang(pod) && !reservations_.contains(GangKey(pod.ns, pod.gang))) {
-      if (gang_room.empty()) {
-        for (const auto& other : snapshot.nodes()) {
-          std::vector<std::string> lower;
-          for (const PodOnNode& p : other->pods) {
-            if (p.priority < pod.priority && !IsReservation(p.uid)) lower.push_back(p.uid);
-          }
-          if (!lower.empty()) gang_room[other->name] = policy::WithoutPods(*other, lower);
-        }
-      }
-      std::map<std::string, NodeInfo> room = gang_room;
-      room[node->name] = policy::WithoutPods(*node, *plan);
-      const int32_t missing = pod.gang_size - HeldGangMembersLocked(pod);
-      std::vector<std::pair<std::string, DeviceMask>> picks;
-      if (PlaceGangLocked(pod, missing, snapshot, fw, room, &picks) < missing) continue;
+  // A gang still missing members (an elastic gang past its minMember
+  // preempts like a single pod).
+  if (IsGang(pod) && !reservations_.contains(GangKey(pod.ns, pod.gang)) &&
+      pod.gang_size - HeldGangMembersLocked(pod) > 0) {
+    // A gang preempts as one decision (gang_preemption.cc). A pod the
+    // source has not shown gets no plan: it could be anyone's.
+    if (entry != nullptr) out = PreemptForGangLocked(pod, args, ev, snapshot, fw);
+  } else {
+    // After EvaluateLocked: it may build the ledger these point into.
+    const PlanInputs live = LivePlanInputsLocked();
+    for (const PreemptionArgs::Candidate& c : args.candidates) {
+      const NodeInfo* node = snapshot.Find(c.node);
+      if (node == nullptr) continue;
+      NodePlanRules rules;
+      rules.allowed = &c.victim_uids;
+      rules.quota_demand = ev.quota_demand;
+      auto plan = PlanNode(live, pod, *node, snapshot, fw, rules);
+      if (!plan.has_value()) continue;
+      if (auto nv = AnswerNodeLocked(pod, c, *node, *plan)) out.nodes.push_back(std::move(*nv));
     }
-    PreemptionOutcome::NodeVictims nv{c.node, std::move(*plan), c.pdb_violations};
-    // Victims kube-scheduler chose that hold no GPUs (its CPU/memory
-    // choice) stay, unless we know them as not lower priority.
-    for (const std::string& uid : c.victim_uids) {
-      const bool gpu_pod = std::any_of(node->pods.begin(), node->pods.end(),
-                                       [&](const PodOnNode& p) { return p.uid == uid; });
-      if (gpu_pod) continue;
-      auto known = deps_.state->FindPod(uid);
-      if (known.has_value() && known->priority >= pod.priority) continue;
-      nv.victim_uids.push_back(uid);
-    }
-    // An empty list is only returned for a placeholder candidate (sent
-    // empty): the pod fits there as is.
-    if (nv.victim_uids.empty() && !c.victim_uids.empty()) continue;
-    out.nodes.push_back(std::move(nv));
   }
   if (!out.nodes.empty() && deps_.metrics != nullptr) {
     deps_.metrics->Inc("gpusched_preemptions_total",
@@ -277,14 +352,22 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
       head = e;
       break;
     }
-    if (head == nullptr || IsGang(head->pod) || head->pod.gang_size == kGangSizeUnknown) continue;
+    if (head == nullptr || head->pod.gang_size == kGangSizeUnknown) continue;
+    // A gang reclaims for all its members not yet placed, once: not while
+    // it holds a reservation (its devices are found).
+    int32_t members = 1;
+    if (IsGang(head->pod)) {
+      if (reservations_.contains(GangKey(ns, head->pod.gang))) continue;
+      members = head->pod.gang_size - usage_.GangHeld(ns, head->pod.gang);
+      if (members <= 0) continue;
+    }
     const std::string& cohort = ledger.Quota(ns).cohort;
-    const int64_t demand = DemandMilli(head->pod.gpu);
+    const int64_t demand = DemandMilli(head->pod.gpu) * members;
     if (cohort.empty() || ledger.Usage(ns) + demand > ledger.Guaranteed(ns)) {
       continue;  // only a namespace within its guarantee reclaims
     }
     if (!lending.contains(cohort)) continue;  // no borrower to reclaim from
-    jobs.push_back({ns, head->pod, demand, {}});
+    jobs.push_back({ns, head->pod, members, demand, {}});
   }
   (void)snapshot;
   return jobs;
@@ -292,6 +375,16 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
 
 void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snapshot,
                                const policy::Framework& fw, ReclaimJob* job) {
+  if (IsGang(job->pod)) {
+    // Every missing member placed, as one plan; members that fit as is
+    // need no victims. Victim gangs go whole (their rest included).
+    auto plan = PlanGang(in, job->pod, job->members, snapshot, fw, /*reclaim=*/true, job->demand);
+    if (!plan.has_value()) return;
+    for (const GangStep& step : plan->steps) {
+      for (std::string& uid : step.plan.AllUids()) job->victims.push_back(std::move(uid));
+    }
+    return;
+  }
   policy::PodContext ctx = fw.Prepare(job->pod, snapshot);
   policy::FilterMemo memo(fw, ctx);
   const auto& nodes = snapshot.nodes();
@@ -348,9 +441,14 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   std::optional<std::vector<std::string>> best;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!worth[i]) continue;
-    auto plan = PlanNode(in, job->pod, *nodes[i], snapshot, fw, nullptr, true);
-    if (plan.has_value() && !plan->empty() && (!best || plan->size() < best->size())) {
-      best = std::move(plan);
+    NodePlanRules rules;
+    rules.reclaim = true;
+    auto plan = PlanNode(in, job->pod, *nodes[i], snapshot, fw, rules);
+    if (!plan.has_value() || plan->victims.empty()) continue;
+    // The fewest pods evicted, a victim gang's members elsewhere included.
+    std::vector<std::string> uids = plan->AllUids();
+    if (!best || uids.size() < best->size()) {
+      best = std::move(uids);
       if (best->size() <= fewest) break;  // no later node can need fewer
     }
   }

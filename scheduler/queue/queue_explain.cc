@@ -209,14 +209,20 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   if (fits == 0 && !pod->preempt_never && !ev.behind_earlier) {
     const PlanInputs live = LivePlanInputsLocked();
     for (const auto& node : snapshot->nodes()) {
-      auto plan = PlanNode(live, *pod, *node, *snapshot, *fw, nullptr, false, ev.quota_demand);
-      if (!plan.has_value() || plan->empty()) continue;
+      NodePlanRules rules;
+      rules.quota_demand = ev.quota_demand;
+      auto plan = PlanNode(live, *pod, *node, *snapshot, *fw, rules);
+      if (!plan.has_value() || plan->victims.empty()) continue;
       PreemptionPreview p;
       p.node = node->name;
-      for (const std::string& uid : *plan) {
-        auto it = std::find_if(node->pods.begin(), node->pods.end(),
-                               [&](const PodOnNode& x) { return x.uid == uid; });
-        p.victims.push_back(it == node->pods.end() ? uid : it->ns + "/" + it->name);
+      // A victim gang's members on other nodes are named with their node.
+      for (const std::string& uid : plan->AllUids()) {
+        auto victim = deps_.state->FindPod(uid);
+        std::string name = victim.has_value() ? victim->Key() : uid;
+        if (victim.has_value() && victim->node_name != node->name) {
+          StrAppend(&name, " (on ", victim->node_name, ")");
+        }
+        p.victims.push_back(std::move(name));
       }
       r.preemption.push_back(std::move(p));
     }

@@ -436,6 +436,9 @@ int QueueManager::Tick() {
     SyncLocked(snapshot);
     ExpireReservationsLocked();
     const int64_t now = Now();
+    for (auto it = gang_plans_.begin(); it != gang_plans_.end();) {
+      it = now - it->second.at_ms > options_.stale_after_ms ? gang_plans_.erase(it) : std::next(it);
+    }
     for (auto it = evicted_.begin(); it != evicted_.end();) {
       if (now - it->second > options_.reclaim_cooldown_ms) {
         evicted_.erase(it++);
@@ -472,13 +475,16 @@ int QueueManager::Tick() {
     }
     evictions += SendEvictions(send, "reclaim");
   }
-  std::vector<std::pair<PodRequest, std::string>> over;
+  std::vector<std::pair<PodRequest, std::string>> over, gangs;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    SyncLocked(deps_.state->Snapshot());
+    if (evicts) gangs = GangFollowupEvictionsLocked();
     if (options_.quotas.enabled && evicts && options_.reclaim.evict_over_limit) {
       over = OverLimitEvictionsLocked(*deps_.state->Snapshot());
     }
   }
+  evictions += SendEvictions(gangs, "gang-preemption");
   evictions += SendEvictions(over, "over-limit");
   if (deps_.metrics != nullptr) {
     deps_.metrics->Observe(

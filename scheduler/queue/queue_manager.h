@@ -75,6 +75,14 @@ struct QueueOptions {
   // Reclaim plans computed per tick at most (namespaces taken round-robin):
   // bounds the tick's work however many namespaces wait below guarantee.
   int32_t reclaim_plans_per_tick = 16;
+  // A victim gang with members on other nodes than the one the preempt verb
+  // answered for: once one of its members there is going (deleted or
+  // terminating) within this long, gpusched evicts the others.
+  int64_t gang_followup_ms = 60 * 1000;
+  // A gang preemptor's plan (every missing member's node and victims) is
+  // kept this long, and while its victims terminate, so that each member's
+  // preempt call answers from the same plan.
+  int64_t gang_plan_ms = 30 * 1000;
   // Tests only (the differential test's reference): rebuild the pending
   // index and the usage sums from scratch before every decision.
   bool recompute_from_scratch = false;
@@ -89,6 +97,17 @@ struct QueueDeps {
   // Where the queue's log lines go (reservations, evictions); stderr if
   // unset. The simulator drops them (virtual time).
   std::function<void(const std::string&)> log;
+};
+
+// A pod chosen for eviction: enough to evict it and to take it out of a
+// QuotaLedger (the product of its node, its milli-GPUs).
+struct Victim {
+  std::string uid;
+  std::string ns;
+  std::string node;
+  std::string product;
+  int64_t milli = 0;
+  int32_t priority = 0;
 };
 
 class QueueManager final : public PodGate {
@@ -175,6 +194,41 @@ class QueueManager final : public PodGate {
     int64_t quota_demand = 0;
     bool behind_earlier = false;  // an earlier unit could use the same nodes and goes first
   };
+  // One node's victims: the pods there (kube-scheduler evicts them for the
+  // preempt verb) and the members elsewhere of the victim gangs among them
+  // (gpusched evicts those: a gang goes whole or not at all).
+  struct NodePlan {
+    std::vector<Victim> victims;
+    std::vector<Victim> gang_rest;
+    std::vector<std::string> VictimUids() const;
+    std::vector<std::string> AllUids() const;
+    int64_t Milli() const;
+    int32_t MaxPriority() const;  // INT32_MIN without victims
+  };
+  // What PlanNode may take and must leave.
+  struct NodePlanRules {
+    const std::vector<std::string>* allowed = nullptr;  // kube-scheduler's victims; null: any
+    bool reclaim = false;                               // only borrowers of the preemptor's cohort
+    int64_t quota_demand = 0;   // quota its admission needs (Evaluation); 0: its own demand
+    int64_t borrow_demand = 0;  // GPUs it will add (a gang: all missing members); 0: its own
+    bool check_quota = true;    // false: a member of a gang plan before the last
+  };
+  // A gang's plan: per missing member, a node and the victims there.
+  struct GangStep {
+    std::string node;
+    NodePlan plan;
+    std::string member_uid;  // the member the preempt verb gave this step to
+  };
+  struct GangPlan {
+    int64_t at_ms = 0;
+    std::vector<GangStep> steps;
+  };
+  // Victim gangs' other members, evicted once one of `trigger` is going.
+  struct GangFollowup {
+    int64_t at_ms = 0;
+    std::vector<std::string> trigger;
+    std::vector<std::string> rest;
+  };
   // What victim planning reads: the preempt verb passes the live members
   // (under the mutex), the tick passes copies (planning without it).
   struct PlanInputs {
@@ -186,7 +240,8 @@ class QueueManager final : public PodGate {
   // One namespace's reclaim, chosen under the mutex and planned without it.
   struct ReclaimJob {
     std::string ns;
-    PodRequest pod;  // the head of its queue
+    PodRequest pod;       // the head of its queue
+    int32_t members = 1;  // a gang: its members not yet placed
     int64_t demand = 0;
     std::vector<std::string> victims;  // the plan; empty: none found
   };
@@ -256,16 +311,38 @@ class QueueManager final : public PodGate {
   void ReleaseLocked(Reservation& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Preemption and reclaim (preempt_reclaim.cc).
-  // Victims (uids, highest priority first) so `preemptor` fits on `node`;
-  // `allowed` = kube-scheduler's candidates (null: any pod on the node);
-  // `reclaim`: only borrowers of the preemptor's cohort; `quota_demand`:
-  // what its admission needs of quota (Evaluation::quota_demand; 0 = its own
-  // demand): the victims must leave that much, or it would still wait.
-  // Pure: reads only its arguments.
-  static std::optional<std::vector<std::string>> PlanNode(
-      const PlanInputs& in, const PodRequest& preemptor, const NodeInfo& node,
-      const ClusterSnapshot& snapshot, const policy::Framework& fw,
-      const std::vector<std::string>* allowed, bool reclaim, int64_t quota_demand = 0);
+  // Victims (highest priority first) so `preemptor` fits on `node`, within
+  // `rules`; a victim gang with members on other nodes is taken whole (they
+  // are in gang_rest). Pure: reads only its arguments.
+  static std::optional<NodePlan> PlanNode(const PlanInputs& in, const PodRequest& preemptor,
+                                          const NodeInfo& node, const ClusterSnapshot& snapshot,
+                                          const policy::Framework& fw, const NodePlanRules& rules);
+  // One plan for `missing` members of `member`'s gang: each member on a node
+  // with room as is, else on the node whose victims have the lowest highest
+  // priority, then the fewest GPUs (kube-scheduler's order of nodes), on
+  // the nodes as the earlier steps leave them; the victims together leave
+  // quota for the whole gang. Pure.
+  static std::optional<GangPlan> PlanGang(const PlanInputs& in, const PodRequest& member,
+                                          int32_t missing, const ClusterSnapshot& snapshot,
+                                          const policy::Framework& fw, bool reclaim,
+                                          int64_t quota_demand);
+  static bool Cheaper(const NodePlan& a, const NodePlan& b);
+  // The preempt verb for a gang member without a reservation: answers from
+  // its gang's plan (gang_preemption.cc).
+  PreemptionOutcome PreemptForGangLocked(const PodRequest& pod, const PreemptionArgs& args,
+                                         const Evaluation& ev, const ClusterSnapshot& snapshot,
+                                         const policy::Framework& fw)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The answer for one candidate node from a plan there: its victims plus
+  // kube-scheduler's CPU/memory victims; records the victim gangs' rest.
+  std::optional<PreemptionOutcome::NodeVictims> AnswerNodeLocked(const PodRequest& pod,
+                                                                 const PreemptionArgs::Candidate& c,
+                                                                 const NodeInfo& node,
+                                                                 const NodePlan& plan)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evictions of victim gangs' other members whose gang has lost one.
+  std::vector<std::pair<PodRequest, std::string>> GangFollowupEvictionsLocked()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The reclaim plan for one job (cheapest node), or none. Pure.
   static void PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snapshot,
                           const policy::Framework& fw, ReclaimJob* job);
@@ -310,6 +387,10 @@ class QueueManager final : public PodGate {
     int64_t demand = 0;
   };
   std::map<std::string, Reclaim> reclaiming_ ABSL_GUARDED_BY(mu_);
+  // Gang preemptors' plans by "ns/gang" (PreemptForGangLocked).
+  std::map<std::string, GangPlan> gang_plans_ ABSL_GUARDED_BY(mu_);
+  // Victim gangs to finish evicting, by "ns/gang" of the victim gang.
+  std::map<std::string, GangFollowup> gang_followups_ ABSL_GUARDED_BY(mu_);
   // Where the next tick's reclaim planning starts (round-robin).
   std::string reclaim_cursor_ ABSL_GUARDED_BY(mu_);
   // Pods we asked to evict (uid -> when): not planned again while they go.

@@ -23,6 +23,7 @@ void UsageIndex::Clear() {
   last_.reset();
   use_.clear();
   gang_held_.clear();
+  gang_nodes_.clear();
 }
 
 void UsageIndex::Apply(const NodeInfo& node, const std::string& product, int sign) {
@@ -35,7 +36,12 @@ void UsageIndex::Apply(const NodeInfo& node, const std::string& product, int sig
     AddOrErase(u.pods_by_product, product, sign);
     if (!u.pods_by_product.contains(product)) u.by_product.erase(product);
     if (u.pods == 0) use_.erase(p.ns);
-    if (!p.gang.empty()) AddOrErase(gang_held_, GangKey(p.ns, p.gang), sign);
+    if (p.gang.empty()) continue;
+    const std::string key = GangKey(p.ns, p.gang);
+    AddOrErase(gang_held_, key, sign);
+    auto& where = gang_nodes_[key];
+    AddOrErase(where, node.name, sign);
+    if (where.empty()) gang_nodes_.erase(key);
   }
 }
 
@@ -52,6 +58,7 @@ void UsageIndex::Update(std::shared_ptr<const ClusterSnapshot> snapshot) {
   } else {
     use_.clear();
     gang_held_.clear();
+    gang_nodes_.clear();
     for (const auto& n : nodes) Apply(*n, snapshot->product(*n), +1);
   }
   last_ = std::move(snapshot);
@@ -60,6 +67,12 @@ void UsageIndex::Update(std::shared_ptr<const ClusterSnapshot> snapshot) {
 int32_t UsageIndex::GangHeld(const std::string& ns, const std::string& gang) const {
   auto it = gang_held_.find(GangKey(ns, gang));
   return it == gang_held_.end() ? 0 : it->second;
+}
+
+const absl::flat_hash_map<std::string, int32_t>* UsageIndex::GangNodes(
+    const std::string& ns, const std::string& gang) const {
+  auto it = gang_nodes_.find(GangKey(ns, gang));
+  return it == gang_nodes_.end() ? nullptr : &it->second;
 }
 
 }  // namespace gpusched::queue

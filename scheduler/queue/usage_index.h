@@ -46,6 +46,9 @@ class UsageIndex {
   uint64_t generation() const { return last_ == nullptr ? 0 : last_->generation(); }
   // Pods of gang `gang` of `ns` on nodes (members and reservation holders).
   int32_t GangHeld(const std::string& ns, const std::string& gang) const;
+  // The nodes holding pods of gang `gang` of `ns`, with how many each.
+  const absl::flat_hash_map<std::string, int32_t>* GangNodes(const std::string& ns,
+                                                             const std::string& gang) const;
 
  private:
   void Apply(const NodeInfo& node, const std::string& product, int sign);
@@ -53,6 +56,8 @@ class UsageIndex {
   std::shared_ptr<const ClusterSnapshot> last_;  // keeps its nodes alive
   std::map<std::string, NamespaceUse> use_;
   absl::flat_hash_map<std::string, int32_t> gang_held_;  // "ns/gang" -> pods
+  // "ns/gang" -> node name -> pods there.
+  absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, int32_t>> gang_nodes_;
 };
 
 }  // namespace gpusched::queue

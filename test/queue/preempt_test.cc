@@ -174,13 +174,44 @@ TEST(PreemptTest, GangsGoWholeOrNotAtAll) {
   EXPECT_THAT(out.nodes[1].victim_uids, ElementsAre("uid-t-s0"));
 }
 
-TEST(PreemptTest, GangSpanningNodesIsNotAVictim) {
+// A lower-priority gang spanning nodes is a victim only whole: the answer
+// names its member on the node answered for (kube-scheduler evicts that one)
+// and gpusched evicts the other once that one is going.
+TEST(PreemptTest, GangSpanningNodesGoesWhole) {
   Harness h({Hgx8H100("h0"), Hgx8H100("h1")},
             {Running("g0", "t", 8, "h0", 0xff, 1, 0, "wide"),
              Running("g1", "t", 8, "h1", 0xff, 1, 0, "wide")},
             QueueOptions{});
   PodRequest p = PodBuilder("p", "t").Gpus(2).Priority(100).Build();
-  EXPECT_THAT(h.service->Preempt(Args(p, {{"h0", {"uid-t-g0"}}})).nodes, IsEmpty());
+  h.Submit(p);
+  PreemptionOutcome out = h.service->Preempt(Args(p, {{"h0", {"uid-t-g0"}}}));
+  ASSERT_THAT(out.nodes, SizeIs(1));
+  EXPECT_THAT(out.nodes[0].victim_uids, ElementsAre("uid-t-g0"));
+  EXPECT_EQ(h.queue->Tick(), 0);  // kube-scheduler has not evicted g0 yet
+  PodRequest going = *h.state().FindPod("uid-t-g0");
+  going.deleting = true;  // kube-scheduler's eviction: graceful deletion
+  h.state().UpsertPod(going);
+  h.state().Commit();
+  EXPECT_EQ(h.queue->Tick(), 1);
+  EXPECT_THAT(h.writer.evicted, ElementsAre("uid-t-g1"));
+}
+
+// kube-scheduler chose another node: the gang whose member was offered is
+// left alone, and the offer is forgotten after gang_followup_ms.
+TEST(PreemptTest, OfferedGangNotEvictedIsLeftAlone) {
+  Harness h({Hgx8H100("h0"), Hgx8H100("h1")},
+            {Running("g0", "t", 8, "h0", 0xff, 1, 0, "wide"),
+             Running("g1", "t", 8, "h1", 0xff, 1, 0, "wide")},
+            QueueOptions{});
+  PodRequest p = PodBuilder("p", "t").Gpus(2).Priority(100).Build();
+  h.Submit(p);
+  ASSERT_THAT(h.service->Preempt(Args(p, {{"h0", {"uid-t-g0"}}})).nodes, SizeIs(1));
+  h.now_ms += 61'000;
+  EXPECT_EQ(h.queue->Tick(), 0);
+  h.state().RemovePod("uid-t-g0");  // later, the gang's member finishes
+  h.state().Commit();
+  EXPECT_EQ(h.queue->Tick(), 0);
+  EXPECT_THAT(h.writer.evicted, IsEmpty());
 }
 
 }  // namespace

@@ -29,13 +29,15 @@ TEST(QueuePropertyTest, InvariantsHoldOverLongRandomSequences) {
               << r.binds << " binds, " << r.rejected_binds << " rejected binds, " << r.finishes
               << " finishes, " << r.cancels << " cancels, " << r.preemptions << " preemptions, "
               << r.evictions << " evictions, " << r.quota_changes << " quota changes, "
-              << r.restarts << " restarts, up to " << r.gang_reservations
+              << r.restarts << " restarts, " << r.gang_followups
+              << " victim gangs evicted whole across nodes, up to " << r.gang_reservations
               << " reserved device sets\n";
     sum.binds += r.binds;
     sum.finishes += r.finishes;
     sum.preemptions += r.preemptions;
     sum.evictions += r.evictions;
     sum.quota_changes += r.quota_changes;
+    sum.gang_followups += r.gang_followups;
   }
   // The invariants must be checked on a cluster that moves, not a stuck
   // one: per 100,000 steps, thousands of binds, hundreds of finishes, and

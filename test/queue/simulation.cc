@@ -242,16 +242,25 @@ class Simulation {
     Record(std::move(answer));
     if (out.nodes.empty()) return;
     const auto& chosen = out.nodes[Rand(static_cast<int>(out.nodes.size()))];
+    std::set<std::string> hit;  // victim gangs
     for (const std::string& uid : chosen.victim_uids) {
       auto v = h_.state().FindPod(uid);
       if (!v.has_value() || v->priority >= p.priority || IsReservation(uid)) {
         r_.violation = StrCat("preempt offered victim ", uid, " for ", p.Key());
         return;
       }
+      if (!v->gang.empty()) hit.insert(StrCat(v->ns, "/", v->gang));
       h_.state().RemovePod(uid);
     }
     h_.state().Commit();
     ++r_.preemptions;
+    // Gangs with members left running on other nodes: the next tick must
+    // evict those.
+    for (const PodRequest& p : Pods(false)) {
+      if (!p.gang.empty() && hit.contains(StrCat(p.ns, "/", p.gang))) {
+        broken_.insert(StrCat(p.ns, "/", p.gang));
+      }
+    }
   }
 
   void Step() {
@@ -282,10 +291,12 @@ class Simulation {
       }
       Record(std::move(evicted));
       ticked_ = true;
+      CheckNoPartialGang();
     } else if (op < 99) {
       Forge();
     } else {
       h_.Restart();
+      broken_.clear();  // a restarted extender knows no earlier preempt answer
       ++r_.restarts;
     }
   }
@@ -341,6 +352,20 @@ class Simulation {
     CheckGuaranteeAdmits(*snap, ledger);
   }
 
+  // A gang that lost a member to preemption runs no member after the next
+  // tick: gpusched evicts the rest (a gang runs whole or not at all).
+  void CheckNoPartialGang() {
+    for (const PodRequest& p : Pods(false)) {
+      if (!p.gang.empty() && broken_.contains(StrCat(p.ns, "/", p.gang))) {
+        r_.violation = StrCat("gang ", p.ns, "/", p.gang, " lost a member to preemption but ",
+                              p.Key(), " still runs after a tick");
+        return;
+      }
+    }
+    r_.gang_followups += static_cast<int64_t>(broken_.size());
+    broken_.clear();
+  }
+
   // The head of a namespace's queue within its guarantee passes filter when
   // some node has room for it.
   void CheckGuaranteeAdmits(const ClusterSnapshot& snap, const QuotaLedger& ledger) {
@@ -378,6 +403,7 @@ class Simulation {
   int64_t next_id_ = 0;
   bool ticked_ = false;
   std::deque<std::string> finished_;
+  std::set<std::string> broken_;               // "ns/gang" that lost a member to preemption
   std::map<std::string, int64_t> prev_usage_;  // namespace or namespace/model -> milli
 };
 

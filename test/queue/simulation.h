@@ -9,7 +9,9 @@
 //  - every reservation placeholder in the state belongs to a live gang
 //    reservation, and none outlives its deadline past a tick;
 //  - a filter request for a pod the cluster source never showed (a forged
-//    high-priority pod) leaves nothing behind in the state or the queue.
+//    high-priority pod) leaves nothing behind in the state or the queue;
+//  - a gang that lost a member to preemption has no member running after
+//    the next tick (victim gangs go whole).
 // Shared by the property test (CI) and the benchmark. Not thread-safe.
 #ifndef GPUSCHED_TEST_QUEUE_SIMULATION_H_
 #define GPUSCHED_TEST_QUEUE_SIMULATION_H_
@@ -26,6 +28,7 @@ struct SimulationResult {
   int64_t binds = 0, rejected_binds = 0, preemptions = 0, evictions = 0, restarts = 0;
   int64_t submits = 0, finishes = 0, cancels = 0, quota_changes = 0;
   int64_t gang_reservations = 0;
+  int64_t gang_followups = 0;  // victim gangs whose other members the tick evicted
 };
 
 // `from_scratch`: the queue rebuilds its incremental state before every

@@ -40,6 +40,10 @@ using PlanAccept = std::function<bool(const std::vector<int>& chosen)>;
 // memory released; whole_free recomputed).
 NodeInfo WithoutPods(const NodeInfo& node, const std::vector<std::string>& uids);
 
+// Returns `node` with `pod` placed on `devices` (a hypothetical pod: used
+// devices, CPU and memory taken, the pod listed with uid "hypothetical").
+NodeInfo WithPod(const NodeInfo& node, const PodRequest& pod, DeviceMask devices);
+
 // True if the pod of `ctx` passes every filter on `node` and gets devices.
 bool FitsWithDevices(const Framework& fw, const PodContext& ctx, const NodeInfo& node);
 
