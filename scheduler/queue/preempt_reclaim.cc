@@ -170,6 +170,10 @@ std::optional<QueueManager::NodePlan> QueueManager::PlanNode(
       if (ns != preemptor.ns && (borrows || reclaim) && after.Usage(ns) <= after.Guaranteed(ns)) {
         return false;
       }
+      // Reclaim takes only what a namespace borrows: a victim that would
+      // leave its namespace below its guarantee comes straight back within
+      // it and takes the freed GPUs again (eviction churn).
+      if (reclaim && after.Usage(ns) - milli < after.Guaranteed(ns)) return false;
       after.Add(ns, where, -milli);
       return true;
     };
@@ -336,11 +340,11 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
       break;
     }
     auto busy = reclaiming_.find(ns);
-    if (busy != reclaiming_.end() && now - busy->second.at_ms < options_.reclaim_cooldown_ms &&
+    if (busy != reclaiming_.end() && now - busy->second.at_ms < options_.stale_after_ms &&
         std::any_of(
             busy->second.victims.begin(), busy->second.victims.end(),
             [&](const std::string& uid) { return deps_.state->FindPod(uid).has_value(); })) {
-      continue;  // the last victims are still terminating
+      continue;  // the last victims are still terminating (at most stale_after_ms)
     }
     // The head: the first unit filtered (or seen) within stale_after_ms.
     // A gang is one unit, seen at its first member.
@@ -479,7 +483,17 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLock
     for (const std::string& uid : job.victims) {
       if (auto pod = MarkEvictedLocked(uid)) out.emplace_back(std::move(*pod), reason);
     }
-    reclaiming_[job.ns] = {now, job.victims, job.pod.uid, job.demand};
+    Reclaim& r = reclaiming_[job.ns];
+    r = {now,
+         job.victims,
+         job.pod.uid,
+         job.demand,
+         {},
+         job.pod.priority,
+         IsGang(job.pod) ? job.pod.gang : ""};
+    for (const std::string& uid : job.victims) {
+      if (auto v = deps_.state->FindPod(uid)) r.nodes.insert(v->node_name);
+    }
   }
   return out;
 }

@@ -340,7 +340,22 @@ std::string QueueManager::AdmitNode(const PodRequest& pod, const NodeInfo& node,
   TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   if (!options_.quotas.enabled) return "";
   SyncLocked(deps_.state->Snapshot());
+  if (std::string held = HeldForReclaimLocked(pod, node.name); !held.empty()) return held;
   return LedgerLocked().CheckModels(pod.ns, snapshot.product(node), DemandMilli(pod.gpu));
+}
+
+std::string QueueManager::HeldForReclaimLocked(const PodRequest& pod, const std::string& node) {
+  const int64_t now = Now();
+  for (const auto& [ns, r] : reclaiming_) {
+    if (r.for_uid == pod.uid || !r.nodes.contains(node)) continue;
+    if (pod.ns == ns && !r.gang.empty() && pod.gang == r.gang) continue;  // its own gang
+    if (pod.priority > r.priority || now - r.at_ms >= options_.stale_after_ms) continue;
+    const Entry* e = FindEntryLocked(r.for_uid);
+    if (e == nullptr) continue;  // bound or gone: nothing is held any more
+    return StrCat("GPUs freed on ", node, " by reclaim are held for ", e->pod.Key(),
+                  " until it binds");
+  }
+  return "";
 }
 
 void QueueManager::NoteWaitLocked(const std::string& ns, double seconds) {
@@ -439,8 +454,12 @@ int QueueManager::Tick() {
     for (auto it = gang_plans_.begin(); it != gang_plans_.end();) {
       it = now - it->second.at_ms > options_.stale_after_ms ? gang_plans_.erase(it) : std::next(it);
     }
+    // Pods we evicted are not planned again while they terminate (still
+    // holding their GPUs), up to stale_after_ms.
     for (auto it = evicted_.begin(); it != evicted_.end();) {
-      if (now - it->second > options_.reclaim_cooldown_ms) {
+      const int64_t age = now - it->second;
+      if (age > options_.stale_after_ms ||
+          (age > options_.reclaim_cooldown_ms && !deps_.state->FindPod(it->first).has_value())) {
         evicted_.erase(it++);
       } else {
         ++it;

@@ -69,8 +69,10 @@ struct QueueOptions {
   GangConfig gang;
   // Pending pods not filtered for this long stop blocking later pods.
   int64_t stale_after_ms = 10 * 60 * 1000;
-  // After a reclaim eviction, wait this long before reclaiming again for the
-  // same namespace while the victims still exist (they are terminating).
+  // A pod gpusched evicted is not planned as a victim again for at least
+  // this long, and while it still exists (terminating, it holds its GPUs)
+  // up to stale_after_ms; a namespace does not reclaim again while its last
+  // victims terminate (up to stale_after_ms).
   int64_t reclaim_cooldown_ms = 30 * 1000;
   // Reclaim plans computed per tick at most (namespaces taken round-robin):
   // bounds the tick's work however many namespaces wait below guarantee.
@@ -380,12 +382,22 @@ class QueueManager final : public PodGate {
   // terminating until they are gone) and the pod it frees GPUs for, whose
   // demand the namespace claims (QuotaLedger::SetClaims) while that pod
   // waits, for at most stale_after_ms.
+  // The nodes the victims were on are held for that pod (and its gang) the
+  // same way: no pod of no higher priority passes filter there meanwhile,
+  // so the freed devices are not taken back before it binds.
   struct Reclaim {
     int64_t at_ms = 0;
     std::vector<std::string> victims;
     std::string for_uid;
     int64_t demand = 0;
+    std::set<std::string> nodes;
+    int32_t priority = 0;
+    std::string gang;
   };
+  // Why `pod` may not use `node`: it is held for another namespace's
+  // reclaim ("" if not).
+  std::string HeldForReclaimLocked(const PodRequest& pod, const std::string& node)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, Reclaim> reclaiming_ ABSL_GUARDED_BY(mu_);
   // Gang preemptors' plans by "ns/gang" (PreemptForGangLocked).
   std::map<std::string, GangPlan> gang_plans_ ABSL_GUARDED_BY(mu_);

@@ -18,7 +18,7 @@ namespace {
 
 int64_t Steps() {
   const char* env = std::getenv("GPUSCHED_QUEUE_DIFF_STEPS");
-  return env != nullptr ? std::atoll(env) : 6'000;
+  return env != nullptr ? std::atoll(env) : 12'000;
 }
 
 TEST(QueueDifferentialTest, IncrementalStateDecidesLikeRecomputingFromScratch) {

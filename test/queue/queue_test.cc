@@ -246,6 +246,48 @@ TEST(ReclaimTest, FreedGpusAreNotLentToAnotherBorrowerFirst) {
   EXPECT_THAT(h.Filter(c2), ElementsAre("h1"));
 }
 
+// Reclaim takes only what a namespace borrows: a victim whose eviction would
+// leave its namespace below its guarantee would come straight back within it
+// and take the GPUs again.
+TEST(ReclaimTest, NeverTakesAVictimsNamespaceBelowItsGuarantee) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(12, 24, "r")}, {"team-b", Quota(8, 8, "r")}});
+  Harness h(
+      H100s(2),
+      {Running("a0", "team-a", 8, "h0", 0xff, -1), Running("a1", "team-a", 8, "h1", 0xff, -1)}, o);
+  EXPECT_THAT(h.Filter(PodBuilder("b", "team-b").Gpus(8).Build()), IsEmpty());
+  EXPECT_EQ(h.queue->Tick(), 0);  // team-a borrows 4: no 8-GPU pod of it is reclaimable
+  o.quotas.namespaces["team-a"].gpus.guaranteed = 8;
+  h.queue->SetOptions(o);
+  EXPECT_EQ(h.queue->Tick(), 1);
+}
+
+// The node reclaim freed GPUs on is held for the pod they were freed for:
+// a pod of no higher priority of another namespace, even within its own
+// guarantee, does not pass filter there before it binds.
+TEST(ReclaimTest, FreedNodeIsHeldForThePodItWasFreedFor) {
+  QueueOptions o;
+  o.quotas = Quotas(
+      {{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}, {"team-c", Quota(8, 8)}});
+  Harness h(
+      H100s(2),
+      {Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
+       Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)},
+      o);
+  PodRequest b = PodBuilder("b", "team-b").Gpus(4).Build();
+  EXPECT_THAT(h.Filter(b), IsEmpty());
+  EXPECT_EQ(h.queue->Tick(), 1);
+  PodRequest c = PodBuilder("c", "team-c").Gpus(4).Build();
+  std::string reason;
+  EXPECT_THAT(h.Filter(c, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("by reclaim are held for team-b/b until it binds"));
+  auto nodes = h.Filter(b);
+  ASSERT_THAT(nodes, SizeIs(1));
+  // A pod of higher priority is not held back.
+  EXPECT_THAT(h.Filter(PodBuilder("urgent", "team-c").Gpus(4).Priority(10).Build()), SizeIs(1));
+  EXPECT_EQ(h.Bind(b, nodes[0]), "");
+}
+
 TEST(ReclaimTest, LowerPriorityPolicyKeepsEqualPriorityBorrowers) {
   QueueOptions o;
   o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}});
