@@ -116,14 +116,9 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
   return plan;
 }
 
-PreemptionOutcome QueueManager::PreemptForGangLocked(const PodRequest& pod,
-                                                     const PreemptionArgs& args,
-                                                     const Evaluation& ev,
-                                                     const ClusterSnapshot& snapshot,
-                                                     const policy::Framework& fw) {
-  PreemptionOutcome out;
-  const std::string key = GangKey(pod.ns, pod.gang);
-  const int64_t now = Now();
+QueueManager::GangPlan* QueueManager::CurrentGangPlanLocked(const std::string& key) {
+  auto it = gang_plans_.find(key);
+  if (it == gang_plans_.end()) return nullptr;
   auto terminating = [&](const GangPlan& p) {
     for (const GangStep& s : p.steps) {
       for (const std::string& uid : s.plan.AllUids()) {
@@ -133,26 +128,18 @@ PreemptionOutcome QueueManager::PreemptForGangLocked(const PodRequest& pod,
     }
     return false;
   };
-  auto it = gang_plans_.find(key);
-  if (it != gang_plans_.end()) {
-    const int64_t age = now - it->second.at_ms;
-    const bool current =
-        age < options_.gang_plan_ms || (age < options_.stale_after_ms && terminating(it->second));
-    if (!current) {
-      gang_plans_.erase(it);
-      it = gang_plans_.end();
-    }
+  const int64_t age = Now() - it->second.at_ms;
+  if (age < options_.gang_plan_ms || (age < options_.stale_after_ms && terminating(it->second))) {
+    return &it->second;
   }
-  if (it == gang_plans_.end()) {
-    const int32_t missing = pod.gang_size - HeldGangMembersLocked(pod);
-    if (missing <= 0) return out;
-    auto plan = PlanGang(LivePlanInputsLocked(), pod, missing, snapshot, fw, /*reclaim=*/false,
-                         ev.quota_demand);
-    if (!plan.has_value()) return out;
-    plan->at_ms = now;
-    it = gang_plans_.emplace(key, std::move(*plan)).first;
-  }
-  // The member's own step; else a free step on one of its candidate nodes.
+  gang_plans_.erase(it);
+  return nullptr;
+}
+
+PreemptionOutcome QueueManager::AnswerFromGangPlanLocked(GangPlan& plan, const PodRequest& pod,
+                                                         const PreemptionArgs& args,
+                                                         const ClusterSnapshot& snapshot) {
+  PreemptionOutcome out;
   auto candidate = [&](const std::string& node) -> const PreemptionArgs::Candidate* {
     for (const auto& c : args.candidates) {
       if (c.node == node) return &c;
@@ -160,10 +147,10 @@ PreemptionOutcome QueueManager::PreemptForGangLocked(const PodRequest& pod,
     return nullptr;
   };
   GangStep* step = nullptr;
-  for (GangStep& s : it->second.steps) {
+  for (GangStep& s : plan.steps) {
     if (s.member_uid == pod.uid) step = &s;
   }
-  for (GangStep& s : it->second.steps) {
+  for (GangStep& s : plan.steps) {
     if (step != nullptr) break;
     const bool free = s.member_uid.empty() || !deps_.state->FindPod(s.member_uid).has_value();
     if (free && !s.plan.victims.empty() && candidate(s.node) != nullptr) {
@@ -177,10 +164,10 @@ PreemptionOutcome QueueManager::PreemptForGangLocked(const PodRequest& pod,
   if (c == nullptr || node == nullptr) return out;
   // Victims already gone leave the step; the rest are answered again.
   NodePlan left = step->plan;
-  auto present = [&](const Victim& v) { return deps_.state->FindPod(v.uid).has_value(); };
-  left.victims.erase(std::remove_if(left.victims.begin(), left.victims.end(),
-                                    [&](const Victim& v) { return !present(v); }),
-                     left.victims.end());
+  left.victims.erase(
+      std::remove_if(left.victims.begin(), left.victims.end(),
+                     [&](const Victim& v) { return !deps_.state->FindPod(v.uid).has_value(); }),
+      left.victims.end());
   if (left.victims.empty()) return out;
   if (auto nv = AnswerNodeLocked(pod, *c, *node, left)) out.nodes.push_back(std::move(*nv));
   return out;

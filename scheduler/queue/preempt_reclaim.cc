@@ -247,45 +247,83 @@ std::optional<PreemptionOutcome::NodeVictims> QueueManager::AnswerNodeLocked(
 PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
                                         const policy::Framework& fw) {
   PreemptionOutcome out;
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
-  SyncLocked(deps_.state->Snapshot());
-  // The source's pod when it waits in a queue; a pod not shown yet gets an
-  // answer for what the request says (kube-scheduler evicts, not we).
-  const Entry* entry = FindEntryLocked(args.pod.uid);
-  const PodRequest& pod = entry != nullptr ? entry->pod : args.pod;
-  if (pod.preempt_never || pod.gpu.count == 0) return out;
-  // Evicting for a pod its queue holds back would free GPUs it still may not
-  // take: not while an earlier unit could use the same nodes, and only
-  // victims that leave quota for the earlier units as well.
-  const Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/true);
-  if (ev.behind_earlier) return out;
-  // A gang still missing members (an elastic gang past its minMember
-  // preempts like a single pod).
-  if (IsGang(pod) && !reservations_.contains(GangKey(pod.ns, pod.gang)) &&
-      pod.gang_size - HeldGangMembersLocked(pod) > 0) {
-    // A gang preempts as one decision (gang_preemption.cc). A pod the
-    // source has not shown gets no plan: it could be anyone's.
-    if (entry != nullptr) out = PreemptForGangLocked(pod, args, ev, snapshot, fw);
-  } else {
-    // After EvaluateLocked: it may build the ledger these point into.
-    const PlanInputs live = LivePlanInputsLocked();
-    for (const PreemptionArgs::Candidate& c : args.candidates) {
-      const NodeInfo* node = snapshot.Find(c.node);
-      if (node == nullptr) continue;
-      NodePlanRules rules;
-      rules.allowed = &c.victim_uids;
-      rules.quota_demand = ev.quota_demand;
-      auto plan = PlanNode(live, pod, *node, snapshot, fw, rules);
-      if (!plan.has_value()) continue;
-      if (auto nv = AnswerNodeLocked(pod, c, *node, *plan)) out.nodes.push_back(std::move(*nv));
+  auto counted = [&](PreemptionOutcome o, const std::string& ns) {
+    if (!o.nodes.empty() && deps_.metrics != nullptr) {
+      deps_.metrics->Inc("gpusched_preemptions_total",
+                         "Preempt calls answered with at least one usable node.",
+                         {{"namespace", ns}});
     }
+    return o;
+  };
+  // A gang's plan reads every node: it is made without the mutex, on these.
+  struct GangWork {
+    std::unique_ptr<QuotaLedger> ledger;
+    QueueOptions options;
+    absl::flat_hash_map<std::string, int64_t> evicted;
+    UsageIndex usage;
+    PodRequest pod;
+    int32_t missing = 0;
+    int64_t quota_demand = 0;
+  } work;
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    SyncLocked(deps_.state->Snapshot());
+    // The source's pod when it waits in a queue; a pod not shown yet gets an
+    // answer for what the request says (kube-scheduler evicts, not we).
+    const Entry* entry = FindEntryLocked(args.pod.uid);
+    const PodRequest& pod = entry != nullptr ? entry->pod : args.pod;
+    if (pod.preempt_never || pod.gpu.count == 0) return out;
+    // Evicting for a pod its queue holds back would free GPUs it still may
+    // not take: not while an earlier unit could use the same nodes, and only
+    // victims that leave quota for the earlier units as well.
+    const Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/true);
+    if (ev.behind_earlier) return out;
+    // A gang still missing members preempts as one decision
+    // (gang_preemption.cc); an elastic gang past its minMember preempts like
+    // a single pod. A gang pod the source has not shown gets no plan.
+    const int32_t missing = IsGang(pod) && !reservations_.contains(GangKey(pod.ns, pod.gang))
+                                ? pod.gang_size - HeldGangMembersLocked(pod)
+                                : 0;
+    if (missing <= 0) {
+      // After EvaluateLocked: it may build the ledger these point into.
+      const PlanInputs live = LivePlanInputsLocked();
+      for (const PreemptionArgs::Candidate& c : args.candidates) {
+        const NodeInfo* node = snapshot.Find(c.node);
+        if (node == nullptr) continue;
+        NodePlanRules rules;
+        rules.allowed = &c.victim_uids;
+        rules.quota_demand = ev.quota_demand;
+        auto plan = PlanNode(live, pod, *node, snapshot, fw, rules);
+        if (!plan.has_value()) continue;
+        if (auto nv = AnswerNodeLocked(pod, c, *node, *plan)) out.nodes.push_back(std::move(*nv));
+      }
+      return counted(std::move(out), pod.ns);
+    }
+    if (entry == nullptr) return out;
+    if (GangPlan* plan = CurrentGangPlanLocked(GangKey(pod.ns, pod.gang))) {
+      return counted(AnswerFromGangPlanLocked(*plan, pod, args, snapshot), pod.ns);
+    }
+    work.options = options_;
+    work.ledger = std::make_unique<QuotaLedger>(LedgerLocked());
+    work.ledger->RebindConfig(work.options.quotas);
+    work.evicted = evicted_;
+    work.usage = usage_;
+    work.pod = pod;
+    work.missing = missing;
+    work.quota_demand = ev.quota_demand;
   }
-  if (!out.nodes.empty() && deps_.metrics != nullptr) {
-    deps_.metrics->Inc("gpusched_preemptions_total",
-                       "Preempt calls answered with at least one usable node.",
-                       {{"namespace", pod.ns}});
+  const PlanInputs in{work.ledger.get(), &work.options, &work.evicted, &work.usage};
+  auto plan =
+      PlanGang(in, work.pod, work.missing, snapshot, fw, /*reclaim=*/false, work.quota_demand);
+  if (!plan.has_value()) return out;
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  const std::string key = GangKey(work.pod.ns, work.pod.gang);
+  GangPlan* current = CurrentGangPlanLocked(key);  // another member's call may have planned
+  if (current == nullptr) {
+    plan->at_ms = Now();
+    current = &(gang_plans_[key] = std::move(*plan));
   }
-  return out;
+  return counted(AnswerFromGangPlanLocked(*current, work.pod, args, snapshot), work.pod.ns);
 }
 
 std::optional<PodRequest> QueueManager::MarkEvictedLocked(const std::string& uid) {

@@ -329,11 +329,14 @@ class QueueManager final : public PodGate {
                                           const policy::Framework& fw, bool reclaim,
                                           int64_t quota_demand);
   static bool Cheaper(const NodePlan& a, const NodePlan& b);
-  // The preempt verb for a gang member without a reservation: answers from
-  // its gang's plan (gang_preemption.cc).
-  PreemptionOutcome PreemptForGangLocked(const PodRequest& pod, const PreemptionArgs& args,
-                                         const Evaluation& ev, const ClusterSnapshot& snapshot,
-                                         const policy::Framework& fw)
+  // The current plan of gang `key` (dropping it once older than
+  // gang_plan_ms and no victim of it is terminating), or null.
+  GangPlan* CurrentGangPlanLocked(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The preempt verb's answer for a gang member from its gang's plan: the
+  // member's own step, else a free step on one of its candidate nodes.
+  PreemptionOutcome AnswerFromGangPlanLocked(GangPlan& plan, const PodRequest& pod,
+                                             const PreemptionArgs& args,
+                                             const ClusterSnapshot& snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The answer for one candidate node from a plan there: its victims plus
   // kube-scheduler's CPU/memory victims; records the victim gangs' rest.
@@ -399,7 +402,7 @@ class QueueManager final : public PodGate {
   std::string HeldForReclaimLocked(const PodRequest& pod, const std::string& node)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, Reclaim> reclaiming_ ABSL_GUARDED_BY(mu_);
-  // Gang preemptors' plans by "ns/gang" (PreemptForGangLocked).
+  // Gang preemptors' plans by "ns/gang" (gang_preemption.cc).
   std::map<std::string, GangPlan> gang_plans_ ABSL_GUARDED_BY(mu_);
   // Victim gangs to finish evicting, by "ns/gang" of the victim gang.
   std::map<std::string, GangFollowup> gang_followups_ ABSL_GUARDED_BY(mu_);
