@@ -34,8 +34,8 @@ NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> 
     n.memory_used_mib += p->memory_mib;
     if (p->gpu.count == 0) continue;
     PodOnNode on{
-        p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count, p->gpu.milli_per_gpu,
-        0,      true,  p->gang, {},          p->cpu_milli,  p->memory_mib};
+        p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count,  p->gpu.milli_per_gpu,
+        0,      true,  p->gang, {},          p->cpu_milli,  p->memory_mib, p->reservation};
     if (!p->has_gpu_ids) {
       unknown.push_back(p);
       continue;
@@ -58,8 +58,8 @@ NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> 
   }
   for (const PodRequest* p : unknown) {
     PodOnNode on{
-        p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count, p->gpu.milli_per_gpu,
-        0,      false, p->gang, {},          p->cpu_milli,  p->memory_mib};
+        p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count,  p->gpu.milli_per_gpu,
+        0,      false, p->gang, {},          p->cpu_milli,  p->memory_mib, p->reservation};
     int need = p->gpu.count;
     // Healthy devices first, then the rest: the pod holds devices regardless.
     for (DeviceMask pool : {n.healthy, all & ~n.healthy}) {

@@ -20,7 +20,7 @@ namespace {
 bool AnyCandidate(const NodeInfo& node, const PodRequest& member, bool reclaim,
                   const absl::flat_hash_map<std::string, int64_t>& evicted) {
   return std::any_of(node.pods.begin(), node.pods.end(), [&](const PodOnNode& p) {
-    if (IsReservation(p.uid) || evicted.contains(p.uid)) return false;
+    if (p.reservation || evicted.contains(p.uid)) return false;
     return reclaim ? p.ns != member.ns : p.priority < member.priority;
   });
 }

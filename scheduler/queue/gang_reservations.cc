@@ -1,6 +1,6 @@
 // QueueManager: gang reservations. Devices for every missing member of a gang
 // are found on hypothetical copies of the nodes and then held in ClusterState
-// by placeholder pods (uid prefix kReservationUidPrefix) until the members
+// by placeholder pods (PodRequest::reservation) until the members
 // bind or the reservation expires (gang.reservationSeconds).
 #include <algorithm>
 #include <bit>
@@ -122,6 +122,7 @@ std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
     ph.node_name.clear();
     ph.phase = PodPhase::kPending;
     ph.start_unix = Now() / 1000;
+    ph.reservation = true;
     absl::Status s = deps_.state->Assume(ph, picks[i].first, picks[i].second);
     if (!s.ok()) {
       ReleaseLocked(r);

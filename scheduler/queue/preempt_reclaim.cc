@@ -79,7 +79,7 @@ std::optional<QueueManager::NodePlan> QueueManager::PlanNode(
       quotas && ledger.Usage(preemptor.ns) + adds > ledger.Guaranteed(preemptor.ns);
   const std::string& cohort = ledger.Quota(preemptor.ns).cohort;
   auto eligible = [&](const PodOnNode& p) {
-    if (IsReservation(p.uid) || in.evicted->contains(p.uid)) return false;
+    if (p.reservation || in.evicted->contains(p.uid)) return false;
     const bool lower = p.priority < preemptor.priority;
     if (reclaim) {
       if (p.ns == preemptor.ns || cohort.empty() || ledger.Quota(p.ns).cohort != cohort)
@@ -448,7 +448,7 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   }
   const bool lower_only = in.options->reclaim.only_lower_priority;
   auto reclaimable = [&](const PodOnNode& p) {
-    return borrowers.contains(p.ns) && !IsReservation(p.uid) && !in.evicted->contains(p.uid) &&
+    return borrowers.contains(p.ns) && !p.reservation && !in.evicted->contains(p.uid) &&
            (!lower_only || p.priority < job->pod.priority);
   };
   // Per node, whether planning can help: its verdict is not unresolvable, it
@@ -548,7 +548,7 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::OverLimitEvictions
   std::vector<const PodOnNode*> pods;
   for (const auto& node : snapshot.nodes()) {
     for (const PodOnNode& p : node->pods) {
-      if (over.contains(p.ns) && !IsReservation(p.uid) && !evicted_.contains(p.uid)) {
+      if (over.contains(p.ns) && !p.reservation && !evicted_.contains(p.uid)) {
         pods.push_back(&p);
       }
     }

@@ -174,7 +174,7 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   r.name = name;
   r.uid = pod->uid;
   if (pod->HoldsGpus()) {
-    r.state = IsReservation(pod->uid) ? "reservation" : "bound";
+    r.state = pod->reservation ? "reservation" : "bound";
     r.node = pod->node_name;
     return r;
   }

@@ -20,7 +20,7 @@ bool Earlier(const PodRequest& a, const PodRequest& b) {
 // A pod that waits in a queue: asks for GPUs, holds none, not going away.
 bool Waiting(const PodRequest& p) {
   return p.gpu.count > 0 && !p.HoldsGpus() && !p.deleting &&
-         (p.phase == PodPhase::kPending || p.phase == PodPhase::kUnknown) && !IsReservation(p.uid);
+         (p.phase == PodPhase::kPending || p.phase == PodPhase::kUnknown) && !p.reservation;
 }
 
 // The fields that place a pod in its queue.

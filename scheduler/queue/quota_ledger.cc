@@ -6,8 +6,6 @@
 
 namespace gpusched::queue {
 
-bool IsReservation(const std::string& uid) { return uid.rfind(kReservationUidPrefix, 0) == 0; }
-
 std::string FormatGpus(int64_t milli) {
   if (milli % 1000 == 0) return StrCat(milli / 1000);
   std::string s = StrCat(milli / 1000, ".", milli % 1000 / 100);

@@ -37,7 +37,6 @@ namespace gpusched::queue {
 
 // UIDs of gang reservation placeholders start with this.
 inline constexpr char kReservationUidPrefix[] = "gpusched-reservation/";
-bool IsReservation(const std::string& uid);
 
 // Returns milli-GPUs as a GPU count for messages: "16", "2.5".
 std::string FormatGpus(int64_t milli);

@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <tuple>
 
-#include "scheduler/queue/quota_ledger.h"
-
 namespace gpusched::sim {
 
 KubeCycle::KubeCycle(ExtenderService* service, ClusterState* state,
@@ -64,7 +62,7 @@ std::vector<std::string> KubeCycle::Preempt(const PodRequest& pod, const FilterO
     int64_t used = 0;
     std::vector<const PodOnNode*> lower;
     for (const PodOnNode& p : node->pods) {
-      if (queue::IsReservation(p.uid)) continue;
+      if (p.reservation) continue;
       used += p.gpus;
       if (p.priority < pod.priority) lower.push_back(&p);
     }

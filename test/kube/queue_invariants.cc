@@ -33,7 +33,7 @@ std::string CheckQueueInvariants(const std::vector<Holding>& holdings,
     products_known = products_known && !h.product.empty();
     held.insert(h.uid);
     usage[h.ns] += int64_t{h.gpus} * h.milli_per_gpu;
-    if (queue::IsReservation(h.uid)) placeholders.insert(h.uid);
+    if (h.reservation) placeholders.insert(h.uid);
     for (DeviceMask m = h.devices; m != 0; m &= m - 1) {
       const int d = std::countr_zero(m);
       if (d >= h.node_gpus) {
@@ -136,8 +136,9 @@ std::string CheckQueueInvariants(const ClusterState& state, queue::QueueManager&
       h.milli_per_gpu = p.milli_per_gpu;
       h.devices = p.devices;
       h.devices_known = p.devices_known;
+      h.reservation = p.reservation;
       holdings.push_back(std::move(h));
-      if (bound_in_api && !queue::IsReservation(p.uid)) {
+      if (bound_in_api && !p.reservation) {
         auto pod = state.FindPod(p.uid);
         if (!pod.has_value() || !bound_in_api(*pod)) {
           bad << "pod " << p.ns << "/" << p.name << " holds GPUs on " << node->name

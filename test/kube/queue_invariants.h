@@ -43,6 +43,7 @@ struct Holding {
   int32_t milli_per_gpu = 1000;
   DeviceMask devices = 0;
   bool devices_known = true;
+  bool reservation = false;  // a gang reservation holder
 };
 
 // The invariants over plain values: `holdings` against the queue's `report`

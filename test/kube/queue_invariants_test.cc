@@ -56,8 +56,8 @@ TEST(QueueInvariantsTest, ReportsEachViolation) {
   EXPECT_TRUE(Mentions(CheckQueueInvariants(three, Report(3000, 2000), {}), "above its limit"));
   EXPECT_TRUE(Mentions(CheckQueueInvariants(three, Report(1000, 8000), {}), "queue counts"));
   // A placeholder no live reservation owns, and a live one without devices.
-  std::vector<Holding> placeholder = {
-      Hold(std::string(queue::kReservationUidPrefix) + "1", "t", "n0", 0b1, 1)};
+  std::vector<Holding> placeholder = {Hold("gpusched-reservation/1", "t", "n0", 0b1, 1)};
+  placeholder[0].reservation = true;
   EXPECT_TRUE(
       Mentions(CheckQueueInvariants(placeholder, Report(1000, 8000), {}), "live reservations"));
   EXPECT_TRUE(Mentions(CheckQueueInvariants({}, Report(0, 8000), {"gpusched-reservation/2"}),

@@ -28,7 +28,7 @@ Harness::Harness(std::vector<NodeSpec> n, std::vector<PodRequest> pods, QueueOpt
 void Harness::Restart() {
   std::vector<PodRequest> real;
   for (PodRequest& p : state_ptr->Pods()) {
-    if (!IsReservation(p.uid)) real.push_back(std::move(p));
+    if (!p.reservation) real.push_back(std::move(p));
   }
   auto fresh = gpusched::testing::MakeState(nodes, std::move(real));
   queue.reset();

@@ -56,7 +56,7 @@ class Simulation {
   std::vector<PodRequest> Pods(bool pending) {
     std::vector<PodRequest> out;
     for (PodRequest& p : h_.state().Pods()) {
-      if (IsReservation(p.uid)) continue;
+      if (p.reservation) continue;
       const bool waiting = !p.HoldsGpus() && p.phase == PodPhase::kPending;
       const bool running = p.HoldsGpus();
       if ((pending && waiting) || (!pending && running)) out.push_back(std::move(p));
@@ -232,7 +232,7 @@ class Simulation {
     for (const auto& node : snap->nodes()) {
       PreemptionArgs::Candidate c{node->name, {}, 0};
       for (const PodOnNode& v : node->pods) {
-        if (v.priority < p.priority && !IsReservation(v.uid)) c.victim_uids.push_back(v.uid);
+        if (v.priority < p.priority && !v.reservation) c.victim_uids.push_back(v.uid);
       }
       args.candidates.push_back(std::move(c));
     }
@@ -245,7 +245,7 @@ class Simulation {
     std::set<std::string> hit;  // victim gangs
     for (const std::string& uid : chosen.victim_uids) {
       auto v = h_.state().FindPod(uid);
-      if (!v.has_value() || v->priority >= p.priority || IsReservation(uid)) {
+      if (!v.has_value() || v->priority >= p.priority || v->reservation) {
         r_.violation = StrCat("preempt offered victim ", uid, " for ", p.Key());
         return;
       }
@@ -310,7 +310,7 @@ class Simulation {
         return;
       }
       for (const PodOnNode& p : node->pods) {
-        if (IsReservation(p.uid)) placeholders.insert(p.uid);
+        if (p.reservation) placeholders.insert(p.uid);
       }
     }
     auto live = h_.queue->ReservationUids();

@@ -91,5 +91,25 @@ TEST(TrustTest, ForgedGangMemberGetsNoReservation) {
   EXPECT_EQ(h.state().Snapshot()->Find("h0")->free_count(), 8);
 }
 
+// A reservation holder is a kind of pod only the queue manager makes: a
+// pod of the cluster whose uid looks like a holder's is an ordinary pod,
+// queued, counted in quota and preemptible like any other.
+TEST(TrustTest, PodNamedLikeAReservationHolderIsAnOrdinaryPod) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 8)}});
+  PodRequest mimic = PodBuilder("mimic", "team-a").Gpus(8).OnNode("h0", 0xff).Build();
+  mimic.uid = std::string(kReservationUidPrefix) + "team-a/g/1-0";
+  Harness h({Hgx8H100("h0"), Hgx8H100("h1")}, {mimic}, o);
+  EXPECT_THAT(h.queue->ReservationUids(), IsEmpty());
+  std::string reason;
+  EXPECT_THAT(h.Filter(PodBuilder("next", "team-a").Gpus(8).Build(), &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("namespace team-a at quota: 8/8"));
+  PreemptionArgs a;
+  a.pod = PodBuilder("urgent", "team-a").Gpus(8).Priority(100).Build();
+  h.Submit(a.pod);
+  a.candidates.push_back({"h0", {mimic.uid}, 0});
+  EXPECT_THAT(h.service->Preempt(a).nodes, SizeIs(1));
+}
+
 }  // namespace
 }  // namespace gpusched::queue

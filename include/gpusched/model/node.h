@@ -47,6 +47,7 @@ struct PodOnNode {
   std::string model_product;  // product of the node (for per-model quota)
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
+  bool reservation = false;  // a gang reservation holder (PodRequest::reservation)
 };
 
 struct NodeInfo {

@@ -93,6 +93,10 @@ struct PodRequest {
   DeviceMask gpu_ids = 0;
   int64_t start_unix = 0;  // status.startTime, seconds
   bool deleting = false;   // metadata.deletionTimestamp set
+  // A gang reservation holder: devices the queue manager holds for a gang's
+  // members, not a workload. Set only by the queue manager (never by a
+  // decoder: no pod the cluster source shows is one).
+  bool reservation = false;
 
   // True if the pod holds its GPUs on a node: bound and not finished.
   bool HoldsGpus() const {
