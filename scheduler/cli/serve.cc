@@ -422,7 +422,7 @@ int Serve(const std::vector<std::string>& args) {
   deps.ready = [&server] { return server.accepting(); };
   if (kube_rt) {
     deps.ready = [&server, r = kube_rt.get()] { return server.accepting() && r->ReadyFn()(); };
-    deps.after_bind = kube_rt->AfterBindFn();
+    service.SetBindWriteBack(kube_rt->AfterBindFn());
     deps.on_unplaced = kube_rt->UnplacedFn();
   }
   deps.debug_queues = [&queue_mgr](const auto&... query) { return queue_mgr->Report(query...); };

@@ -184,9 +184,7 @@ std::string ExtenderService::Bind(const BindingArgs& args, DeviceMask* devices) 
     DeviceMask reserved = 0;
     std::string err = gate->AssumeForBind(*state_, *pod, args.node, &reserved);
     if (!err.empty()) return err;
-    if (devices != nullptr) *devices = reserved;
-    gate->OnBound(*pod);
-    return "";
+    return Committed(*pod, args, reserved, devices);
   }
   auto snapshot = state_->Snapshot();
   const NodeInfo* node = snapshot->Find(args.node);
@@ -207,8 +205,20 @@ std::string ExtenderService::Bind(const BindingArgs& args, DeviceMask* devices) 
     absl::Status s = state_->Assume(*pod, args.node, chosen);
     if (!s.ok()) return StrCat("gpusched: ", FromAbsl(s.message()));
   }
+  return Committed(*pod, args, chosen, devices);
+}
+
+std::string ExtenderService::Committed(const PodRequest& pod, const BindingArgs& args,
+                                       DeviceMask chosen, DeviceMask* devices) {
+  if (write_back_) {
+    std::string err = write_back_(args, chosen);
+    if (!err.empty()) {
+      state_->Forget(pod.uid);  // pending again, its devices free
+      return err;
+    }
+  }
   if (devices != nullptr) *devices = chosen;
-  if (gate != nullptr) gate->OnBound(*pod);
+  if (PodGate* gate = gate_.load()) gate->OnBound(pod);
   return "";
 }
 

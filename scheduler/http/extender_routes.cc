@@ -87,15 +87,7 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
                        codec::EncodeBindingResult(StrCat("gpusched: bad ExtenderBindingArgs: ",
                                                          FromAbsl(args.status().message())))});
     }
-    DeviceMask devices = 0;
-    std::string err = svc->Bind(*args, &devices);
-    if (err.empty() && deps.after_bind) {
-      err = deps.after_bind(*args, devices);
-      if (!err.empty()) {
-        auto pod = svc->state()->FindPodByName(args->pod_namespace, args->pod_name);
-        if (pod.has_value()) svc->state()->Forget(pod->uid);
-      }
-    }
+    std::string err = svc->Bind(*args);
     if (deps.metrics != nullptr) {
       deps.metrics->Inc("gpusched_binds_total", "Bind results.",
                         {{"result", err.empty() ? "ok" : "error"}});

@@ -35,9 +35,6 @@ struct RouteDeps {
   Metrics* metrics = nullptr;
   // Extra readiness condition (leader election, server accepting).
   std::function<bool()> ready = [] { return true; };
-  // Hook after a successful bind (API write-back in --kube mode); returns ""
-  // or an error that rolls the bind back.
-  std::function<std::string(const BindingArgs&, DeviceMask)> after_bind;
   // Optional: called after a filter that set no Error and passed no node
   // (the pod waits), e.g. to post an Event on the pod. Unset: no cost.
   std::function<void(const ExtenderArgs&, const FilterOutcome&)> on_unplaced;

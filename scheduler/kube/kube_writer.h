@@ -85,7 +85,8 @@ class KubeBinder {
              std::function<bool()> may_write, WriteOptions options, Metrics* metrics,
              EventRecorder* events);
 
-  // RouteDeps::after_bind: "" or the error that rolls the assumption back.
+  // ExtenderService::SetBindWriteBack: "" or the error that rolls the
+  // assumption back.
   std::string AfterBind(const BindingArgs& args, DeviceMask devices);
 
  private:

@@ -71,7 +71,7 @@ class KubeRuntime {
   ~KubeRuntime();
   bool leader() const;
   bool synced() const { return source_->synced(); }
-  // RouteDeps::ready and RouteDeps::after_bind.
+  // RouteDeps::ready and ExtenderService::SetBindWriteBack.
   std::function<bool()> ReadyFn();
   std::function<std::string(const BindingArgs&, DeviceMask)> AfterBindFn();
   // RouteDeps::on_unplaced: a rate-limited waiting Event on the pod.

@@ -29,11 +29,12 @@ std::string PodJson(const std::string& name, const std::string& ns, int gpus, in
 
 // Router with the extender and debug routes over a harness.
 struct Routes {
-  // `after_bind`: the cluster write-back hook, as --kube mode installs it.
+  // `after_bind`: the cluster write-back (ExtenderService::SetBindWriteBack),
+  // as --kube mode installs it.
   explicit Routes(testing::Harness& h,
                   std::function<std::string(const BindingArgs&, DeviceMask)> after_bind = {})
       : harness(&h) {
-    deps.after_bind = std::move(after_bind);
+    h.service->SetBindWriteBack(std::move(after_bind));
     deps.service = h.service.get();
     deps.metrics = &metrics;
     deps.debug_queues = [&h](const ReportQuery& q) { return h.queue->Report(q); };

@@ -151,6 +151,23 @@ TEST(BindTest, RechecksQuotaAtBind) {
   EXPECT_FALSE(h.state().FindPod(p.uid)->HoldsGpus());
 }
 
+// A bind whose write-back to the cluster fails is taken back by Bind itself:
+// the pod is pending again, its devices free, still in its queue.
+TEST(BindTest, FailedWriteBackRollsTheAssumptionBack) {
+  Harness h(H100s(1), {}, QueueOptions{});
+  std::string fail = "gpusched: binding refused by the API server";
+  h.service->SetBindWriteBack([&fail](const BindingArgs&, DeviceMask) { return fail; });
+  PodRequest p = PodBuilder("p", "team-a").Gpus(8).Build();
+  ASSERT_THAT(h.Filter(p), SizeIs(1));
+  EXPECT_EQ(h.Bind(p, "h0"), fail);
+  EXPECT_FALSE(h.state().FindPod(p.uid)->HoldsGpus());
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 0);
+  EXPECT_THAT(h.queue->Report({"team-a", 10}).namespaces.at(0).queue, SizeIs(1));
+  fail.clear();
+  EXPECT_EQ(h.Bind(p, "h0"), "");
+  EXPECT_TRUE(h.state().FindPod(p.uid)->HoldsGpus());
+}
+
 TEST(GangTest, ReservesDevicesForAllMembersBeforeTheFirstPasses) {
   Harness h(H100s(2), {}, QueueOptions{});
   PodRequest m0 = PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build();

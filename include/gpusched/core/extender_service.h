@@ -15,6 +15,7 @@
 #define GPUSCHED_CORE_EXTENDER_SERVICE_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -97,8 +98,16 @@ class ExtenderService {
   FilterOutcome Filter(const ExtenderArgs& args) const;
   // Returns one score per args.node_names entry, 0..10 (MaxExtenderPriority).
   std::vector<int64_t> Prioritize(const ExtenderArgs& args) const;
+  // Where a bind is written back to the cluster (the API server's pods/binding
+  // in --kube mode): "" or an error. Set once, before serving; unset: binds
+  // are only assumed (--cluster mode, simulator).
+  using BindWriteBack = std::function<std::string(const BindingArgs&, DeviceMask devices)>;
+  void SetBindWriteBack(BindWriteBack write_back) { write_back_ = std::move(write_back); }
+
   // Returns "" on success, else the Error for ExtenderBindingResult. On
-  // success the pod is assumed on the node with the chosen devices.
+  // success the pod is assumed on the node with the chosen devices and
+  // written back; a failed write-back takes the assumption back (the pod is
+  // pending again) and is the error.
   std::string Bind(const BindingArgs& args, DeviceMask* devices = nullptr);
   // The preempt verb: kube-scheduler's candidates -> the victims gpusched
   // agrees to (through the gate if one is installed).
@@ -107,11 +116,17 @@ class ExtenderService {
   ClusterState* state() const { return state_; }
 
  private:
+  // After the assumption of `pod` with `chosen`: the write-back, and the
+  // rollback if it fails; on success tells the gate the pod is bound.
+  std::string Committed(const PodRequest& pod, const BindingArgs& args, DeviceMask chosen,
+                        DeviceMask* devices);
+
   ClusterState* state_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const policy::Framework> framework_ ABSL_GUARDED_BY(mu_);
   std::atomic<PodGate*> gate_{nullptr};
   std::atomic<bool> ready_{false};
+  BindWriteBack write_back_;
 };
 
 }  // namespace gpusched
