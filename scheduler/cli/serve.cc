@@ -242,7 +242,7 @@ class ConfigReloader {
       return Log(trigger, StrCat("reload rejected, keeping the old one: ", s.message()));
     }
     service_->SetFramework(std::shared_ptr<const policy::Framework>(std::move(*next_fw)));
-    queue_->SetOptions(queue::QueueOptionsFrom(*next));
+    queue_->SetOptions(queue::ServingQueueOptions(*next));
     applied_text_ = text;
     last_error_.clear();
     ++reloads_;

@@ -6,6 +6,9 @@
 // node answered for are evicted by kube-scheduler, and gpusched evicts the
 // others once one of those is going (GangFollowupEvictionsLocked).
 #include <algorithm>
+#include <bit>
+#include <limits>
+#include <tuple>
 
 #include "gpusched/policy/placement.h"
 #include "gpusched/policy/preemption_planner.h"
@@ -15,14 +18,39 @@
 namespace gpusched::queue {
 namespace {
 
-// True if some pod on `node` could be a victim for `member` at all (cheap
-// pre-check before planning there).
-bool AnyCandidate(const NodeInfo& node, const PodRequest& member, bool reclaim,
-                  const absl::flat_hash_map<std::string, int64_t>& evicted) {
-  return std::any_of(node.pods.begin(), node.pods.end(), [&](const PodOnNode& p) {
-    if (p.reservation || evicted.contains(p.uid)) return false;
-    return reclaim ? p.ns != member.ns : p.priority < member.priority;
-  });
+// What planning on one node can at best achieve, from a cheap look at its
+// pods: the devices it could offer (free plus every possible victim's), the
+// lowest priority a victim there can have and the fewest milli-GPUs any
+// plan there evicts. Plans cost at least this (NodePlan ordering), so nodes
+// are planned in this order and the search stops once a plan found is no
+// worse than the next node's bound.
+struct NodeBound {
+  size_t index = 0;
+  int32_t could_free = 0;  // 0: no pod there could be a victim
+  int32_t min_priority = std::numeric_limits<int32_t>::max();
+  int64_t min_milli = 0;
+};
+
+NodeBound Bound(size_t index, const NodeInfo& node, const PodRequest& member, bool reclaim,
+                const absl::flat_hash_map<std::string, int64_t>& evicted) {
+  NodeBound b;
+  b.index = index;
+  bool any = false;
+  int64_t smallest = std::numeric_limits<int64_t>::max();
+  for (const PodOnNode& p : node.pods) {
+    if (p.reservation || evicted.contains(p.uid)) continue;
+    if (reclaim ? p.ns == member.ns : p.priority >= member.priority) continue;
+    any = true;
+    b.could_free += std::popcount(p.devices);
+    b.min_priority = std::min(b.min_priority, p.priority);
+    smallest = std::min(smallest, int64_t{p.gpus} * p.milli_per_gpu);
+  }
+  if (!any) return {index, 0, 0, 0};
+  const int32_t free = std::popcount(node.whole_free & node.healthy);
+  b.could_free += free;
+  const int32_t count = member.gpu.shared() ? 1 : member.gpu.count;
+  b.min_milli = std::max<int64_t>(smallest, int64_t{std::max(0, count - free)} * 1000);
+  return b;
 }
 
 }  // namespace
@@ -52,15 +80,25 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
     return it == changed.end() ? n : it->second;
   };
   policy::PodContext ctx = fw.Prepare(member, snapshot);
+  // Nodes no earlier step changed are read through the memo (one filter per
+  // distinct node state, as the filter verb does).
+  policy::FilterMemo memo(fw, ctx);
+  const auto& nodes = snapshot.nodes();
+  auto filter = [&](size_t i) -> policy::FilterResult {
+    auto it = changed.find(nodes[i]->name);
+    return it == changed.end() ? memo.Filter(snapshot.hot(static_cast<int32_t>(i)))
+                               : fw.Filter(ctx, it->second);
+  };
+  const int32_t count = member.gpu.shared() ? 1 : member.gpu.count;
   GangPlan plan;
   for (int32_t i = 0; i < missing; ++i) {
     // A node with room as is: the best score.
     const NodeInfo* roomy = nullptr;
     DeviceMask devices = 0;
     int64_t best_score = -1;
-    for (const auto& ptr : snapshot.nodes()) {
-      const NodeInfo& n = view(*ptr);
-      if (!fw.Filter(ctx, n).fits()) continue;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      if (!filter(k).fits()) continue;
+      const NodeInfo& n = view(*nodes[k]);
       if (!ledger.CheckModels(member.ns, snapshot.product(n), demand).empty()) continue;
       auto placement = policy::ChoosePlacement(member.gpu, n);
       if (!placement.has_value()) continue;
@@ -84,12 +122,25 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
     rules.quota_demand = whole;
     rules.borrow_demand = demand * missing;
     rules.check_quota = i + 1 == missing;
+    std::vector<NodeBound> bounds;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      NodeBound b = Bound(k, view(*nodes[k]), member, reclaim, gone);
+      if (b.could_free == 0 || (!member.gpu.shared() && b.could_free < count)) continue;
+      bounds.push_back(b);
+    }
+    std::stable_sort(bounds.begin(), bounds.end(), [](const NodeBound& a, const NodeBound& b) {
+      return std::tie(a.min_priority, a.min_milli) < std::tie(b.min_priority, b.min_milli);
+    });
     std::optional<NodePlan> cheapest;
     const NodeInfo* where = nullptr;
-    for (const auto& ptr : snapshot.nodes()) {
-      const NodeInfo& n = view(*ptr);
-      if (!AnyCandidate(n, member, reclaim, gone)) continue;
-      if (fw.Filter(ctx, n).verdict == policy::Verdict::kUnresolvable) continue;
+    for (const NodeBound& b : bounds) {
+      if (cheapest.has_value() && std::make_tuple(cheapest->MaxPriority(), cheapest->Milli()) <=
+                                      std::make_tuple(b.min_priority, b.min_milli)) {
+        break;  // no node left can have a cheaper plan
+      }
+      const size_t k = b.index;
+      const NodeInfo& n = view(*nodes[k]);
+      if (filter(k).verdict == policy::Verdict::kUnresolvable) continue;
       auto p = PlanNode(local, member, n, snapshot, fw, rules);
       if (!p.has_value() || p->victims.empty()) continue;
       if (!cheapest.has_value() || Cheaper(*p, *cheapest)) {

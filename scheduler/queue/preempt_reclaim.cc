@@ -409,6 +409,11 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
       continue;  // only a namespace within its guarantee reclaims
     }
     if (!lending.contains(cohort)) continue;  // no borrower to reclaim from
+    auto backoff = reclaim_backoff_.find(ns);
+    if (backoff != reclaim_backoff_.end() && backoff->second.head_uid == head->pod.uid &&
+        now < backoff->second.retry_at_ms) {
+      continue;  // its last plan for this head found nothing
+    }
     jobs.push_back({ns, head->pod, members, demand, {}});
   }
   (void)snapshot;
@@ -502,7 +507,19 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLock
   std::vector<std::pair<PodRequest, std::string>> out;
   const int64_t now = Now();
   for (const ReclaimJob& job : jobs) {
-    if (job.victims.empty()) continue;
+    if (!job.planned) {
+      // The budget ran out: the next tick starts with this namespace.
+      reclaim_cursor_ = job.ns;
+      break;
+    }
+    if (job.victims.empty()) {
+      ReclaimBackoff& b = reclaim_backoff_[job.ns];
+      b.failures = b.head_uid == job.pod.uid ? b.failures + 1 : 1;
+      b.head_uid = job.pod.uid;
+      b.retry_at_ms = now + (int64_t{1000} << std::min(b.failures - 1, 4));
+      continue;
+    }
+    reclaim_backoff_.erase(job.ns);
     // Still current: nothing changed since the plan, or the pod still
     // heads its queue and every victim is still there and not evicted.
     const Entry* e = FindEntryLocked(job.pod.uid);

@@ -57,6 +57,7 @@ void QueueManager::SetOptions(QueueOptions options) {
   TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   options_ = std::move(options);
   ledger_.reset();
+  reclaim_backoff_.clear();  // new quotas or rules: plan again at once
   ++config_version_;
 }
 
@@ -482,8 +483,11 @@ int QueueManager::Tick() {
   if (!jobs.empty()) {
     PlanInputs in{ledger.get(), &options, &evicted, &usage};
     const int64_t now = Now();
+    const auto budget = std::chrono::milliseconds(options.reclaim_plan_budget_ms);
     for (ReclaimJob& job : jobs) {
+      if (budget.count() > 0 && std::chrono::steady_clock::now() - started > budget) break;
       PlanReclaim(in, *snapshot, *fw, &job);
+      job.planned = true;
       // Later namespaces plan without these victims, as after evicting them.
       for (const std::string& uid : job.victims) evicted.emplace(uid, now);
     }

@@ -77,6 +77,11 @@ struct QueueOptions {
   // Reclaim plans computed per tick at most (namespaces taken round-robin):
   // bounds the tick's work however many namespaces wait below guarantee.
   int32_t reclaim_plans_per_tick = 16;
+  // Wall-clock time a tick may spend planning reclaim (0: no limit); the
+  // namespaces not reached are planned first by the next tick. Serving sets
+  // it (ServingQueueOptions); the simulator and tests leave it 0, so their
+  // decisions do not depend on the machine's speed.
+  int32_t reclaim_plan_budget_ms = 0;
   // A victim gang with members on other nodes than the one the preempt verb
   // answered for: once one of its members there is going (deleted or
   // terminating) within this long, gpusched evicts the others.
@@ -246,6 +251,7 @@ class QueueManager final : public PodGate {
     int32_t members = 1;  // a gang: its members not yet placed
     int64_t demand = 0;
     std::vector<std::string> victims;  // the plan; empty: none found
+    bool planned = false;              // false: the tick's budget ran out first
   };
 
   int64_t Now() const;
@@ -406,6 +412,15 @@ class QueueManager final : public PodGate {
   std::map<std::string, GangPlan> gang_plans_ ABSL_GUARDED_BY(mu_);
   // Victim gangs to finish evicting, by "ns/gang" of the victim gang.
   std::map<std::string, GangFollowup> gang_followups_ ABSL_GUARDED_BY(mu_);
+  // A namespace whose last reclaim plan found nothing for the same head is
+  // planned again only after a back-off (1 s, doubling, at most 16 s):
+  // planning reads every node, and an unchanged failure would repeat.
+  struct ReclaimBackoff {
+    std::string head_uid;
+    int64_t retry_at_ms = 0;
+    int32_t failures = 0;
+  };
+  std::map<std::string, ReclaimBackoff> reclaim_backoff_ ABSL_GUARDED_BY(mu_);
   // Where the next tick's reclaim planning starts (round-robin).
   std::string reclaim_cursor_ ABSL_GUARDED_BY(mu_);
   // Pods we asked to evict (uid -> when): not planned again while they go.

@@ -10,6 +10,12 @@ QueueOptions QueueOptionsFrom(const SchedulerConfig& config) {
   return o;
 }
 
+QueueOptions ServingQueueOptions(const SchedulerConfig& config) {
+  QueueOptions o = QueueOptionsFrom(config);
+  o.reclaim_plan_budget_ms = 5;
+  return o;
+}
+
 std::unique_ptr<QueueManager> InstallQueue(ExtenderService* service, ClusterState* state,
                                            ClusterWriter* writer, const SchedulerConfig& config,
                                            Metrics* metrics) {
@@ -18,7 +24,7 @@ std::unique_ptr<QueueManager> InstallQueue(ExtenderService* service, ClusterStat
   deps.writer = writer;
   deps.framework = [service] { return service->framework(); };
   deps.metrics = metrics;
-  auto queue = std::make_unique<QueueManager>(std::move(deps), QueueOptionsFrom(config));
+  auto queue = std::make_unique<QueueManager>(std::move(deps), ServingQueueOptions(config));
   queue->Resync();
   if (metrics != nullptr) {
     metrics->AddCollector([q = queue.get()](GaugeWriter& w) { q->CollectMetrics(w); });

@@ -20,6 +20,9 @@
 namespace gpusched::queue {
 
 QueueOptions QueueOptionsFrom(const SchedulerConfig& config);
+// QueueOptionsFrom plus what only a serving process sets: a wall-clock
+// budget for the tick's reclaim planning (QueueOptions::reclaim_plan_budget_ms).
+QueueOptions ServingQueueOptions(const SchedulerConfig& config);
 
 // Returns a QueueManager installed as `service`'s gate, its queue filled from
 // `state`, its gauges added to `metrics`. `writer` (may be null) receives
