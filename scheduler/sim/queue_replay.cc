@@ -201,6 +201,9 @@ class QueueReplay {
       out.queue_time = j.units > 0 ? queue / j.units : 0;
       run_.jobs.push_back(out);
     }
+    for (double since : owed_since_) {
+      if (since >= 0) run_.guarantee_waits.push_back(std::max(0.0, run_.makespan - since));
+    }
     return std::move(run_);
   }
 
@@ -367,11 +370,21 @@ class QueueReplay {
   void Check(double t) {
     auto snapshot = state_.Snapshot();
     queue::QuotaLedger ledger(quotas_, *snapshot);
+    std::vector<int> waiting(names_.size(), 0);
+    for (const auto& [key, uid] : pending_) ++waiting[jobs_[units_[unit_of_[uid]].job].ns];
+    owed_since_.resize(names_.size(), -1);
     for (size_t n = 0; n < names_.size(); ++n) {
       const int64_t usage = ledger.Usage(names_[n]);
       if (usage > ledger.Limit(names_[n])) ++run_.quota_violations;
       run_.max_borrowed[n] =
           std::max(run_.max_borrowed[n], (usage - ledger.Guaranteed(names_[n])) / 1000);
+      // Time to guarantee (QueueReplayRun::guarantee_waits).
+      const bool owed = usage < ledger.Guaranteed(names_[n]) && waiting[n] > 0;
+      if (owed && owed_since_[n] < 0) owed_since_[n] = t;
+      if (!owed && owed_since_[n] >= 0) {
+        run_.guarantee_waits.push_back(t - owed_since_[n]);
+        owed_since_[n] = -1;
+      }
     }
     if (o_.on_step) o_.on_step(t, *snapshot);
   }
@@ -418,6 +431,7 @@ class QueueReplay {
   std::priority_queue<Completion> recreate_;   // evicted units' new pods
   std::priority_queue<Completion> terminate_;  // reclaim victims going away
   QueueReplayRun run_;
+  std::vector<double> owed_since_;  // per pool: start of its open episode, or -1
 };
 
 }  // namespace

@@ -50,6 +50,11 @@ struct QueueReplayRun {
   std::vector<int64_t> guaranteed;    // per pool, GPUs
   std::vector<int64_t> max_borrowed;  // per pool, GPUs above the guarantee
   std::vector<TimelinePoint> timeline;
+  // Time to guarantee: each episode from a namespace holding less than its
+  // guarantee while a pod of it waits, to it holding its guarantee or no
+  // pod of it waiting any more (seconds; episodes still open at the end are
+  // closed at the makespan).
+  std::vector<double> guarantee_waits;
 };
 
 // The quotas the run uses (config quotas plus the derived per-VC ones).

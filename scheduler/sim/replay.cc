@@ -339,6 +339,16 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
     r.reclaim_evictions = run->reclaim_evictions;
     r.lost_gpu_seconds = run->lost_gpu_seconds;
     r.quota_violations = run->quota_violations;
+    std::vector<double> waits = std::move(run->guarantee_waits);
+    std::sort(waits.begin(), waits.end());
+    r.guarantee_episodes = static_cast<int64_t>(waits.size());
+    if (!waits.empty()) {
+      double sum = 0;
+      for (double w : waits) sum += w;
+      r.avg_time_to_guarantee = sum / static_cast<double>(waits.size());
+      r.p95_time_to_guarantee = waits[std::min(waits.size() - 1, waits.size() * 95 / 100)];
+      r.max_time_to_guarantee = waits.back();
+    }
     r.timeline = std::move(run->timeline);
     max_borrowed = run->max_borrowed;
     quota_gpus = run->guaranteed;

@@ -64,6 +64,10 @@ struct ReplayResult {
   // namespace) pairs with GPU usage above the namespace's quota limit.
   int64_t quota_violations = 0;
   double fairness = 0;  // max/min average slowdown over namespaces
+  // gpusched only: time to guarantee (QueueReplayRun::guarantee_waits):
+  // episodes, their mean, 95th percentile and longest (s).
+  int64_t guarantee_episodes = 0;
+  double avg_time_to_guarantee = 0, p95_time_to_guarantee = 0, max_time_to_guarantee = 0;
   std::map<std::string, NamespaceStats> per_ns;
   std::vector<TimelinePoint> timeline;
 };

@@ -174,6 +174,11 @@ TEST(QueueReplay, BorrowerIsReclaimedForANamespaceBelowItsGuarantee) {
   EXPECT_DOUBLE_EQ(r->per_ns.at("a").avg_jct, (100 + 140) / 2.0);
   EXPECT_DOUBLE_EQ(r->lost_gpu_seconds, 30 * 8);
   EXPECT_EQ(r->quota_violations, 0);
+  // Time to guarantee: b is below its guarantee with a pod waiting from 50
+  // until its pod runs at 80 (a never is: it holds 16, then 8).
+  EXPECT_EQ(r->guarantee_episodes, 1);
+  EXPECT_DOUBLE_EQ(r->avg_time_to_guarantee, 30);
+  EXPECT_DOUBLE_EQ(r->max_time_to_guarantee, 30);
 
   // The shipped default ("lowerPriority"): equal priorities are not
   // reclaimed; b waits for a borrower to finish at 100.
@@ -181,6 +186,8 @@ TEST(QueueReplay, BorrowerIsReclaimedForANamespaceBelowItsGuarantee) {
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->preemptions, 0);
   EXPECT_DOUBLE_EQ(d->per_ns.at("b").avg_jct, 60);
+  EXPECT_EQ(d->guarantee_episodes, 1);
+  EXPECT_DOUBLE_EQ(d->avg_time_to_guarantee, 50);  // 50 .. 100
 }
 
 // A seeded random workload (priority classes, gangs, loose multi-pod jobs,
