@@ -263,36 +263,28 @@ double Percentile(std::vector<double> v, double q) {
   return v[std::min(k, v.size() - 1)];
 }
 
-}  // namespace
+// What one replay algorithm produced, before the metrics are computed.
+struct RawRun {
+  std::vector<JobState> finished;
+  double makespan = 0, busy = 0, lost = 0;
+  int64_t preemptions = 0, reclaim_evictions = 0, violations = 0;
+  std::vector<int64_t> max_borrowed;  // per pool
+  std::vector<int64_t> quota_gpus;    // per pool
+  std::vector<TimelinePoint> timeline;
+  std::vector<double> guarantee_waits;
+};
 
-absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
-                                       const std::vector<std::pair<std::string, int>>& pools,
-                                       const ReplayOptions& o) {
-  Kind kind = Kind::kFifo;
-  const bool queue_manager = o.policy == "gpusched";
-  if (o.policy == "fifo") {
-    kind = Kind::kFifo;
-  } else if (o.policy == "sjf") {
-    kind = Kind::kSjf;
-  } else if (o.policy == "srtf") {
-    kind = Kind::kSrtf;
-  } else if (!queue_manager) {
-    return absl::InvalidArgumentError(StrCat("unknown replay policy '", o.policy, "'"));
-  }
-  std::vector<std::string> names;
-  std::vector<int64_t> guarantee;
-  for (const auto& [ns, nodes] : pools) {
-    names.push_back(ns);
-    guarantee.push_back(int64_t{nodes} * o.gpus_per_node);
-  }
+// The per-VC baselines (FIFO, SJF, SRTF): one World per pool, each job on its
+// own VC's pool.
+absl::StatusOr<RawRun> RunPerPool(Kind kind, const std::vector<Job>& jobs,
+                                  const std::vector<std::string>& names,
+                                  const std::vector<int64_t>& guarantee, const ReplayOptions& o) {
   auto ns_of = [&](const std::string& ns) {
     return static_cast<int>(std::find(names.begin(), names.end(), ns) - names.begin());
   };
   std::vector<std::vector<JobState>> by_ns(names.size());
-  std::vector<JobState> all;
   int order = 0;
   for (const Job& j : jobs) {
-    if (queue_manager) break;  // the queue replay builds its own jobs
     const int ns = ns_of(j.ns);
     if (ns >= static_cast<int>(names.size()) || j.total_gpus() <= 0) continue;
     JobState s;
@@ -304,74 +296,88 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
     if (s.gpus > guarantee[ns]) {
       return absl::InvalidArgumentError(StrCat(j.id, " needs more GPUs than ", j.ns, " has"));
     }
-    all.push_back(s);
+    by_ns[ns].push_back(s);
   }
+  RawRun raw;
+  raw.max_borrowed.assign(names.size(), 0);
+  raw.quota_gpus = guarantee;
+  for (size_t n = 0; n < names.size(); ++n) {
+    Pool pool;
+    pool.g = o.gpus_per_node;
+    pool.free.assign(guarantee[n] / o.gpus_per_node, o.gpus_per_node);
+    pool.capacity = pool.total_free = guarantee[n];
+    std::vector<int64_t> g(names.size(), 0);
+    g[n] = guarantee[n];
+    World w(kind, std::move(pool), std::move(by_ns[n]), g);
+    w.Run();
+    for (const JobState& s : w.jobs()) raw.finished.push_back(s);
+    raw.makespan = std::max(raw.makespan, w.makespan());
+    raw.busy += w.busy_gpu_seconds();
+    raw.preemptions += w.preemptions();
+    raw.lost += w.lost();
+    raw.violations += w.violations();
+  }
+  return raw;
+}
+
+// gpusched: one shared pool driven by the queue manager (queue_replay.h).
+absl::StatusOr<RawRun> RunGpusched(const std::vector<Job>& jobs,
+                                   const std::vector<std::pair<std::string, int>>& pools,
+                                   const ReplayOptions& o) {
+  auto run = RunQueueReplay(jobs, pools, o);
+  if (!run.ok()) return run.status();
+  RawRun raw;
+  for (const QueueReplayJob& q : run->jobs) {
+    JobState s;
+    s.ns = q.ns;
+    s.submit = q.submit;
+    s.duration = q.duration;
+    s.end = q.end;
+    s.queue_time = q.queue_time;
+    s.done = q.done;
+    raw.finished.push_back(s);
+  }
+  raw.makespan = run->makespan;
+  raw.busy = run->busy_gpu_seconds;
+  raw.preemptions = run->preemptions;
+  raw.reclaim_evictions = run->reclaim_evictions;
+  raw.lost = run->lost_gpu_seconds;
+  raw.violations = run->quota_violations;
+  raw.timeline = std::move(run->timeline);
+  raw.max_borrowed = std::move(run->max_borrowed);
+  raw.quota_gpus = std::move(run->guaranteed);
+  raw.guarantee_waits = std::move(run->guarantee_waits);
+  return raw;
+}
+
+// The metrics of a run (JCT percentiles, utilisation, per namespace,
+// fairness, time to guarantee).
+absl::StatusOr<ReplayResult> Summarise(RawRun raw, const std::vector<std::string>& names,
+                                       const std::vector<int64_t>& guarantee,
+                                       const ReplayOptions& o) {
   ReplayResult r;
   r.policy = o.policy;
   r.load = o.load;
-  std::vector<JobState> finished;
-  auto make_pool = [&](int64_t gpus) {
-    Pool p;
-    p.g = o.gpus_per_node;
-    p.free.assign(gpus / o.gpus_per_node, o.gpus_per_node);
-    p.capacity = p.total_free = gpus;
-    return p;
-  };
-  double busy = 0;
-  std::vector<int64_t> max_borrowed(names.size(), 0);
-  std::vector<int64_t> quota_gpus = guarantee;
-  if (queue_manager) {
-    auto run = RunQueueReplay(jobs, pools, o);
-    if (!run.ok()) return run.status();
-    for (const QueueReplayJob& q : run->jobs) {
-      JobState s;
-      s.ns = q.ns;
-      s.submit = q.submit;
-      s.duration = q.duration;
-      s.end = q.end;
-      s.queue_time = q.queue_time;
-      s.done = q.done;
-      finished.push_back(s);
-    }
-    r.makespan = run->makespan;
-    busy = run->busy_gpu_seconds;
-    r.preemptions = run->preemptions;
-    r.reclaim_evictions = run->reclaim_evictions;
-    r.lost_gpu_seconds = run->lost_gpu_seconds;
-    r.quota_violations = run->quota_violations;
-    std::vector<double> waits = std::move(run->guarantee_waits);
-    std::sort(waits.begin(), waits.end());
-    r.guarantee_episodes = static_cast<int64_t>(waits.size());
-    if (!waits.empty()) {
-      double sum = 0;
-      for (double w : waits) sum += w;
-      r.avg_time_to_guarantee = sum / static_cast<double>(waits.size());
-      r.p95_time_to_guarantee = waits[std::min(waits.size() - 1, waits.size() * 95 / 100)];
-      r.max_time_to_guarantee = waits.back();
-    }
-    r.timeline = std::move(run->timeline);
-    max_borrowed = run->max_borrowed;
-    quota_gpus = run->guaranteed;
-  } else {
-    for (const JobState& s : all) by_ns[s.ns].push_back(s);
-    for (size_t n = 0; n < names.size(); ++n) {
-      std::vector<int64_t> g(names.size(), 0);
-      g[n] = guarantee[n];
-      World w(kind, make_pool(guarantee[n]), std::move(by_ns[n]), g);
-      w.Run();
-      for (const JobState& s : w.jobs()) finished.push_back(s);
-      r.makespan = std::max(r.makespan, w.makespan());
-      busy += w.busy_gpu_seconds();
-      r.preemptions += w.preemptions();
-      r.lost_gpu_seconds += w.lost();
-      r.quota_violations += w.violations();
-    }
+  r.makespan = raw.makespan;
+  r.preemptions = raw.preemptions;
+  r.reclaim_evictions = raw.reclaim_evictions;
+  r.lost_gpu_seconds = raw.lost;
+  r.quota_violations = raw.violations;
+  r.timeline = std::move(raw.timeline);
+  std::vector<double> waits = std::move(raw.guarantee_waits);
+  std::sort(waits.begin(), waits.end());
+  r.guarantee_episodes = static_cast<int64_t>(waits.size());
+  if (!waits.empty()) {
+    r.avg_time_to_guarantee =
+        std::accumulate(waits.begin(), waits.end(), 0.0) / static_cast<double>(waits.size());
+    r.p95_time_to_guarantee = waits[std::min(waits.size() - 1, waits.size() * 95 / 100)];
+    r.max_time_to_guarantee = waits.back();
   }
   std::vector<double> jct;
   double qsum = 0;
   std::vector<double> ns_jct(names.size(), 0), ns_q(names.size(), 0), ns_sd(names.size(), 0);
   std::vector<int64_t> ns_n(names.size(), 0);
-  for (const JobState& s : finished) {
+  for (const JobState& s : raw.finished) {
     if (!s.done) return absl::InternalError("a job never finished");
     const double c = s.end - s.submit;
     jct.push_back(c);
@@ -390,13 +396,13 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
   r.p95_jct = Percentile(jct, 0.95);
   r.p99_jct = Percentile(jct, 0.99);
   const double cap = std::accumulate(guarantee.begin(), guarantee.end(), 0.0);
-  r.utilisation = r.makespan > 0 ? busy / (cap * r.makespan) : 0;
+  r.utilisation = r.makespan > 0 ? raw.busy / (cap * r.makespan) : 0;
   double smin = 1e300, smax = 0;
   for (size_t n = 0; n < names.size(); ++n) {
     NamespaceStats st;
     st.jobs = ns_n[n];
-    st.quota_gpus = quota_gpus[n];
-    st.max_borrowed = max_borrowed[n];
+    st.quota_gpus = raw.quota_gpus[n];
+    st.max_borrowed = raw.max_borrowed[n];
     if (ns_n[n] > 0) {
       st.avg_jct = ns_jct[n] / ns_n[n];
       st.avg_queue = ns_q[n] / ns_n[n];
@@ -408,6 +414,33 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
   }
   r.fairness = smin > 0 && smin < 1e300 ? smax / smin : 0;
   return r;
+}
+
+}  // namespace
+
+absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
+                                       const std::vector<std::pair<std::string, int>>& pools,
+                                       const ReplayOptions& o) {
+  std::vector<std::string> names;
+  std::vector<int64_t> guarantee;
+  for (const auto& [ns, nodes] : pools) {
+    names.push_back(ns);
+    guarantee.push_back(int64_t{nodes} * o.gpus_per_node);
+  }
+  absl::StatusOr<RawRun> raw;
+  if (o.policy == "gpusched") {
+    raw = RunGpusched(jobs, pools, o);
+  } else if (o.policy == "fifo") {
+    raw = RunPerPool(Kind::kFifo, jobs, names, guarantee, o);
+  } else if (o.policy == "sjf") {
+    raw = RunPerPool(Kind::kSjf, jobs, names, guarantee, o);
+  } else if (o.policy == "srtf") {
+    raw = RunPerPool(Kind::kSrtf, jobs, names, guarantee, o);
+  } else {
+    return absl::InvalidArgumentError(StrCat("unknown replay policy '", o.policy, "'"));
+  }
+  if (!raw.ok()) return raw.status();
+  return Summarise(std::move(*raw), names, guarantee, o);
 }
 
 }  // namespace gpusched::sim
