@@ -152,8 +152,7 @@ std::vector<int64_t> ExtenderService::Prioritize(const ExtenderArgs& args) const
     if (indices[i] < 0) continue;
     const NodeHot& hot = snapshot->hot(indices[i]);
     if (!memo.Filter(hot).fits()) continue;
-    // 0..100 -> 0..10, rounded to nearest.
-    scores[i] = (memo.Score(hot) + 5) / 10;
+    scores[i] = policy::ExtenderScore(memo.Score(hot));  // 0..100 -> 0..10, rounded
   }
   return scores;
 }
