@@ -93,25 +93,13 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
   GangPlan plan;
   for (int32_t i = 0; i < missing; ++i) {
     // A node with room as is: the best score.
-    const NodeInfo* roomy = nullptr;
-    DeviceMask devices = 0;
-    int64_t best_score = -1;
-    for (size_t k = 0; k < nodes.size(); ++k) {
-      if (!filter(k).fits()) continue;
-      const NodeInfo& n = view(*nodes[k]);
-      if (!ledger.CheckModels(member.ns, snapshot.product(n), demand).empty()) continue;
-      auto placement = policy::ChoosePlacement(member.gpu, n);
-      if (!placement.has_value()) continue;
-      const int64_t score = fw.Score(ctx, n);
-      if (score > best_score) {
-        roomy = &n;
-        devices = placement->devices;
-        best_score = score;
-      }
-    }
-    if (roomy != nullptr) {
-      const std::string name = roomy->name;
-      changed[name] = policy::WithPod(*roomy, member, devices);
+    const Room room = BestRoom(
+        member, ctx, snapshot, fw, ledger,
+        [&](size_t k) -> const NodeInfo& { return view(*nodes[k]); },
+        [&](size_t k) { return filter(k).fits(); });
+    if (room.index != SIZE_MAX) {
+      const std::string name = nodes[room.index]->name;
+      changed[name] = policy::WithPod(view(*nodes[room.index]), member, room.devices);
       plan.steps.push_back({name, {}, ""});
       continue;
     }

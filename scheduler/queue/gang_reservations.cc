@@ -40,38 +40,50 @@ std::vector<std::string> QueueManager::ReservationUids() const {
   return out;
 }
 
+QueueManager::Room QueueManager::BestRoom(const PodRequest& pod, const policy::PodContext& ctx,
+                                          const ClusterSnapshot& snapshot,
+                                          const policy::Framework& fw, const QuotaLedger& ledger,
+                                          const std::function<const NodeInfo&(size_t)>& view,
+                                          const std::function<bool(size_t)>& fits) {
+  Room best;
+  int64_t best_score = -1;
+  const int64_t demand = DemandMilli(pod.gpu);
+  for (size_t k = 0; k < snapshot.nodes().size(); ++k) {
+    if (!fits(k)) continue;
+    const NodeInfo& n = view(k);
+    if (!ledger.CheckModels(pod.ns, snapshot.product(n), demand).empty()) continue;
+    auto placement = policy::ChoosePlacement(pod.gpu, n);
+    if (!placement.has_value()) continue;
+    const int64_t score = fw.Score(ctx, n);
+    if (score > best_score) {
+      best = {k, placement->devices};
+      best_score = score;
+    }
+  }
+  return best;
+}
+
 int32_t QueueManager::PlaceGangLocked(const PodRequest& pod, int32_t missing,
                                       const ClusterSnapshot& snapshot, const policy::Framework& fw,
-                                      const std::map<std::string, NodeInfo>& overrides,
                                       std::vector<std::pair<std::string, DeviceMask>>* picks) {
   policy::PodContext ctx = fw.Prepare(pod, snapshot);
   QuotaLedger ledger = LedgerLocked();
   const int64_t demand = DemandMilli(pod.gpu);
-  std::map<std::string, NodeInfo> changed = overrides;
+  const auto& nodes = snapshot.nodes();
+  std::map<std::string, NodeInfo> changed;
+  auto view = [&](size_t k) -> const NodeInfo& {
+    auto c = changed.find(nodes[k]->name);
+    return c == changed.end() ? *nodes[k] : c->second;
+  };
+  auto fits = [&](size_t k) { return fw.Filter(ctx, view(k)).fits(); };
   for (int32_t i = 0; i < missing; ++i) {
-    const NodeInfo* best = nullptr;
-    DeviceMask best_devices = 0;
-    int64_t best_score = -1;
-    for (const auto& ptr : snapshot.nodes()) {
-      auto c = changed.find(ptr->name);
-      const NodeInfo& n = c == changed.end() ? *ptr : c->second;
-      if (!fw.Filter(ctx, n).fits()) continue;
-      if (!ledger.CheckModels(pod.ns, snapshot.product(n), demand).empty()) continue;
-      auto placement = policy::ChoosePlacement(pod.gpu, n);
-      if (!placement.has_value()) continue;
-      const int64_t score = fw.Score(ctx, n);
-      if (score > best_score) {
-        best = &n;
-        best_devices = placement->devices;
-        best_score = score;
-      }
-    }
-    if (best == nullptr) return i;
-    const std::string name = best->name;
-    NodeInfo next = policy::WithPod(*best, pod, best_devices);
+    const Room room = BestRoom(pod, ctx, snapshot, fw, ledger, view, fits);
+    if (room.index == SIZE_MAX) return i;
+    const std::string name = nodes[room.index]->name;
+    NodeInfo next = policy::WithPod(view(room.index), pod, room.devices);
     ledger.Add(pod.ns, snapshot.product(next), demand);
     changed[name] = std::move(next);
-    picks->emplace_back(name, best_devices);
+    picks->emplace_back(name, room.devices);
   }
   return missing;
 }
@@ -105,7 +117,7 @@ std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
   // hold GPUs): a further member runs on its own, like a single pod.
   if (missing <= 0) return "";
   std::vector<std::pair<std::string, DeviceMask>> picks;
-  const int32_t placed = PlaceGangLocked(pod, missing, snapshot, fw, {}, &picks);
+  const int32_t placed = PlaceGangLocked(pod, missing, snapshot, fw, &picks);
   if (placed < missing) {
     return StrCat("gpusched: gang ", pod.gang, " needs ", missing, " x ",
                   FormatGpus(DemandMilli(pod.gpu)), " GPUs at once; only ", placed, " fit now");

@@ -304,14 +304,25 @@ class QueueManager final : public PodGate {
   // Gangs (gang_reservations.cc).
   Slot* SlotOfLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Places up to `missing` members of `pod`'s gang one after another on
-  // hypothetical nodes (best score first; `overrides` replace nodes of the
-  // snapshot by name). Appends (node, devices) per placed member to `picks`;
-  // returns how many were placed.
+  // hypothetical copies of the nodes (best score first). Appends (node,
+  // devices) per placed member to `picks`; returns how many were placed.
   int32_t PlaceGangLocked(const PodRequest& pod, int32_t missing, const ClusterSnapshot& snapshot,
                           const policy::Framework& fw,
-                          const std::map<std::string, NodeInfo>& overrides,
                           std::vector<std::pair<std::string, DeviceMask>>* picks)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The node with room for `pod` as is (filter, per-model quota, a device
+  // set) and the best score: its index in snapshot.nodes() (SIZE_MAX if
+  // none) and devices. `view(k)` is node k as the caller sees it (after
+  // hypothetical changes), `fits(k)` its filter verdict there. Pure.
+  struct Room {
+    size_t index = SIZE_MAX;
+    DeviceMask devices = 0;
+  };
+  static Room BestRoom(const PodRequest& pod, const policy::PodContext& ctx,
+                       const ClusterSnapshot& snapshot, const policy::Framework& fw,
+                       const QuotaLedger& ledger,
+                       const std::function<const NodeInfo&(size_t)>& view,
+                       const std::function<bool(size_t)>& fits);
   std::string ClaimOrReserveLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
                                    const policy::Framework& fw) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int32_t HeldGangMembersLocked(const PodRequest& pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
