@@ -87,7 +87,16 @@ struct FakeApiServer::Impl {
   int uid_seq = 0;
   std::map<std::string, std::map<std::string, Json>> store;
   std::vector<Event> log;
-  std::map<std::string, std::pair<int64_t, std::vector<Json>>> snapshots;
+  // A paginated list's items as of its first page (shared: a continue reads
+  // its page without copying the list).
+  // Each object serialized as last written (kind -> key -> (resourceVersion,
+  // JSON)): lists are built from these, so listing 200,000 pods serializes
+  // nothing. An entry whose version is not the object's is not used.
+  std::map<std::string, std::map<std::string, std::pair<int64_t, std::string>>> dumps;
+  // A paginated list's items as of its first page (serialized, shared: a
+  // continue reads its page without copying the list).
+  std::map<std::string, std::pair<int64_t, std::shared_ptr<const std::vector<std::string>>>>
+      snapshots;
   int snapshot_seq = 0;
   std::map<std::string, int> counts;
   int fail_n = 0, fail_status = 0;
@@ -109,6 +118,7 @@ struct FakeApiServer::Impl {
       obj["metadata"]["uid"] = "uid-" + std::to_string(++uid_seq);
     log.push_back({rv, kind, exists ? "MODIFIED" : "ADDED", obj});
     cv.notify_all();
+    dumps[kind][key] = {rv, obj.dump()};
     return m[key] = std::move(obj);
   }
   // As if other objects had been written since: every version a client
@@ -126,6 +136,7 @@ struct FakeApiServer::Impl {
     Json obj = it->second;
     obj["metadata"]["resourceVersion"] = std::to_string(++rv);
     m.erase(it);
+    dumps[kind].erase(key);
     log.push_back({rv, kind, "DELETED", obj});
     cv.notify_all();
   }
@@ -407,7 +418,7 @@ Reply FakeApiServer::Impl::HandleList(const std::string& kind,
                                       std::map<std::string, std::string>& q) {
   std::lock_guard<std::mutex> lock(mu);
   int64_t list_rv = rv;
-  std::vector<Json> items;
+  std::shared_ptr<const std::vector<std::string>> listed;
   size_t offset = 0;
   std::string id;
   if (!q["continue"].empty()) {
@@ -418,28 +429,44 @@ Reply FakeApiServer::Impl::HandleList(const std::string& kind,
     if (it == snapshots.end()) return StatusReply(410, "Expired", "continue token expired");
     offset = std::stoul(token.substr(colon + 1));
     list_rv = it->second.first;
-    items = it->second.second;
+    listed = it->second.second;
   } else {
+    auto fresh = std::make_shared<std::vector<std::string>>();
+    auto& cached = dumps[kind];
     for (auto& [k, v] : store[kind]) {
       if (q["namespace"].empty() || v["metadata"].value("namespace", "") == q["namespace"]) {
-        items.push_back(v);
+        auto c = cached.find(k);
+        const bool current =
+            c != cached.end() && std::to_string(c->second.first) ==
+                                     v["metadata"].value("resourceVersion", std::string());
+        fresh->push_back(current ? c->second.second : v.dump());
       }
     }
+    listed = std::move(fresh);
   }
+  const std::vector<std::string>& items = *listed;
   size_t limit = q["limit"].empty() ? items.size() : std::stoul(q["limit"]);
-  Json page = {{"kind", kind == "nodes" ? "NodeList" : "PodList"}, {"apiVersion", "v1"}};
-  page["metadata"] = {{"resourceVersion", std::to_string(list_rv)}};
-  page["items"] = Json::array();
-  for (size_t i = offset; i < items.size() && i < offset + limit; ++i)
-    page["items"].push_back(items[i]);
+  Json metadata = {{"resourceVersion", std::to_string(list_rv)}};
   if (offset + limit < items.size()) {
     if (id.empty()) {
       id = std::to_string(++snapshot_seq);
-      snapshots[id] = {list_rv, items};
+      snapshots[id] = {list_rv, listed};
     }
-    page["metadata"]["continue"] = id + ":" + std::to_string(offset + limit);
+    metadata["continue"] = id + ":" + std::to_string(offset + limit);
   }
-  return {200, page.dump()};
+  std::string body = Json{
+      {"kind", kind == "nodes" ? "NodeList" : "PodList"},
+      {"apiVersion", "v1"},
+      {"metadata",
+       metadata}}.dump();
+  body.pop_back();  // the closing brace: the items follow
+  body += ",\"items\":[";
+  for (size_t i = offset; i < items.size() && i < offset + limit; ++i) {
+    if (i > offset) body += ',';
+    body += items[i];
+  }
+  body += "]}";
+  return {200, std::move(body)};
 }
 
 void FakeApiServer::Impl::HandleWatch(const std::string& kind,

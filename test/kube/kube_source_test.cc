@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
 #include <mutex>
 
 #include "gpusched/policy/framework.h"
@@ -118,6 +122,57 @@ TEST_F(KubeSourceTest, ListThenWatchFeedsState) {
   EXPECT_GE(api_->requests("GET /api/v1/pods"), 2);  // paginated
   src->Stop();
   EXPECT_EQ(Fingerprint(state), ColdStart());
+}
+
+// Cold start at production size: 20,000 nodes and 200,000 pods (140,000
+// running, 7 per node with their gpu-ids; 60,000 pending over 500
+// namespaces) listed in pages of 500 from the API server: the source becomes
+// ready holding every node and pod, the devices assigned as annotated. The
+// time it took is printed (not asserted: bench/queue/scale.sh measures the
+// server's cold start). Sanitizer builds list a tenth of it.
+TEST_F(KubeSourceTest, ColdStartAtProductionSize) {
+  const int scale = std::getenv("GPUSCHED_SANITIZER_BUILD") != nullptr ? 10 : 1;
+  const int nodes = 20'000 / scale, per_node = 7, pending = 60'000 / scale;
+  auto ns = [](int i) { return "team-" + std::to_string(i % 500); };
+  for (int n = 0; n < nodes; ++n) {
+    const std::string node = "n-" + std::to_string(n);
+    api_->Put("nodes", NodeJson(node, 8));
+    for (int d = 0; d < per_node; ++d) {
+      api_->Put("pods", PodJson(ns(n * per_node + d), node + "-p" + std::to_string(d), 1, node,
+                                std::to_string(d), "Running"));
+    }
+  }
+  for (int p = 0; p < pending; ++p)
+    api_->Put("pods", PodJson(ns(p), "wait-" + std::to_string(p), 1));
+  ClusterState state(ShippedTemplates());
+  kube::SourceOptions o;  // pages of 500, as kube-scheduler's informers list
+  kube::KubeClusterSource src(client_.get(), o, &metrics_,
+                              [](const PodRequest&, const std::string&) {});
+  std::atomic<bool> synced{false};
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(src.Start(&state, [&synced](bool v) { synced = v; }).ok());
+  ASSERT_TRUE(WaitFor([&] { return synced.load(); }, std::chrono::seconds(600)));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "cold start from the API: " << nodes << " nodes, " << nodes * per_node + pending
+            << " pods in " << seconds << " s\n";
+  auto snap = state.Snapshot();
+  EXPECT_EQ(snap->nodes().size(), static_cast<size_t>(nodes + 5));
+  // The fixture's pod "a/running" holds 2 GPUs on gpu-0.
+  EXPECT_EQ(snap->AllocatedGpuMilli(), (int64_t{nodes} * per_node + 2) * 1000);
+  int64_t team_pods = 0, waiting = 0;
+  for (const PodRequest& p : state.Pods()) {
+    if (p.ns.rfind("team-", 0) != 0) continue;
+    ++team_pods;
+    if (!p.HoldsGpus()) ++waiting;
+  }
+  EXPECT_EQ(team_pods, int64_t{nodes} * per_node + pending);
+  EXPECT_EQ(waiting, pending);
+  const NodeInfo* last = snap->Find("n-" + std::to_string(nodes - 1));
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->free_count(), 8 - per_node);
+  EXPECT_EQ(last->device_conflicts, 0);
+  src.Stop();
 }
 
 TEST_F(KubeSourceTest, GoneTriggersRelistAndMatchesColdStart) {
