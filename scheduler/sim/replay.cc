@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <queue>
 
@@ -69,7 +70,13 @@ struct JobState {
   Alloc alloc;
 };
 
-enum class Kind { kFifo, kSjf, kSrtf };
+// kLas: duration-agnostic least attained service in the style of Tiresias
+// (NSDI'19, discretised 2D-LAS): two queues, a job moves to the second once
+// it has received kLasThreshold GPU-seconds; FIFO within a queue; preemptive
+// (a job of the first queue displaces one of the second), with SRTF's
+// restart penalties.
+enum class Kind { kFifo, kSjf, kSrtf, kLas };
+constexpr double kLasThreshold = 3600 * 8;  // GPU-seconds: one 8-GPU node-hour
 
 class World {
  public:
@@ -145,7 +152,7 @@ class World {
     j.queue_time += t - j.pending_since;
     j.run_start_ = t;
     used_[j.ns] += j.gpus;
-    const double extra = kind_ == Kind::kSrtf ? 1 : 0;
+    const double extra = kind_ == Kind::kSrtf || kind_ == Kind::kLas ? 1 : 0;
     done_.push({t + j.remaining + extra, id, j.epoch});
   }
 
@@ -180,7 +187,14 @@ class World {
       case Kind::kSjf:
         return ScheduleBlocking(t);
       case Kind::kSrtf:
-        return ScheduleSrtf(t);
+        return SchedulePreemptive(t, [&](int id) { return Remaining(id, t); });
+      case Kind::kLas:
+        return SchedulePreemptive(t, [&](int id) {
+          // Queue first (attained GPU-seconds past the threshold), then
+          // arrival order.
+          const double attained = (jobs_[id].duration - Remaining(id, t)) * jobs_[id].gpus;
+          return (attained >= kLasThreshold ? 1e12 : 0) + jobs_[id].order;
+        });
     }
   }
 
@@ -199,11 +213,14 @@ class World {
     return j.running ? j.remaining - (t - j.run_start_) : j.remaining;
   }
 
-  void ScheduleSrtf(double t) {
+  // Preemptive: every job, pending or running, by `key` (lowest first);
+  // quota greedily in that order, running jobs left out are preempted.
+  template <typename Key>
+  void SchedulePreemptive(double t, Key key) {
     std::vector<int> all = pending_;
     for (int id : running_list()) all.push_back(id);
     std::stable_sort(all.begin(), all.end(), [&](int a, int b) {
-      const double ra = Remaining(a, t), rb = Remaining(b, t);
+      const double ra = key(a), rb = key(b);
       if (ra != rb) return ra < rb;
       return !jobs_[a].running && jobs_[b].running;
     });
@@ -274,11 +291,14 @@ struct RawRun {
   std::vector<double> guarantee_waits;
 };
 
-// The per-VC baselines (FIFO, SJF, SRTF): one World per pool, each job on its
-// own VC's pool.
-absl::StatusOr<RawRun> RunPerPool(Kind kind, const std::vector<Job>& jobs,
-                                  const std::vector<std::string>& names,
-                                  const std::vector<int64_t>& guarantee, const ReplayOptions& o) {
+// The baselines. Per VC (`pooled` false): one World per pool, each job on
+// its own VC's pool (the Helios artifact's protocol). Pooled: one World over
+// every VC's nodes, the cluster gpusched's queue replay schedules, every job
+// in one queue.
+absl::StatusOr<RawRun> RunBaseline(Kind kind, bool pooled, const std::vector<Job>& jobs,
+                                   const std::vector<std::string>& names,
+                                   const std::vector<int64_t>& guarantee, const ReplayOptions& o) {
+  const int64_t total = std::accumulate(guarantee.begin(), guarantee.end(), int64_t{0});
   auto ns_of = [&](const std::string& ns) {
     return static_cast<int>(std::find(names.begin(), names.end(), ns) - names.begin());
   };
@@ -293,14 +313,29 @@ absl::StatusOr<RawRun> RunPerPool(Kind kind, const std::vector<Job>& jobs,
     s.gpus = j.total_gpus();
     s.submit = j.submit;
     s.duration = s.remaining = j.duration * o.load;
-    if (s.gpus > guarantee[ns]) {
+    if (s.gpus > (pooled ? total : guarantee[ns])) {
       return absl::InvalidArgumentError(StrCat(j.id, " needs more GPUs than ", j.ns, " has"));
     }
-    by_ns[ns].push_back(s);
+    by_ns[pooled ? 0 : ns].push_back(s);
   }
   RawRun raw;
   raw.max_borrowed.assign(names.size(), 0);
   raw.quota_gpus = guarantee;
+  if (pooled) {
+    Pool pool;
+    pool.g = o.gpus_per_node;
+    pool.free.assign(total / o.gpus_per_node, o.gpus_per_node);
+    pool.capacity = pool.total_free = total;
+    World w(kind, std::move(pool), std::move(by_ns[0]),
+            std::vector<int64_t>(names.size(), total));  // one queue, no per-VC cap
+    w.Run();
+    raw.finished = w.jobs();
+    raw.makespan = w.makespan();
+    raw.busy = w.busy_gpu_seconds();
+    raw.preemptions = w.preemptions();
+    raw.lost = w.lost();
+    return raw;
+  }
   for (size_t n = 0; n < names.size(); ++n) {
     Pool pool;
     pool.g = o.gpus_per_node;
@@ -427,15 +462,16 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
     names.push_back(ns);
     guarantee.push_back(int64_t{nodes} * o.gpus_per_node);
   }
+  static const std::map<std::string, std::pair<Kind, bool>> kBaselines = {
+      {"fifo", {Kind::kFifo, false}},   {"sjf", {Kind::kSjf, false}},
+      {"srtf", {Kind::kSrtf, false}},   {"fifo-pool", {Kind::kFifo, true}},
+      {"sjf-pool", {Kind::kSjf, true}}, {"srtf-pool", {Kind::kSrtf, true}},
+      {"las-pool", {Kind::kLas, true}}};
   absl::StatusOr<RawRun> raw;
   if (o.policy == "gpusched") {
     raw = RunGpusched(jobs, pools, o);
-  } else if (o.policy == "fifo") {
-    raw = RunPerPool(Kind::kFifo, jobs, names, guarantee, o);
-  } else if (o.policy == "sjf") {
-    raw = RunPerPool(Kind::kSjf, jobs, names, guarantee, o);
-  } else if (o.policy == "srtf") {
-    raw = RunPerPool(Kind::kSrtf, jobs, names, guarantee, o);
+  } else if (auto it = kBaselines.find(o.policy); it != kBaselines.end()) {
+    raw = RunBaseline(it->second.first, it->second.second, jobs, names, guarantee, o);
   } else {
     return absl::InvalidArgumentError(StrCat("unknown replay policy '", o.policy, "'"));
   }

@@ -28,8 +28,9 @@ namespace gpusched::sim {
 struct DriverOptions;
 
 struct ReplayOptions {
-  std::string policy = "fifo";  // fifo | sjf | srtf | gpusched
-  double load = 1;              // every duration x load
+  // fifo | sjf | srtf (per VC), fifo-pool | sjf-pool | srtf-pool | las-pool (one pool), gpusched
+  std::string policy = "fifo";
+  double load = 1;  // every duration x load
   int gpus_per_node = 8;
   double sample_every = 3600;  // timeline resolution (s)
   // gpusched only: scoring, quotas, reclaim and gang sections (as serve).

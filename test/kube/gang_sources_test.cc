@@ -161,7 +161,7 @@ TEST_F(GangSourcesTest, ElasticMinMemberObjectCreatedLateAndResized) {
     sizes->Fill(p);
     return p.gang_size == 3;
   }));
-  EXPECT_GE(changes_.load(), 2);
+  EXPECT_TRUE(WaitFor([&] { return changes_.load() >= 2; }));
 }
 
 TEST_F(GangSourcesTest, MissingCrdIsNotAnErrorItDisablesTheKind) {
@@ -177,7 +177,8 @@ TEST_F(GangSourcesTest, MissingCrdIsNotAnErrorItDisablesTheKind) {
     return out.gang.empty();
   }));
   EXPECT_EQ(out.gang_size, 0);  // scheduled as a single pod
-  EXPECT_GE(changes_.load(), 1);
+  // The reader runs on_change after it publishes the change Fill just saw.
+  EXPECT_TRUE(WaitFor([&] { return changes_.load() >= 1; }));
   EXPECT_EQ(api_->requests("GET /apis/scheduling.volcano.sh/v1beta1/namespaces"), 0);
   // Installing the CRD later brings the declaration back.
   api_->ServeApiGroup("scheduling.volcano.sh/v1beta1");

@@ -46,6 +46,38 @@ TEST(Replay, SrtfPreemptsWithPenalty) {
   EXPECT_DOUBLE_EQ(r->avg_jct, (223 + 92 + 11) / 3.0);
 }
 
+// The pooled baselines run every VC's jobs on every VC's nodes: a's second
+// job runs on b's idle node at once, where per VC it waits for the first.
+TEST(Replay, PooledBaselinesShareEveryNode) {
+  const std::vector<Job> t = {J("a", 8, 0, 100), J("a", 8, 1, 100)};
+  auto per_vc = RunReplay(t, {{"a", 1}, {"b", 1}}, {.policy = "fifo"});
+  auto pooled = RunReplay(t, {{"a", 1}, {"b", 1}}, {.policy = "fifo-pool"});
+  ASSERT_TRUE(per_vc.ok() && pooled.ok());
+  EXPECT_DOUBLE_EQ(per_vc->avg_jct, (100 + 199) / 2.0);
+  EXPECT_DOUBLE_EQ(pooled->avg_jct, 100);
+  EXPECT_EQ(pooled->quota_violations, 0);
+}
+
+// Least attained service (Tiresias-style, duration-agnostic): A has had
+// 5,000 s x 8 GPUs, past the 28,800 GPU-s threshold, when B arrives, so B
+// displaces it (B runs 5,000..5,101 with the 1 s release delay); FIFO makes
+// B wait for A.
+TEST(Replay, LeastAttainedServiceDemotesLongJobs) {
+  const std::vector<Job> t = {J("a", 8, 0, 100'000), J("a", 8, 5'000, 100)};
+  auto las = RunReplay(t, {{"a", 1}}, {.policy = "las-pool"});
+  auto fifo = RunReplay(t, {{"a", 1}}, {.policy = "fifo-pool"});
+  ASSERT_TRUE(las.ok() && fifo.ok());
+  EXPECT_EQ(las->preemptions, 1);
+  EXPECT_DOUBLE_EQ(las->p50_jct, 101);  // B, the shorter JCT
+  EXPECT_EQ(fifo->preemptions, 0);
+  EXPECT_DOUBLE_EQ(fifo->avg_jct, (100'000 + 95'100) / 2.0);  // B runs 100,000..100,100
+  // Before the threshold the first job keeps the node: B at 1,000 waits.
+  auto early =
+      RunReplay({J("a", 8, 0, 10'000), J("a", 8, 1'000, 100)}, {{"a", 1}}, {.policy = "las-pool"});
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(early->preemptions, 0);
+}
+
 TEST(Replay, SharedPoolBorrowsAndReclaims) {
   // VC a (1 node) is busy; VC b (1 node) idle until t=50, then reclaims.
   std::vector<Job> t = {J("a", 8, 0, 100), J("a", 8, 0, 100), J("b", 8, 50, 10)};
