@@ -153,7 +153,7 @@ std::string EncodeReplayResult(const sim::ReplayResult& r) {
   j["lost_gpu_seconds"] = r.lost_gpu_seconds;
   j["quota_violations"] = r.quota_violations;
   j["fairness_max_min_slowdown"] = r.fairness;
-  if (r.policy == "gpusched") {
+  if (r.policy == "gpusched" || r.policy == "kueue-like") {
     j["guarantee_episodes"] = r.guarantee_episodes;
     j["avg_time_to_guarantee_s"] = r.avg_time_to_guarantee;
     j["p95_time_to_guarantee_s"] = r.p95_time_to_guarantee;

@@ -7,57 +7,13 @@
 #include <queue>
 
 #include "gpusched/util/strings.h"
+#include "scheduler/sim/kueue_like.h"
+#include "scheduler/sim/pool.h"
+#include "scheduler/sim/priority_classes.h"
 #include "scheduler/sim/queue_replay.h"
 
 namespace gpusched::sim {
 namespace {
-
-struct Pool {
-  int g = 8;
-  std::vector<int> free;
-  int64_t total_free = 0;
-  int64_t capacity = 0;
-};
-
-using Alloc = std::vector<std::pair<int, int>>;  // (node, gpus)
-
-// Helios' consolidate placer.
-bool Consolidate(const Pool& p, int need, Alloc* out) {
-  out->clear();
-  if (need <= 0 || p.total_free < need) return false;
-  const int n = static_cast<int>(p.free.size());
-  if (need <= p.g) {
-    int best = -1;
-    for (int i = 0; i < n; ++i) {
-      if (p.free[i] >= need && (best < 0 || p.free[i] < p.free[best])) best = i;
-    }
-    if (best < 0) return false;
-    out->push_back({best, need});
-    return true;
-  }
-  int k = need / p.g;
-  const int r = need % p.g;
-  std::vector<uint8_t> used(n, 0);
-  for (int i = 0; i < n && k > 0; ++i) {
-    if (p.free[i] == p.g) {
-      out->push_back({i, p.g});
-      used[i] = 1;
-      --k;
-    }
-  }
-  if (k > 0) return false;
-  if (r > 0) {
-    int best = -1;
-    for (int i = 0; i < n; ++i) {
-      if (!used[i] && (best < 0 || p.free[i] > p.free[best])) best = i;
-    }
-    if (best < 0 || p.free[best] < r) return false;
-    out->push_back({best, r});
-  }
-  return true;
-}
-
-double Penalty(int gpus) { return gpus == 1 ? 7 : gpus <= 8 ? 30 : 60; }
 
 struct JobState {
   int ns = 0;
@@ -145,7 +101,7 @@ class World {
 
   void Start(int id, double t, Alloc alloc) {
     JobState& j = jobs_[id];
-    for (auto [n, g] : alloc) pool_.free[n] -= g, pool_.total_free -= g;
+    Take(pool_, alloc);
     j.alloc = std::move(alloc);
     j.running = true;
     if (j.start < 0) j.start = t;
@@ -158,7 +114,7 @@ class World {
 
   void Release(int id) {
     JobState& j = jobs_[id];
-    for (auto [n, g] : j.alloc) pool_.free[n] += g, pool_.total_free += g;
+    Give(pool_, j.alloc);
     j.alloc.clear();
     j.running = false;
     used_[j.ns] -= j.gpus;
@@ -322,11 +278,7 @@ absl::StatusOr<RawRun> RunBaseline(Kind kind, bool pooled, const std::vector<Job
   raw.max_borrowed.assign(names.size(), 0);
   raw.quota_gpus = guarantee;
   if (pooled) {
-    Pool pool;
-    pool.g = o.gpus_per_node;
-    pool.free.assign(total / o.gpus_per_node, o.gpus_per_node);
-    pool.capacity = pool.total_free = total;
-    World w(kind, std::move(pool), std::move(by_ns[0]),
+    World w(kind, MakePool(total, o.gpus_per_node), std::move(by_ns[0]),
             std::vector<int64_t>(names.size(), total));  // one queue, no per-VC cap
     w.Run();
     raw.finished = w.jobs();
@@ -337,13 +289,9 @@ absl::StatusOr<RawRun> RunBaseline(Kind kind, bool pooled, const std::vector<Job
     return raw;
   }
   for (size_t n = 0; n < names.size(); ++n) {
-    Pool pool;
-    pool.g = o.gpus_per_node;
-    pool.free.assign(guarantee[n] / o.gpus_per_node, o.gpus_per_node);
-    pool.capacity = pool.total_free = guarantee[n];
     std::vector<int64_t> g(names.size(), 0);
     g[n] = guarantee[n];
-    World w(kind, std::move(pool), std::move(by_ns[n]), g);
+    World w(kind, MakePool(guarantee[n], o.gpus_per_node), std::move(by_ns[n]), g);
     w.Run();
     for (const JobState& s : w.jobs()) raw.finished.push_back(s);
     raw.makespan = std::max(raw.makespan, w.makespan());
@@ -382,6 +330,45 @@ absl::StatusOr<RawRun> RunGpusched(const std::vector<Job>& jobs,
   raw.max_borrowed = std::move(run->max_borrowed);
   raw.quota_gpus = std::move(run->guaranteed);
   raw.guarantee_waits = std::move(run->guarantee_waits);
+  return raw;
+}
+
+// The Kueue-like baseline (kueue_like.h) on the shared pool.
+absl::StatusOr<RawRun> RunKueue(const std::vector<Job>& jobs, const std::vector<std::string>& names,
+                                const std::vector<int64_t>& guarantee, const ReplayOptions& o) {
+  const int64_t total = std::accumulate(guarantee.begin(), guarantee.end(), int64_t{0});
+  std::vector<KueueJob> in;
+  for (const Job& j : jobs) {
+    const int ns = static_cast<int>(std::find(names.begin(), names.end(), j.ns) - names.begin());
+    if (ns >= static_cast<int>(names.size()) || j.total_gpus() <= 0) continue;
+    if (j.total_gpus() > total) {
+      return absl::InvalidArgumentError(StrCat(j.id, " needs more GPUs than the pool has"));
+    }
+    auto pc = LookupPriorityClass(j.priority_class);
+    if (!pc.ok()) return absl::InvalidArgumentError(StrCat(j.id, ": ", pc.status().message()));
+    in.push_back({ns, j.priority_class.empty() ? j.priority : pc->value, j.total_gpus(), j.submit,
+                  j.duration * o.load});
+  }
+  KueueRun run = RunKueueLike(in, guarantee, o.gpus_per_node);
+  RawRun raw;
+  for (size_t i = 0; i < in.size(); ++i) {
+    JobState s;
+    s.ns = in[i].ns;
+    s.submit = in[i].submit;
+    s.duration = in[i].duration;
+    s.end = run.jobs[i].end;
+    s.queue_time = run.jobs[i].queue_time;
+    s.done = run.jobs[i].done;
+    raw.finished.push_back(s);
+  }
+  raw.makespan = run.makespan;
+  raw.busy = run.busy_gpu_seconds;
+  raw.preemptions = run.preemptions;
+  raw.reclaim_evictions = run.reclaim_evictions;
+  raw.lost = run.lost_gpu_seconds;
+  raw.max_borrowed.assign(names.size(), 0);
+  raw.quota_gpus = guarantee;
+  raw.guarantee_waits = std::move(run.guarantee_waits);
   return raw;
 }
 
@@ -470,6 +457,8 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
   absl::StatusOr<RawRun> raw;
   if (o.policy == "gpusched") {
     raw = RunGpusched(jobs, pools, o);
+  } else if (o.policy == "kueue-like") {
+    raw = RunKueue(jobs, names, guarantee, o);
   } else if (auto it = kBaselines.find(o.policy); it != kBaselines.end()) {
     raw = RunBaseline(it->second.first, it->second.second, jobs, names, guarantee, o);
   } else {

@@ -28,7 +28,8 @@ namespace gpusched::sim {
 struct DriverOptions;
 
 struct ReplayOptions {
-  // fifo | sjf | srtf (per VC), fifo-pool | sjf-pool | srtf-pool | las-pool (one pool), gpusched
+  // fifo | sjf | srtf (per VC); fifo-pool | sjf-pool | srtf-pool | las-pool |
+  // kueue-like | gpusched (one pool of every VC's nodes)
   std::string policy = "fifo";
   double load = 1;  // every duration x load
   int gpus_per_node = 8;
@@ -65,7 +66,7 @@ struct ReplayResult {
   // namespace) pairs with GPU usage above the namespace's quota limit.
   int64_t quota_violations = 0;
   double fairness = 0;  // max/min average slowdown over namespaces
-  // gpusched only: time to guarantee (QueueReplayRun::guarantee_waits):
+  // gpusched and kueue-like: time to guarantee (QueueReplayRun::guarantee_waits):
   // episodes, their mean, 95th percentile and longest (s).
   int64_t guarantee_episodes = 0;
   double avg_time_to_guarantee = 0, p95_time_to_guarantee = 0, max_time_to_guarantee = 0;

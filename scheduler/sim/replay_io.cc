@@ -56,7 +56,7 @@ absl::Status RunReplayDriver(const DriverOptions& o) {
                  p.c_str(), o.load, r->avg_jct, r->avg_queue, r->p99_jct,
                  static_cast<long long>(r->preemptions),
                  static_cast<long long>(r->quota_violations));
-    if (p == "gpusched" && r->guarantee_episodes > 0) {
+    if (r->guarantee_episodes > 0) {
       std::fprintf(
           stderr,
           "%s x%.1f: time to guarantee: %lld episodes, mean %.0f s, p95 %.0f s, max %.0f s\n",

@@ -78,6 +78,40 @@ TEST(Replay, LeastAttainedServiceDemotesLongJobs) {
   EXPECT_EQ(early->preemptions, 0);
 }
 
+// Kueue-like: a borrows b's idle nominal quota; b's job at 50 fits its
+// nominal quota, so it evicts a's borrowing job at once (reclaimWithinCohort
+// Any). b runs 50..60; the victim, stopped after 50 of 100 s, restarts at 60
+// with the 30 s penalty and ends at 140.
+TEST(Replay, KueueLikeReclaimsBorrowedQuota) {
+  const std::vector<Job> t = {J("a", 8, 0, 100), J("a", 8, 0, 100), J("b", 8, 50, 10)};
+  auto r = RunReplay(t, {{"a", 1}, {"b", 1}}, {.policy = "kueue-like"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->preemptions, 1);
+  EXPECT_EQ(r->reclaim_evictions, 1);
+  EXPECT_DOUBLE_EQ(r->avg_jct, (100 + 140 + 10) / 3.0);
+  EXPECT_DOUBLE_EQ(r->lost_gpu_seconds, 30 * 8);
+  EXPECT_EQ(r->guarantee_episodes, 0);  // b got its quota when it asked
+}
+
+// Kueue-like BestEffortFIFO: a head that cannot be admitted does not block
+// the workloads behind it; a higher priority evicts a lower one of its own
+// ClusterQueue (withinClusterQueue LowerPriority), never one of another
+// ClusterQueue within its nominal quota.
+TEST(Replay, KueueLikeBestEffortFifoAndLowerPriorityPreemption) {
+  std::vector<Job> t = {J("a", 8, 0, 100), J("a", 16, 1, 10), J("a", 4, 2, 10)};
+  auto r = RunReplay(t, {{"a", 2}}, {.policy = "kueue-like"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  // The 4-GPU job runs at 2 beside the first; the 16-GPU one at 100.
+  EXPECT_DOUBLE_EQ(r->avg_jct, (100 + (110 - 1) + 10) / 3.0);
+  Job high = J("a", 8, 10, 10);
+  high.priority = 100;
+  auto p = RunReplay({J("a", 8, 0, 100), J("b", 8, 0, 100), high}, {{"a", 1}, {"b", 1}},
+                     {.policy = "kueue-like"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->preemptions, 1);
+  EXPECT_EQ(p->reclaim_evictions, 0);  // a's own job, not b's
+}
+
 TEST(Replay, SharedPoolBorrowsAndReclaims) {
   // VC a (1 node) is busy; VC b (1 node) idle until t=50, then reclaims.
   std::vector<Job> t = {J("a", 8, 0, 100), J("a", 8, 0, 100), J("b", 8, 50, 10)};
