@@ -9,6 +9,11 @@
 namespace gpusched::sim {
 namespace {
 
+// An evicted workload is back in its queue this long after the eviction
+// (its pods terminate, Kueue requeues it): as gpusched's replay, whose
+// victims hold their GPUs for 30 s.
+constexpr double kRequeueSeconds = 30;
+
 class KueueWorld {
  public:
   KueueWorld(const std::vector<KueueJob>& jobs, const std::vector<int64_t>& nominal,
@@ -76,19 +81,17 @@ class KueueWorld {
     state_[id].pending_since = t;
   }
 
-  // The cohort's nominal quota nobody uses (what a borrower may take).
-  int64_t CohortUnused() const {
-    int64_t unused = 0;
-    for (size_t n = 0; n < nominal_.size(); ++n)
-      unused += std::max<int64_t>(0, nominal_[n] - usage_[n]);
-    return unused;
-  }
-
-  // Quota: within nominal, or borrowing the cohort's unused nominal quota.
-  bool QuotaFits(const KueueJob& j) const {
-    const int64_t over = std::max<int64_t>(0, usage_[j.ns] + j.gpus - nominal_[j.ns]);
-    const int64_t own_unused = std::max<int64_t>(0, nominal_[j.ns] - usage_[j.ns]);
-    return over == 0 || over <= CohortUnused() - own_unused;
+  // Quota with `usage`: within nominal, or borrowing the cohort's unused
+  // nominal quota.
+  bool QuotaFits(const KueueJob& j, const std::vector<int64_t>& usage) const {
+    const int64_t over = std::max<int64_t>(0, usage[j.ns] + j.gpus - nominal_[j.ns]);
+    if (over == 0) return true;
+    int64_t others_unused = 0;
+    for (size_t n = 0; n < nominal_.size(); ++n) {
+      if (static_cast<int>(n) != j.ns)
+        others_unused += std::max<int64_t>(0, nominal_[n] - usage[n]);
+    }
+    return over <= others_unused;
   }
 
   // BestEffortFIFO per ClusterQueue: pending workloads by priority, then
@@ -105,9 +108,10 @@ class KueueWorld {
     });
     for (int id : order) {
       Alloc a;
-      if (QuotaFits(jobs_[id]) && Consolidate(pool_, jobs_[id].gpus, &a)) {
+      if (QuotaFits(jobs_[id], usage_) && Consolidate(pool_, jobs_[id].gpus, &a)) {
         Start(id, t, a);
-      } else if (Preempt(id, t) && QuotaFits(jobs_[id]) && Consolidate(pool_, jobs_[id].gpus, &a)) {
+      } else if (Preempt(id, t) && QuotaFits(jobs_[id], usage_) &&
+                 Consolidate(pool_, jobs_[id].gpus, &a)) {
         Start(id, t, a);
       }
     }
@@ -135,28 +139,30 @@ class KueueWorld {
       if (jobs_[a].priority != jobs_[b].priority) return jobs_[a].priority < jobs_[b].priority;
       return state_[a].admitted_at > state_[b].admitted_at;
     });
+    // Tried on copies of the pool and the usage; evicted only if enough.
+    Pool pool = pool_;
+    std::vector<int64_t> usage = usage_;
     std::vector<int> chosen;
     for (int c : cands) {
       // A borrowing ClusterQueue is reclaimed only while it still borrows.
-      if (jobs_[c].ns != j.ns && usage_[jobs_[c].ns] <= nominal_[jobs_[c].ns]) continue;
+      if (jobs_[c].ns != j.ns && usage[jobs_[c].ns] <= nominal_[jobs_[c].ns]) continue;
       chosen.push_back(c);
-      Stop(c, t);
+      Give(pool, state_[c].alloc);
+      usage[jobs_[c].ns] -= jobs_[c].gpus;
       Alloc a;
-      if (QuotaFits(j) && Consolidate(pool_, j.gpus, &a)) {
-        for (int v : chosen) {
-          ++run_.preemptions;
-          if (jobs_[v].ns != j.ns) ++run_.reclaim_evictions;
-          run_.lost_gpu_seconds += Penalty(jobs_[v].gpus) * jobs_[v].gpus;
-          state_[v].remaining += Penalty(jobs_[v].gpus);
-          ++state_[v].epoch;
-          requeue_.push({t, v, state_[v].epoch});
-        }
-        return true;
+      if (!QuotaFits(j, usage) || !Consolidate(pool, j.gpus, &a)) continue;
+      for (int v : chosen) {
+        Stop(v, t);
+        ++run_.preemptions;
+        if (jobs_[v].ns != j.ns) ++run_.reclaim_evictions;
+        run_.lost_gpu_seconds += Penalty(jobs_[v].gpus) * jobs_[v].gpus;
+        state_[v].remaining += Penalty(jobs_[v].gpus);
+        ++state_[v].epoch;
+        requeue_.push({t + kRequeueSeconds, v, state_[v].epoch});
       }
+      return true;
     }
-    // No set makes room: nothing is evicted.
-    for (int v : chosen) Resume(v, t);
-    return false;
+    return false;  // no set makes room: nothing is evicted
   }
 
   void Start(int id, double t, const Alloc& a) {
@@ -172,7 +178,7 @@ class KueueWorld {
     done_.push({t + s.remaining, id, s.epoch});
   }
 
-  // Takes `id` off its nodes (tentatively, for a preemption plan).
+  // Takes `id` off its nodes (finished or evicted).
   void Stop(int id, double t) {
     State& s = state_[id];
     run_.busy_gpu_seconds += (t - s.run_start) * jobs_[id].gpus;
@@ -180,17 +186,6 @@ class KueueWorld {
     Give(pool_, s.alloc);
     s.running = false;
     usage_[jobs_[id].ns] -= jobs_[id].gpus;
-  }
-
-  // Undoes Stop: back on the same nodes, from now.
-  void Resume(int id, double t) {
-    State& s = state_[id];
-    Take(pool_, s.alloc);
-    s.running = true;
-    s.run_start = t;
-    usage_[jobs_[id].ns] += jobs_[id].gpus;
-    ++s.epoch;
-    done_.push({t + s.remaining, id, s.epoch});
   }
 
   void Finish(int id, double t) {

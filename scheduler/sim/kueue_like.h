@@ -14,8 +14,10 @@
 //    priority); candidates: other ClusterQueues' first, then lowest
 //    priority, then most recently admitted; the fewest that make room;
 //  - a workload is admitted only if its pods also get nodes (consolidated
-//    placement, as the other replay baselines); evicted workloads requeue
-//    with the replay's restart penalty (7/30/60 s by size).
+//    placement, as the other replay baselines); an evicted workload frees
+//    its GPUs at once, is back in its queue 30 s later (terminating pods,
+//    requeueing) and runs again with the replay's restart penalty (7/30/60
+//    s by size).
 // Rules from Kueue's documentation (concepts: ClusterQueue, Cohort,
 // Preemption). A model of those rules, not Kueue's code.
 //

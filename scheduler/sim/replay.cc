@@ -20,6 +20,7 @@ struct JobState {
   int order = 0;  // entry order
   int gpus = 0;
   double submit = 0, duration = 0, remaining = 0;
+  double attained = 0;  // GPU-seconds run so far (restart penalties excluded)
   double start = -1, end = -1, pending_since = 0, queue_time = 0, run_start_ = 0;
   bool running = false, done = false;
   int epoch = 0;
@@ -123,6 +124,7 @@ class World {
   void Account(int id, double t) {
     JobState& j = jobs_[id];
     busy_ += (t - j.run_start_) * j.gpus;
+    j.attained += (t - j.run_start_) * j.gpus;
     j.remaining -= t - j.run_start_;
   }
 
@@ -148,7 +150,8 @@ class World {
         return SchedulePreemptive(t, [&](int id) {
           // Queue first (attained GPU-seconds past the threshold), then
           // arrival order.
-          const double attained = (jobs_[id].duration - Remaining(id, t)) * jobs_[id].gpus;
+          const JobState& j = jobs_[id];
+          const double attained = j.attained + (j.running ? (t - j.run_start_) * j.gpus : 0);
           return (attained >= kLasThreshold ? 1e12 : 0) + jobs_[id].order;
         });
     }

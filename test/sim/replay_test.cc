@@ -80,15 +80,16 @@ TEST(Replay, LeastAttainedServiceDemotesLongJobs) {
 
 // Kueue-like: a borrows b's idle nominal quota; b's job at 50 fits its
 // nominal quota, so it evicts a's borrowing job at once (reclaimWithinCohort
-// Any). b runs 50..60; the victim, stopped after 50 of 100 s, restarts at 60
-// with the 30 s penalty and ends at 140.
+// Any). b runs 50..60; the victim, stopped after 50 of 100 s, is back in
+// its queue at 80 (30 s to requeue) and runs its last 50 s plus the 30 s
+// penalty: 80..160.
 TEST(Replay, KueueLikeReclaimsBorrowedQuota) {
   const std::vector<Job> t = {J("a", 8, 0, 100), J("a", 8, 0, 100), J("b", 8, 50, 10)};
   auto r = RunReplay(t, {{"a", 1}, {"b", 1}}, {.policy = "kueue-like"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->preemptions, 1);
   EXPECT_EQ(r->reclaim_evictions, 1);
-  EXPECT_DOUBLE_EQ(r->avg_jct, (100 + 140 + 10) / 3.0);
+  EXPECT_DOUBLE_EQ(r->avg_jct, (100 + 160 + 10) / 3.0);
   EXPECT_DOUBLE_EQ(r->lost_gpu_seconds, 30 * 8);
   EXPECT_EQ(r->guarantee_episodes, 0);  // b got its quota when it asked
 }
