@@ -28,18 +28,6 @@ std::string QueueManager::ReservedNode(const PodRequest& pod) {
   return s != nullptr && !s->bound ? s->node : "";
 }
 
-std::vector<std::string> QueueManager::ReservationUids() const {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
-  std::vector<std::string> out;
-  for (const auto& [key, r] : reservations_) {
-    for (const Slot& s : r.slots) {
-      if (!s.bound) out.push_back(s.placeholder_uid);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 QueueManager::Room QueueManager::BestRoom(const PodRequest& pod, const policy::PodContext& ctx,
                                           const ClusterSnapshot& snapshot,
                                           const policy::Framework& fw, const QuotaLedger& ledger,

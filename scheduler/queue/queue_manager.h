@@ -159,9 +159,6 @@ class QueueManager final : public PodGate {
   // Longest hold of the mutex so far and the number of holds (benchmarks).
   const LockHoldStats& lock_stats() const { return lock_stats_; }
 
-  // For tests: the uids of the pods that hold live gang reservations.
-  std::vector<std::string> ReservationUids() const ABSL_LOCKS_EXCLUDED(mu_);
-
  private:
   struct Entry {
     PodRequest pod;  // as the cluster source shows it

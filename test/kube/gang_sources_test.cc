@@ -240,7 +240,7 @@ TEST_F(GangSourcesTest, PodGroupGangAdmittedAllOrNothingThroughTheSource) {
     const std::string why = admit(i);
     EXPECT_NE(why.find("gang pg/llm needs 3 x"), std::string::npos) << why;
   }
-  EXPECT_TRUE(q.ReservationUids().empty());
+  EXPECT_TRUE(ReservationHolders(state).empty());
 
   // The busy pods leave: the whole gang is reserved and every member passes.
   api_->Delete("pods", "other/busy-0");
@@ -248,7 +248,7 @@ TEST_F(GangSourcesTest, PodGroupGangAdmittedAllOrNothingThroughTheSource) {
   ASSERT_TRUE(WaitFor([&] { return state.Snapshot()->Find("gpu-1")->free_count() == 8; }));
   ASSERT_TRUE(WaitFor([&] { return state.Snapshot()->Find("gpu-0")->free_count() == 8; }));
   for (int i = 0; i < 3; ++i) EXPECT_EQ(admit(i), "") << i;
-  EXPECT_EQ(q.ReservationUids().size(), 3u);
+  EXPECT_EQ(ReservationHolders(state).size(), 3u);
   sizes->Stop();
   src.Stop();
 }

@@ -194,7 +194,7 @@ TEST_F(KubeWriterTest, GangReservationIsNeitherLeakedNorDoubledUnderFaults) {
   // The first member's filter reserves devices for the whole gang.
   FilterOutcome first = filter("g0");
   ASSERT_EQ(first.passed.size(), 1u) << (first.failed.empty() ? "" : first.reason(first.failed[0]));
-  EXPECT_FALSE(queue_->ReservationUids().empty());
+  EXPECT_FALSE(ReservationHolders(*state_).empty());
   EXPECT_EQ(CheckQueueInvariants(*state_, *queue_), "");
   // Its bind's response is lost, then the watch drops; the second member
   // still binds into its reserved slot.
@@ -206,7 +206,7 @@ TEST_F(KubeWriterTest, GangReservationIsNeitherLeakedNorDoubledUnderFaults) {
   ASSERT_EQ(second.passed.size(), 1u)
       << (second.failed.empty() ? "" : second.reason(second.failed[0]));
   EXPECT_EQ(Bind("g1"), "");
-  EXPECT_TRUE(queue_->ReservationUids().empty());
+  EXPECT_TRUE(ReservationHolders(*state_).empty());
   ExpectNoDeviceTwice();
   ExpectQueueInvariants();
 }

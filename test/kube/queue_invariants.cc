@@ -114,12 +114,18 @@ std::string CheckQueueInvariants(const ClusterState& state, queue::QueueManager&
   // The three reads must see one cluster state: retry while it moves.
   std::shared_ptr<const ClusterSnapshot> snap;
   queue::QueueReport report;
-  std::vector<std::string> uids;
   for (int attempt = 0; attempt < 20; ++attempt) {
     snap = state.Snapshot();
     report = queue.Report();
-    uids = queue.ReservationUids();
     if (state.Snapshot()->generation() == snap->generation()) break;
+  }
+  // The holders in the state are the live ones; the report's open slots
+  // must count exactly them (checked below).
+  std::vector<std::string> uids;
+  for (const auto& node : snap->nodes()) {
+    for (const PodOnNode& p : node->pods) {
+      if (p.reservation) uids.push_back(p.uid);
+    }
   }
   std::vector<Holding> holdings;
   std::ostringstream bad;

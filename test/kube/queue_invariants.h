@@ -1,7 +1,6 @@
 // The queue manager's invariants, checked after each fault of the kube tests
-// (read-only: ClusterState snapshots, QueueManager::Report and
-// ReservationUids, or, for a gpusched process, the API server's pods and its
-// GET /debug/queues):
+// (read-only: ClusterState snapshots and QueueManager::Report, or, for a
+// gpusched process, the API server's pods and its GET /debug/queues):
 //
 //  - no device twice: on every node the shares held on a device sum to at
 //    most one GPU, and no pod is bound to a device index the node lacks;

@@ -229,7 +229,7 @@ TEST(QueueHttpTest, GangMembersPassFilterOnlyWhenAllAreReservedThenBind) {
   const std::string nodes = "[\"h0\",\"h1\"]";
   auto n0 = Passed(routes.Filter(GangPodJson("m0", 8), nodes));
   ASSERT_EQ(n0.size(), 1u);
-  EXPECT_EQ(h.queue->ReservationUids().size(), 2u);
+  EXPECT_EQ(::gpusched::testing::ReservationHolders(h.state()).size(), 2u);
   auto r = routes.Call("GET", "/debug/queues", "");
   EXPECT_THAT(r.body, HasSubstr("\"gangReservations\""));
   EXPECT_THAT(r.body, HasSubstr("\"slots\": 2"));
@@ -240,7 +240,7 @@ TEST(QueueHttpTest, GangMembersPassFilterOnlyWhenAllAreReservedThenBind) {
   EXPECT_NE(n0[0], n1[0]);
   EXPECT_THAT(routes.Bind("m0", "team-a", n0[0]).body, HasSubstr("\"Error\":\"\""));
   EXPECT_THAT(routes.Bind("m1", "team-a", n1[0]).body, HasSubstr("\"Error\":\"\""));
-  EXPECT_TRUE(h.queue->ReservationUids().empty());
+  EXPECT_TRUE(::gpusched::testing::ReservationHolders(h.state()).empty());
   EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 16000);
 }
 
@@ -255,14 +255,14 @@ TEST(QueueHttpTest, JobPodsWithOnlyGangSizeAreOneGang) {
       R"("controller":true}],"annotations":{"gpusched.io/gang-size":"2"})";
   auto n0 = Passed(routes.Filter(GangPodJson("llm-0", 8, job), nodes));
   ASSERT_EQ(n0.size(), 1u);
-  EXPECT_EQ(h.queue->ReservationUids().size(), 2u);
+  EXPECT_EQ(::gpusched::testing::ReservationHolders(h.state()).size(), 2u);
   EXPECT_THAT(routes.Call("GET", "/debug/queues", "").body, HasSubstr("\"gang\": \"llm\""));
   auto n1 = Passed(routes.Filter(GangPodJson("llm-1", 8, job), nodes));
   ASSERT_EQ(n1.size(), 1u);
   EXPECT_NE(n0[0], n1[0]);
   EXPECT_THAT(routes.Bind("llm-0", "team-a", n0[0]).body, HasSubstr("\"Error\":\"\""));
   EXPECT_THAT(routes.Bind("llm-1", "team-a", n1[0]).body, HasSubstr("\"Error\":\"\""));
-  EXPECT_TRUE(h.queue->ReservationUids().empty());
+  EXPECT_TRUE(::gpusched::testing::ReservationHolders(h.state()).empty());
 }
 
 // team-a borrows team-b's idle guarantee through filter+bind; team-b (higher

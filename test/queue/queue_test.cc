@@ -174,7 +174,7 @@ TEST(GangTest, ReservesDevicesForAllMembersBeforeTheFirstPasses) {
   PodRequest m1 = PodBuilder("m1", "team-a").Gpus(8).Gang("g", 2).Build();
   auto n0 = h.Filter(m0);
   ASSERT_THAT(n0, SizeIs(1));
-  EXPECT_THAT(h.queue->ReservationUids(), SizeIs(2));
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), SizeIs(2));
   // A non-gang pod cannot take the reserved devices.
   EXPECT_THAT(h.Filter(PodBuilder("other", "team-a").Gpus(1).Build()), IsEmpty());
   auto n1 = h.Filter(m1);
@@ -183,7 +183,7 @@ TEST(GangTest, ReservesDevicesForAllMembersBeforeTheFirstPasses) {
   EXPECT_THAT(h.Bind(m0, n1[0]), HasSubstr("reserved GPUs"));
   EXPECT_EQ(h.Bind(m0, n0[0]), "");
   EXPECT_EQ(h.Bind(m1, n1[0]), "");
-  EXPECT_THAT(h.queue->ReservationUids(), IsEmpty());
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
   EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 16000);
 }
 
@@ -193,10 +193,10 @@ TEST(GangTest, ReservationExpiresAndReleasesDevices) {
   ASSERT_THAT(h.Filter(m0), SizeIs(1));
   h.now_ms += 119'000;
   h.queue->Tick();
-  EXPECT_THAT(h.queue->ReservationUids(), SizeIs(2));
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), SizeIs(2));
   h.now_ms += 2'000;
   h.queue->Tick();
-  EXPECT_THAT(h.queue->ReservationUids(), IsEmpty());
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
   EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 0);
   EXPECT_THAT(h.Bind(m0, "h0"), HasSubstr("holds no reservation"));
 }
@@ -422,7 +422,7 @@ TEST(GangTest, GangOfUnknownSizeWaitsForItsSize) {
   std::string reason;
   EXPECT_THAT(h.Filter(p, &reason), IsEmpty());
   EXPECT_THAT(reason, HasSubstr("size is not known yet (declared by train)"));
-  EXPECT_THAT(h.queue->ReservationUids(), IsEmpty());
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
   p.gang_size = 1;  // the object is read: a gang of one runs at once
   EXPECT_THAT(h.Filter(p), SizeIs(2));
 }

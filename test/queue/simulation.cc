@@ -304,21 +304,29 @@ class Simulation {
   void Check() {
     auto snap = h_.state().Snapshot();
     std::set<std::string> placeholders;
+    std::map<std::string, int64_t> held_by_gang;  // "ns/gang" -> holders
     for (const auto& node : snap->nodes()) {
       if (node->device_conflicts != 0) {
         r_.violation = StrCat("device allocated twice on ", node->name);
         return;
       }
       for (const PodOnNode& p : node->pods) {
-        if (p.reservation) placeholders.insert(p.uid);
+        if (!p.reservation) continue;
+        placeholders.insert(p.uid);
+        ++held_by_gang[StrCat(p.ns, "/", p.gang)];
       }
     }
-    auto live = h_.queue->ReservationUids();
-    if (std::set<std::string>(live.begin(), live.end()) != placeholders) {
+    // The queue's reservations (open slots per gang) are exactly the
+    // holders in the cluster state.
+    std::map<std::string, int64_t> open;
+    for (const auto& r : h_.queue->Report().reservations) {
+      if (r.slots > r.bound) open[StrCat(r.ns, "/", r.gang)] = r.slots - r.bound;
+    }
+    if (open != held_by_gang) {
       r_.violation = "reservation placeholders and live reservations differ";
       return;
     }
-    r_.gang_reservations = std::max<int64_t>(r_.gang_reservations, live.size());
+    r_.gang_reservations = std::max<int64_t>(r_.gang_reservations, placeholders.size());
     QuotaLedger ledger(h_.options.quotas, *snap);
     for (const char* ns : kNamespaces) {
       const int64_t usage = ledger.Usage(ns);

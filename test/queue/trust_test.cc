@@ -87,7 +87,7 @@ TEST(TrustTest, ForgedGangMemberGetsNoReservation) {
   std::string reason;
   EXPECT_THAT(h.FilterOnly(m, &reason), IsEmpty());
   EXPECT_THAT(reason, HasSubstr("not in the cluster view yet"));
-  EXPECT_THAT(h.queue->ReservationUids(), IsEmpty());
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
   EXPECT_EQ(h.state().Snapshot()->Find("h0")->free_count(), 8);
 }
 
@@ -100,7 +100,7 @@ TEST(TrustTest, PodNamedLikeAReservationHolderIsAnOrdinaryPod) {
   PodRequest mimic = PodBuilder("mimic", "team-a").Gpus(8).OnNode("h0", 0xff).Build();
   mimic.uid = std::string(kReservationUidPrefix) + "team-a/g/1-0";
   Harness h({Hgx8H100("h0"), Hgx8H100("h1")}, {mimic}, o);
-  EXPECT_THAT(h.queue->ReservationUids(), IsEmpty());
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
   std::string reason;
   EXPECT_THAT(h.Filter(PodBuilder("next", "team-a").Gpus(8).Build(), &reason), IsEmpty());
   EXPECT_THAT(reason, HasSubstr("namespace team-a at quota: 8/8"));

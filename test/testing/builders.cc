@@ -1,5 +1,6 @@
 #include "test/testing/builders.h"
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -196,6 +197,17 @@ std::string SyntheticFilterRequest(int names, int gpus) {
       "\"Pending\"}},\"Nodes\":null,\"NodeNames\":[");
   for (int i = 0; i < names; ++i) StrAppend(&out, i ? "," : "", "\"", SyntheticNodeName(i), "\"");
   out += "]}";
+  return out;
+}
+
+std::vector<std::string> ReservationHolders(const ClusterState& state) {
+  std::vector<std::string> out;
+  for (const auto& node : state.Snapshot()->nodes()) {
+    for (const PodOnNode& p : node->pods) {
+      if (p.reservation) out.push_back(p.uid);
+    }
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 

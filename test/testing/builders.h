@@ -78,6 +78,10 @@ std::string SyntheticClusterJson(int nodes, uint32_t seed);
 std::string SyntheticFilterRequest(int names, int gpus);
 std::string SyntheticNodeName(int i);
 
+// The uids of the gang reservation holders (PodRequest::reservation) on
+// the nodes of `state`'s current snapshot, sorted.
+std::vector<std::string> ReservationHolders(const ClusterState& state);
+
 }  // namespace gpusched::testing
 
 #endif  // GPUSCHED_TEST_TESTING_BUILDERS_H_
