@@ -249,7 +249,17 @@ absl::StatusOr<int> KubeHttpClient::Stream(std::string_view target, std::chrono:
   auto conn = Connect(std::min(idle, options_.timeout));
   if (!conn.ok()) return conn.status();
   std::shared_ptr<Conn> c(std::move(*conn).release());
-  if (canceller != nullptr && !canceller->Arm([c] { asio::post(c->ioc, [c] { c->Close(); }); })) {
+  // The canceller and the handler it posts hold the connection weakly: a
+  // handler left in the queue after the stream ended must not keep the
+  // connection (which owns the queue) alive.
+  std::weak_ptr<Conn> weak = c;
+  if (canceller != nullptr && !canceller->Arm([weak] {
+        if (auto live = weak.lock()) {
+          asio::post(live->ioc, [weak] {
+            if (auto conn = weak.lock()) conn->Close();
+          });
+        }
+      })) {
     return absl::CancelledError("watch cancelled");
   }
   struct Disarm {
