@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "gpusched/policy/placement.h"
+#include "policy/model_pressure.h"
 
 namespace gpusched::policy {
 
@@ -18,6 +19,39 @@ FragLookaheadScorer::FragLookaheadScorer(
     gpu += s.weight * static_cast<double>(s.gpu_count) * s.gpu_milli;
   }
   cpu_per_gpu_ = gpu > 0 ? cpu / gpu : 0;
+  constrained_ = HasConstrainedShapes(*target_);
+}
+
+std::shared_ptr<const FragLookaheadScorer::Pressure> FragLookaheadScorer::PressureFor(
+    const ClusterSnapshot& snapshot) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The node set's identity may be reused by a later set of the same size:
+  // the pressure is then that of an equal-sized set (an estimate either way).
+  if (pressure_ == nullptr || pressure_->node_set != snapshot.node_set_identity() ||
+      pressure_->nodes != snapshot.nodes().size() ||
+      pressure_->products != snapshot.products().size()) {
+    auto p = std::make_shared<Pressure>();
+    p->node_set = snapshot.node_set_identity();
+    p->nodes = snapshot.nodes().size();
+    p->products = snapshot.products().size();
+    p->capacity = CapacityByProduct(snapshot);
+    p->rho = ModelPressure(*target_, snapshot.products(), p->capacity);
+    pressure_ = std::move(p);
+  }
+  return pressure_;
+}
+
+double FragLookaheadScorer::PressureCost(const PodContext& ctx, const NodeInfo& node) const {
+  if (!constrained_ || ctx.pod->gpu.count <= 0 || ctx.snapshot == nullptr) return 0;
+  const std::shared_ptr<const Pressure> p = PressureFor(*ctx.snapshot);
+  return kModelPressureWeight * PressurePenalty(p->rho, p->capacity, ctx.product_allowed,
+                                                node.product_id, ctx.pod->gpu.total_milli());
+}
+
+double FragLookaheadScorer::SlackCost(const PodRequest& pod, const FragTerms& before) const {
+  if (pod.gpu.count > 0 || cpu_per_gpu_ <= 0) return 0;
+  return params_.cpu_guard * kCpuSlackWeight *
+         std::min(before.idle, static_cast<double>(pod.cpu_milli) / cpu_per_gpu_);
 }
 
 FragTerms FragLookaheadScorer::Terms(const std::vector<uint8_t>& allowed, const FragView& v) const {
@@ -25,10 +59,12 @@ FragTerms FragLookaheadScorer::Terms(const std::vector<uint8_t>& allowed, const 
   t.frag = NodeFragMilli(*target_, allowed, v);
   int64_t idle = 0;
   for (int d = 0; d < v.ngpu; ++d) idle += v.free_milli[d];
+  t.idle = static_cast<double>(idle);
   if (params_.cpu_guard != 0 && cpu_per_gpu_ > 0) {
     t.stranded =
         std::max(0.0, static_cast<double>(idle) - static_cast<double>(v.cpu_free) / cpu_per_gpu_);
   }
+
   if (params_.capacity != 0) {
     for (size_t i = 0; i < target_->size(); ++i) {
       const FragmentationShape& s = (*target_)[i];
@@ -63,7 +99,8 @@ bool FragLookaheadScorer::Value(const PodContext& ctx, const NodeInfo& node, dou
   }
   const FragTerms after = Terms(allowed, v);
   *value = (before.frag - after.frag) - params_.cpu_guard * (after.stranded - before.stranded) -
-           params_.capacity * (before.capacity - after.capacity);
+           params_.capacity * (before.capacity - after.capacity) - PressureCost(ctx, node) -
+           SlackCost(pod, before);
   return true;
 }
 
