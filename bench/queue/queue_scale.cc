@@ -467,6 +467,10 @@ int main(int argc, char** argv) {
               HistogramQuantile(metrics_at_start, metrics, tick, 0.5) * 1000,
               HistogramQuantile(metrics_at_start, metrics, tick, 0.99) * 1000,
               Metric(metrics, tick + "_count"));
+  const std::string tick_cpu = "gpusched_queue_tick_cpu_seconds";
+  std::printf("tick CPU: p50 <= %.3f ms, p99 <= %.3f ms\n",
+              HistogramQuantile(metrics_at_start, metrics, tick_cpu, 0.5) * 1000,
+              HistogramQuantile(metrics_at_start, metrics, tick_cpu, 0.99) * 1000);
   std::printf("memory: RSS %lld KiB with pending pods, %lld KiB without: %.0f B per pending pod\n",
               static_cast<long long>(rss_full), static_cast<long long>(rss_empty),
               o.pending > 0 ? (rss_full - rss_empty) * 1024.0 / o.pending : 0.0);

@@ -16,6 +16,8 @@ int Simulate(const std::vector<std::string>& args);
 int TopologyAgent(const std::vector<std::string>& args);
 // gpusched queue (also `kubectl gpusched queue`): pending pods in queue order.
 int Queue(const std::vector<std::string>& args);
+// gpusched quota export: a policy file's quotas as GPUQuota manifests.
+int Quota(const std::vector<std::string>& args);
 
 }  // namespace gpusched::cli
 

@@ -26,6 +26,7 @@ void Usage(std::ostream& out) {
          "  queue           pending GPU pods in queue order with position and reason\n"
          "                  (-n NAMESPACE | -A; also `kubectl gpusched queue` with\n"
          "                  kubectl-gpusched on the PATH)\n"
+         "  quota export    the policy file's quotas as GPUQuota objects (YAML)\n"
          "  version         print the version\n"
          "  help            print this text\n";
 }
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   if (cmd == "simulate") return gpusched::cli::Simulate(args);
   if (cmd == "topology-agent") return gpusched::cli::TopologyAgent(args);
   if (cmd == "queue") return gpusched::cli::Queue(args);
+  if (cmd == "quota") return gpusched::cli::Quota(args);
   if (cmd == "version" || cmd == "--version") {
     std::cout << "gpusched " << kVersion << "\n";
     return 0;

@@ -26,6 +26,8 @@
 #include "scheduler/http/extender_routes.h"
 #include "scheduler/http/server.h"
 #include "scheduler/kube/queue_status.h"
+#include "scheduler/kube/quota_objects.h"
+#include "scheduler/kube/quota_status.h"
 #include "scheduler/kube/runtime.h"
 #include "scheduler/queue/queue_wiring.h"
 #include "scheduler/source/file_source.h"
@@ -180,7 +182,7 @@ class ConfigReloader {
  public:
   ConfigReloader(std::string path, std::string text, const SchedulerConfig& config,
                  const Flags* flags, http::ServerOptions running, ExtenderService* service,
-                 queue::QueueManager* queue)
+                 queue::QueueConfigApplier* queue)
       : path_(std::move(path)),
         flags_(flags),
         running_(std::move(running)),
@@ -242,7 +244,7 @@ class ConfigReloader {
       return Log(trigger, StrCat("reload rejected, keeping the old one: ", s.message()));
     }
     service_->SetFramework(std::shared_ptr<const policy::Framework>(std::move(*next_fw)));
-    queue_->SetOptions(queue::ServingQueueOptions(*next));
+    queue_->SetFile(*next);
     applied_text_ = text;
     last_error_.clear();
     ++reloads_;
@@ -264,7 +266,7 @@ class ConfigReloader {
   const http::ServerOptions running_;
   const std::vector<TopologyTemplate> running_templates_;
   ExtenderService* service_;
-  queue::QueueManager* queue_;
+  queue::QueueConfigApplier* queue_;
   mutable absl::Mutex mu_;
   FileStamp stamp_ ABSL_GUARDED_BY(mu_);
   std::string applied_text_ ABSL_GUARDED_BY(mu_);
@@ -395,9 +397,11 @@ int Serve(const std::vector<std::string>& args) {
     if (!rt.ok()) return fail(rt.status().message(), 2);
     kube_rt = *std::move(rt);
   }
-  ClusterWriter* writer = kube_rt ? kube_rt->writer() : &source;
-  auto queue_mgr = queue::InstallQueue(&service, &state, writer, *config, &metrics);
+  // Evictions leave the tick at once and go out on a thread of their own.
+  queue::AsyncClusterWriter writer(kube_rt ? kube_rt->writer() : &source);
+  auto queue_mgr = queue::InstallQueue(&service, &state, &writer, *config, &metrics);
   queue::TickThread ticker(queue_mgr.get(), std::chrono::milliseconds(1000));
+  queue::ReclaimPlannerThread planner(queue_mgr.get());
   // The leader keeps each pending pod's queue position on the pod.
   std::unique_ptr<kube::QueueStatusPublisher> positions;
   if (kube_rt) {
@@ -407,8 +411,27 @@ int Serve(const std::vector<std::string>& args) {
         kube::QueueStatusPublisher::Options{}, &metrics);
   }
 
-  ConfigReloader reloader(config_path, config_text, *config, &flags, *opt, &service,
-                          queue_mgr.get());
+  queue::QueueConfigApplier quotas(queue_mgr.get(), *config, config_path,
+                                   [](const std::string& line) {
+                                     std::cerr << "gpusched: " << line << "\n" << std::flush;
+                                   });
+  quotas.SetFile(*config);
+  // With the API: GPUQuota objects are the quota source while their CRD is
+  // installed; the leader keeps their status current.
+  std::unique_ptr<kube::QuotaObjectWatcher> quota_objects;
+  std::unique_ptr<kube::QuotaStatusWriter> quota_status;
+  if (kube_rt) {
+    quota_objects = std::make_unique<kube::QuotaObjectWatcher>(
+        kube_rt->client(), kube::QuotaObjectsOptions{}, &metrics);
+    quota_objects->Start([&quotas](const auto& objects) { quotas.SetObjects(objects); });
+    kube::QuotaStatusWriter::Inputs in;
+    in.resolved = [w = quota_objects.get()] { return w->Current(); };
+    in.report = [q = queue_mgr.get()] { return q->Report({"", 1}); };
+    in.may_write = [r = kube_rt.get()] { return r->leader() && r->synced(); };
+    quota_status = std::make_unique<kube::QuotaStatusWriter>(
+        kube_rt->client(), std::move(in), kube::QuotaStatusWriter::Options{}, &metrics);
+  }
+  ConfigReloader reloader(config_path, config_text, *config, &flags, *opt, &service, &quotas);
   opt->on_sighup = [&reloader] { reloader.OnSignal(); };
   opt->periodic.push_back({std::chrono::milliseconds(2000), [&reloader] { reloader.OnTick(); }});
 
@@ -421,7 +444,9 @@ int Serve(const std::vector<std::string>& args) {
   deps.metrics = &metrics;
   deps.ready = [&server] { return server.accepting(); };
   if (kube_rt) {
-    deps.ready = [&server, r = kube_rt.get()] { return server.accepting() && r->ReadyFn()(); };
+    deps.ready = [&server, r = kube_rt.get(), w = quota_objects.get()] {
+      return server.accepting() && r->ReadyFn()() && w->settled();
+    };
     service.SetBindWriteBack(kube_rt->AfterBindFn());
     deps.on_unplaced = kube_rt->UnplacedFn();
   }

@@ -10,6 +10,7 @@
 #include "gpusched/policy/registry.h"
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/codec/internal/quota_fields.h"
 
 namespace gpusched::codec {
 namespace {
@@ -392,6 +393,12 @@ absl::Status NumberOverflow(std::string_view text, const json::out_of_range& e) 
 }
 
 }  // namespace
+
+absl::Status DecodeNamespaceQuotaJson(const nlohmann::json& j, std::string_view path,
+                                      NamespaceQuota& q) {
+  if (!j.is_object()) return FieldError(path, "must be an object");
+  return DecodeNamespaceQuota(j, path, q);
+}
 
 absl::StatusOr<SchedulerConfig> DecodeConfig(std::string_view text) {
   json j;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/cord.h"
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
@@ -69,22 +68,6 @@ namespace {
 
 // A node named twice is decided once: its first occurrence stays, later ones
 // are dropped (with their node JSON), so no answer repeats a node.
-void DropRepeatedNodes(ExtenderArgs& args) {
-  if (args.node_names.size() < 2) return;
-  absl::flat_hash_set<std::string_view> seen;
-  seen.reserve(args.node_names.size());
-  size_t kept = 0;
-  for (size_t i = 0; i < args.node_names.size(); ++i) {
-    if (!seen.insert(args.node_names[i]).second) continue;
-    if (kept != i) {
-      args.node_names[kept] = args.node_names[i];
-      if (!args.cache_mode) args.node_json[kept] = std::move(args.node_json[i]);
-    }
-    ++kept;
-  }
-  args.node_names.resize(kept);
-  if (!args.cache_mode) args.node_json.resize(kept);
-}
 
 }  // namespace
 
@@ -108,7 +91,6 @@ absl::StatusOr<ExtenderArgs> RequestDecoder::DecodeExtenderArgs(std::string& bod
       }
       args.node_names.push_back(s);
     }
-    DropRepeatedNodes(args);
     return args;
   }
   if (nodes) {
@@ -137,7 +119,6 @@ absl::StatusOr<ExtenderArgs> RequestDecoder::DecodeExtenderArgs(std::string& bod
       args.node_names.push_back(*name);
       args.node_json.push_back(simdjson::minify(item));
     }
-    DropRepeatedNodes(args);
     return args;
   }
   return Shape("ExtenderArgs: neither NodeNames nor Nodes is set");
@@ -343,10 +324,13 @@ std::string EncodePrioritizeResult(const ExtenderArgs& args, const std::vector<i
   JsonAppender a(&s, size);
   a.Reserve(1);
   a.Char('[');
+  bool first = true;
   for (size_t i = 0; i < n; ++i) {
+    if (scores[i] < 0) continue;  // a repeated name: answered at its first position
     const std::string_view name = args.node_names[i];
     a.Reserve(JsonAppender::StringBound(name) + kHost.size() + kScore.size() + 24);
-    if (i > 0) a.Char(',');
+    if (!first) a.Char(',');
+    first = false;
     a.Literal(kHost);
     a.String(name);
     a.Literal(kScore);

@@ -65,7 +65,8 @@ class RequestDecoder {
 // Nodes holds the passing node objects verbatim (NodeNames null).
 std::string EncodeFilterResult(const ExtenderArgs& args, const FilterOutcome& out);
 // HostPriorityList: a bare array; `scores[i]` is for args.node_names[i],
-// clamped to 0..10.
+// clamped to 0..10; a negative score (a repeated name,
+// ExtenderService::kRepeatedNodeScore) leaves the position out.
 std::string EncodePrioritizeResult(const ExtenderArgs& args, const std::vector<int64_t>& scores);
 // ExtenderBindingResult {"Error": ...}.
 std::string EncodeBindingResult(std::string_view error);

@@ -16,6 +16,7 @@ double Gpus(int64_t milli) { return static_cast<double>(milli) / 1000.0; }
 std::string EncodeQueueReport(const queue::QueueReport& report) {
   json out = json::object();
   out["quotasEnabled"] = report.quotas_enabled;
+  if (!report.quota_source.empty()) out["quotaSource"] = report.quota_source;
   json namespaces = json::array();
   for (const queue::NamespaceQueue& n : report.namespaces) {
     json queue = json::array();
@@ -51,6 +52,7 @@ std::string EncodeQueueReport(const queue::QueueReport& report) {
                           {"cohortLendableGpus", Gpus(n.lendable_milli)},
                           {"models", std::move(models)},
                           {"pendingPods", n.pending_pods},
+                          {"pendingGpus", Gpus(n.pending_milli)},
                           {"listedPods", n.queue.size()},
                           {"queue", std::move(queue)}});
   }

@@ -298,14 +298,23 @@ std::shared_ptr<const ClusterSnapshot> ClusterState::CommitLocked() {
     auto index = std::make_shared<const ClusterSnapshot::NodeIndex>(names);
     index_ = std::move(index);
     topology_changed_ = false;
-  } else {
-    for (const std::string& name : dirty_) {
-      const int32_t i = index_->Find(name);
-      if (i >= 0) order_[i] = built_[name];
-    }
+    dirty_.clear();
+    current_ = std::make_shared<const ClusterSnapshot>(++generation_, order_, index_, products_);
+    return current_;
+  }
+  std::vector<std::pair<int32_t, std::shared_ptr<const NodeInfo>>> changed;
+  for (const std::string& name : dirty_) {
+    const int32_t i = index_->Find(name);
+    if (i < 0) continue;
+    order_[i] = built_[name];
+    changed.emplace_back(i, order_[i]);
   }
   dirty_.clear();
-  current_ = std::make_shared<const ClusterSnapshot>(++generation_, order_, index_, products_);
+  if (current_ == nullptr || current_->patch_depth() + 1 >= ClusterSnapshot::kMaxPatchDepth) {
+    current_ = std::make_shared<const ClusterSnapshot>(++generation_, order_, index_, products_);
+  } else {
+    current_ = ClusterSnapshot::Patched(*current_, ++generation_, std::move(changed), products_);
+  }
   return current_;
 }
 

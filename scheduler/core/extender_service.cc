@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "gpusched/policy/placement.h"
 #include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/strings.h"
@@ -12,6 +13,39 @@ namespace {
 
 // How many nodes ahead the verbs' loops prefetch packed node fields.
 constexpr int32_t kPrefetchAhead = 8;
+// An index for a position whose name an earlier position already names.
+constexpr int32_t kRepeated = -2;
+
+// The node index of every name (-1: not in the view), and kRepeated where
+// an earlier position names the same node: a bit per node, plus a set of
+// the unknown names only when there are two of them.
+std::vector<int32_t> IndicesOnce(const ClusterSnapshot& snapshot,
+                                 const std::vector<std::string_view>& names) {
+  std::vector<int32_t> indices;
+  snapshot.FindIndices(names, &indices);
+  std::vector<uint64_t> seen((snapshot.nodes().size() + 63) / 64, 0);
+  std::optional<absl::flat_hash_set<std::string_view>> unknown;
+  size_t unknowns = 0;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const int32_t idx = indices[i];
+    if (idx < 0) {
+      if (++unknowns < 2) continue;
+      if (!unknown) {
+        unknown.emplace();
+        for (size_t j = 0; j < i; ++j) {
+          if (indices[j] == -1) unknown->insert(names[j]);
+        }
+      }
+      if (!unknown->insert(names[i]).second) indices[i] = kRepeated;
+      continue;
+    }
+    uint64_t& word = seen[static_cast<size_t>(idx) / 64];
+    const uint64_t bit = uint64_t{1} << (idx % 64);
+    if (word & bit) indices[i] = kRepeated;
+    word |= bit;
+  }
+  return indices;
+}
 
 }  // namespace
 
@@ -39,14 +73,17 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   }
   const PodRequest& pod = args.pod;
   const int32_t n = static_cast<int32_t>(args.node_names.size());
+  auto snapshot = state_->Snapshot();
+  const std::vector<int32_t> indices = IndicesOnce(*snapshot, args.node_names);
   if (pod.gpu.count == 0) {
     out.passed.reserve(n);
-    for (int32_t i = 0; i < n; ++i) out.passed.push_back(i);
+    for (int32_t i = 0; i < n; ++i) {
+      if (indices[i] != kRepeated) out.passed.push_back(i);
+    }
     return out;
   }
   // The request names a pod; it never adds one to the cluster view (only the
   // cluster source does). The gate reads the source's pod by UID.
-  auto snapshot = state_->Snapshot();
   auto fw = framework();
   PodGate* gate = gate_.load();
   if (gate != nullptr) {
@@ -57,7 +94,9 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
       // retrying on cluster events.
       const int32_t r = out.AddReason(std::move(admission.reason));
       out.failed.reserve(n);
-      for (int32_t i = 0; i < n; ++i) out.failed.push_back({i, r});
+      for (int32_t i = 0; i < n; ++i) {
+        if (indices[i] != kRepeated) out.failed.push_back({i, r});
+      }
       return out;
     }
     std::string reserved = gate->ReservedNode(pod);
@@ -65,6 +104,7 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
       // A gang member whose devices are already reserved: only that node.
       int32_t r = -1;
       for (int32_t i = 0; i < n; ++i) {
+        if (indices[i] == kRepeated) continue;
         if (args.node_names[i] == reserved) {
           out.passed.push_back(i);
           continue;
@@ -80,8 +120,6 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   }
   policy::PodContext ctx = fw->Prepare(pod, *snapshot);
   policy::FilterMemo memo(*fw, ctx);
-  std::vector<int32_t> indices;
-  snapshot->FindIndices(args.node_names, &indices);
   // Reason table indices, made once per distinct reason: per memo entry, per
   // product for the gate's per-model answer, and for unknown nodes.
   constexpr int32_t kNotYet = -2, kAdmits = -1;
@@ -94,6 +132,7 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
       snapshot->PrefetchHot(indices[i + kPrefetchAhead]);
     }
     const int32_t idx = indices[i];
+    if (idx == kRepeated) continue;
     if (idx < 0) {
       if (unknown_reason == kNotYet) {
         unknown_reason = out.AddReason("gpusched: node is not in gpusched's cluster view");
@@ -143,12 +182,12 @@ std::vector<int64_t> ExtenderService::Prioritize(const ExtenderArgs& args) const
   auto fw = framework();
   policy::PodContext ctx = fw->Prepare(args.pod, *snapshot);
   policy::FilterMemo memo(*fw, ctx);
-  std::vector<int32_t> indices;
-  snapshot->FindIndices(args.node_names, &indices);
+  const std::vector<int32_t> indices = IndicesOnce(*snapshot, args.node_names);
   for (size_t i = 0; i < indices.size(); ++i) {
     if (i + kPrefetchAhead < indices.size() && indices[i + kPrefetchAhead] >= 0) {
       snapshot->PrefetchHot(indices[i + kPrefetchAhead]);
     }
+    if (indices[i] == kRepeated) scores[i] = kRepeatedNodeScore;
     if (indices[i] < 0) continue;
     const NodeHot& hot = snapshot->hot(indices[i]);
     if (!memo.Filter(hot).fits()) continue;

@@ -8,6 +8,41 @@
 
 namespace gpusched {
 
+ClusterSnapshot::ClusterSnapshot(uint64_t generation,
+                                 std::vector<std::shared_ptr<const NodeInfo>> nodes,
+                                 std::shared_ptr<const NodeIndex> index,
+                                 std::shared_ptr<const std::vector<std::string>> products)
+    : generation_(generation), index_(std::move(index)), products_(std::move(products)) {
+  nodes_.reserve(nodes.size());
+  hot_.reserve(nodes.size());
+  for (const auto& n : nodes) {
+    nodes_.push_back(n.get());
+    hot_.push_back(HotOf(*n));
+  }
+  owners_ = std::make_shared<const Owners>(Owners{std::move(nodes), nullptr, 0});
+}
+
+std::shared_ptr<const ClusterSnapshot> ClusterSnapshot::Patched(
+    const ClusterSnapshot& base, uint64_t generation,
+    std::vector<std::pair<int32_t, std::shared_ptr<const NodeInfo>>> changed,
+    std::shared_ptr<const std::vector<std::string>> products) {
+  std::shared_ptr<ClusterSnapshot> s(new ClusterSnapshot());
+  s->generation_ = generation;
+  s->index_ = base.index_;
+  s->products_ = std::move(products);
+  s->nodes_ = base.nodes_;
+  s->hot_ = base.hot_;
+  Owners owners{{}, base.owners_, base.owners_->depth + 1};
+  owners.nodes.reserve(changed.size());
+  for (auto& [i, node] : changed) {
+    s->nodes_[i] = node.get();
+    s->hot_[i] = HotOf(*node);
+    owners.nodes.push_back(std::move(node));
+  }
+  s->owners_ = std::make_shared<const Owners>(std::move(owners));
+  return s;
+}
+
 int64_t ClusterSnapshot::TotalGpus() const {
   int64_t n = 0;
   for (const auto& node : nodes_) n += node->healthy_count();

@@ -50,6 +50,7 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
     ledger = std::make_unique<QuotaLedger>(LedgerLocked());
     ledger->RebindConfig(options.quotas);
     report.quotas_enabled = options_.quotas.enabled;
+    report.quota_source = options_.quota_source;
     std::set<std::string> names;
     if (!query.ns.empty()) {
       names.insert(query.ns);
@@ -62,6 +63,8 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
       nq.ns = ns;
       auto q = order_.find(ns);
       nq.pending_pods = q == order_.end() ? 0 : static_cast<int64_t>(q->second.size());
+      auto pm = pending_milli_.find(ns);
+      nq.pending_milli = pm == pending_milli_.end() ? 0 : pm->second;
       std::vector<Unit> live = UnitsLocked(ns, "", static_cast<size_t>(std::max(0, query.limit)));
       std::vector<Unit> copy;
       std::set<std::string> gangs;

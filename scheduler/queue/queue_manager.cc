@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <iostream>
 
 #include "gpusched/util/strings.h"
@@ -68,6 +69,14 @@ QueueManager::Entry* QueueManager::FindEntryLocked(const std::string& uid) {
   return it == entries_.end() ? nullptr : &it->second;
 }
 
+void QueueManager::AddPendingLocked(const PodRequest& pod, int sign) {
+  const int64_t milli = DemandMilli(pod.gpu);
+  if (milli == 0) return;
+  auto [it, inserted] = pending_milli_.try_emplace(pod.ns, 0);
+  it->second += sign * milli;
+  if (it->second == 0) pending_milli_.erase(it);
+}
+
 void QueueManager::EraseEntryLocked(const std::string& uid) {
   auto it = entries_.find(uid);
   if (it == entries_.end()) return;
@@ -77,6 +86,7 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
     q->second.erase(e);
     if (q->second.empty()) order_.erase(q);
   }
+  AddPendingLocked(e->pod, -1);
   if (IsGang(e->pod)) {
     auto g = gang_members_.find(GangKey(e->pod.ns, e->pod.gang));
     if (g != gang_members_.end()) {
@@ -90,6 +100,8 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
 void QueueManager::UpsertEntryLocked(PodRequest pod) {
   Entry* e = FindEntryLocked(pod.uid);
   if (e != nullptr && SamePlace(e->pod, pod)) {
+    AddPendingLocked(e->pod, -1);
+    AddPendingLocked(pod, 1);
     e->pod = std::move(pod);  // the fields that order it are unchanged
     return;
   }
@@ -105,6 +117,7 @@ void QueueManager::UpsertEntryLocked(PodRequest pod) {
   fresh.first_seen_ms = first_seen;
   fresh.last_filter_ms = last_filter;
   order_[fresh.pod.ns].insert(&fresh);
+  AddPendingLocked(fresh.pod, 1);
   if (IsGang(fresh.pod)) gang_members_[GangKey(fresh.pod.ns, fresh.pod.gang)].push_back(&fresh);
 }
 
@@ -436,19 +449,79 @@ std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& p
 
 // ---- the tick -----------------------------------------------------------------
 
+namespace {
+
+// CPU time of the calling thread, in seconds.
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
+QueueManager::PlanBatch QueueManager::ReclaimBatchLocked(
+    std::shared_ptr<const ClusterSnapshot> snapshot) {
+  PlanBatch b;
+  b.jobs = ReclaimJobsLocked(*snapshot);
+  if (b.jobs.empty()) return b;
+  // Copies for planning without the mutex (a few namespaces' worth).
+  b.snapshot = std::move(snapshot);
+  b.options = options_;
+  b.ledger = std::make_unique<QuotaLedger>(LedgerLocked());  // bound to b.options when planned
+  b.evicted = evicted_;
+  b.usage = usage_;
+  b.fw = deps_.framework();
+  b.config_version = config_version_;
+  return b;
+}
+
+void QueueManager::PlanBatchJobs(PlanBatch& b,
+                                 std::optional<std::chrono::steady_clock::time_point> deadline) {
+  b.ledger->RebindConfig(b.options.quotas);  // the batch may have moved since it was made
+  PlanInputs in{b.ledger.get(), &b.options, &b.evicted, &b.usage};
+  const int64_t now = Now();
+  for (ReclaimJob& job : b.jobs) {
+    if (deadline && std::chrono::steady_clock::now() > *deadline) break;
+    PlanReclaim(in, *b.snapshot, *b.fw, &job);
+    job.planned = true;
+    // Later namespaces plan without these victims, as after evicting them.
+    for (const std::string& uid : job.victims) b.evicted.emplace(uid, now);
+  }
+}
+
+void QueueManager::AttachPlanner(bool attached) {
+  absl::MutexLock l(&plan_mu_);
+  planner_attached_ = attached;
+  if (!attached) to_plan_.reset();
+}
+
+bool QueueManager::PlanReclaims(absl::Duration wait) {
+  PlanBatch batch;
+  {
+    absl::MutexLock l(&plan_mu_);
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(plan_mu_) { return to_plan_.has_value(); };
+    if (!plan_mu_.AwaitWithTimeout(absl::Condition(&ready), wait)) return false;
+    batch = std::move(*to_plan_);
+    to_plan_.reset();
+    planning_ = true;
+  }
+  PlanBatchJobs(batch, std::nullopt);
+  absl::MutexLock l(&plan_mu_);
+  planning_ = false;
+  planned_ = std::move(batch);
+  return true;
+}
+
 int QueueManager::Tick() {
   const auto started = std::chrono::steady_clock::now();
-  std::vector<ReclaimJob> jobs;
-  std::shared_ptr<const ClusterSnapshot> snapshot;
-  std::unique_ptr<QuotaLedger> ledger;
-  absl::flat_hash_map<std::string, int64_t> evicted;
-  QueueOptions options;
-  UsageIndex usage;
-  std::shared_ptr<const policy::Framework> fw;
+  const double cpu_started = ThreadCpuSeconds();
+  PlanBatch batch;                // planned here (no planner attached)
+  std::optional<PlanBatch> done;  // planned by the planner: committed here
   const bool evicts = deps_.writer != nullptr;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics);
-    snapshot = deps_.state->Snapshot();
+    auto snapshot = deps_.state->Snapshot();
     SyncLocked(snapshot);
     ExpireReservationsLocked();
     const int64_t now = Now();
@@ -466,35 +539,31 @@ int QueueManager::Tick() {
         ++it;
       }
     }
-    if (options_.quotas.enabled && evicts && options_.reclaim.enabled) {
-      jobs = ReclaimJobsLocked(*snapshot);
-      if (!jobs.empty()) {
-        // Copies for planning without the mutex (a few namespaces' worth).
-        options = options_;
-        ledger = std::make_unique<QuotaLedger>(LedgerLocked());
-        ledger->RebindConfig(options.quotas);
-        evicted = evicted_;
-        usage = usage_;
-        fw = deps_.framework();
+    absl::MutexLock p(&plan_mu_);
+    if (planned_.has_value()) {
+      if (planned_->config_version == config_version_) done = std::move(planned_);
+      planned_.reset();
+    }
+    const bool idle = !planner_attached_ || (!to_plan_ && !planning_ && !done);
+    if (options_.quotas.enabled && evicts && options_.reclaim.enabled && idle) {
+      batch = ReclaimBatchLocked(std::move(snapshot));
+      if (planner_attached_) {
+        if (!batch.jobs.empty()) to_plan_ = std::move(batch);
+        batch = PlanBatch{};
       }
     }
   }
   int evictions = 0;
-  if (!jobs.empty()) {
-    PlanInputs in{ledger.get(), &options, &evicted, &usage};
-    const int64_t now = Now();
-    const auto budget = std::chrono::milliseconds(options.reclaim_plan_budget_ms);
-    for (ReclaimJob& job : jobs) {
-      if (budget.count() > 0 && std::chrono::steady_clock::now() - started > budget) break;
-      PlanReclaim(in, *snapshot, *fw, &job);
-      job.planned = true;
-      // Later namespaces plan without these victims, as after evicting them.
-      for (const std::string& uid : job.victims) evicted.emplace(uid, now);
-    }
+  if (!batch.jobs.empty()) {
+    const auto budget = std::chrono::milliseconds(batch.options.reclaim_plan_budget_ms);
+    PlanBatchJobs(batch, budget.count() > 0 ? std::optional(started + budget) : std::nullopt);
+    done = std::move(batch);
+  }
+  if (done.has_value()) {
     std::vector<std::pair<PodRequest, std::string>> send;
     {
       TimedLock l(&mu_, &lock_stats_, deps_.metrics);
-      send = CommitReclaimsLocked(jobs, snapshot->generation());
+      send = CommitReclaimsLocked(done->jobs, done->snapshot->generation());
     }
     evictions += SendEvictions(send, "reclaim");
   }
@@ -514,6 +583,10 @@ int QueueManager::Tick() {
         "gpusched_queue_tick_seconds",
         "Duration of one queue tick (sync, expiry, reclaim planning, evictions).", {},
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    deps_.metrics->Observe("gpusched_queue_tick_cpu_seconds",
+                           "CPU time of one queue tick (its duration less the time it waited "
+                           "for the mutex or a core).",
+                           {}, ThreadCpuSeconds() - cpu_started);
   }
   return evictions;
 }

@@ -36,6 +36,7 @@
 #ifndef GPUSCHED_QUEUE_QUEUE_MANAGER_H_
 #define GPUSCHED_QUEUE_QUEUE_MANAGER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -49,6 +50,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "gpusched/core/cluster_source.h"
 #include "gpusched/core/cluster_state.h"
 #include "gpusched/core/config.h"
@@ -65,6 +67,9 @@ namespace gpusched::queue {
 
 struct QueueOptions {
   QuotaConfig quotas;
+  // Where `quotas` came from, as /debug/queues states it ("policy file
+  // <path>", "GPUQuota objects"); informational only.
+  std::string quota_source;
   ReclaimConfig reclaim;
   GangConfig gang;
   // Pending pods not filtered for this long stop blocking later pods.
@@ -141,6 +146,16 @@ class QueueManager final : public PodGate {
   // releases expired gang reservations, reclaims, evicts over limit.
   // Returns the number of evictions requested.
   int Tick() ABSL_LOCKS_EXCLUDED(mu_);
+  // Background reclaim planning (serving: ReclaimPlannerThread). While a
+  // planner is attached, Tick does not plan: it hands the namespaces it
+  // chose (with copies of what planning reads) to PlanReclaims and commits
+  // the plans that came back since the last tick, re-checked as any plan
+  // made on an older snapshot is. Without one, Tick plans itself (the
+  // simulator and tests: decisions independent of thread timing).
+  void AttachPlanner(bool attached) ABSL_LOCKS_EXCLUDED(plan_mu_);
+  // Waits up to `wait` for work handed over by Tick, plans it without the
+  // mutex and leaves the result for the next Tick. False if there was none.
+  bool PlanReclaims(absl::Duration wait) ABSL_LOCKS_EXCLUDED(mu_, plan_mu_);
   // Rebuilds the queue from ClusterState's pending pods (start, relist).
   void Resync() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -250,6 +265,24 @@ class QueueManager final : public PodGate {
     std::vector<std::string> victims;  // the plan; empty: none found
     bool planned = false;              // false: the tick's budget ran out first
   };
+  // What one round of reclaim planning reads, copied under the mutex.
+  struct PlanBatch {
+    std::vector<ReclaimJob> jobs;
+    std::shared_ptr<const ClusterSnapshot> snapshot;
+    std::unique_ptr<QuotaLedger> ledger;
+    absl::flat_hash_map<std::string, int64_t> evicted;
+    QueueOptions options;
+    UsageIndex usage;
+    std::shared_ptr<const policy::Framework> fw;
+    uint64_t config_version = 0;
+  };
+  // Chooses this tick's reclaim jobs and copies their inputs (empty jobs:
+  // nothing to plan).
+  PlanBatch ReclaimBatchLocked(std::shared_ptr<const ClusterSnapshot> snapshot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Plans `batch` without the mutex; `deadline` (if set) stops before a job.
+  void PlanBatchJobs(PlanBatch& batch,
+                     std::optional<std::chrono::steady_clock::time_point> deadline);
 
   int64_t Now() const;
   void Log(const std::string& line) const;
@@ -263,6 +296,8 @@ class QueueManager final : public PodGate {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpsertEntryLocked(PodRequest pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EraseEntryLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds (sign 1) or removes (-1) `pod`'s demand from pending_milli_.
+  void AddPendingLocked(const PodRequest& pod, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Entry* FindEntryLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Units of `ns` in order, up to and including the one holding `stop_uid`
   // (all of them if empty or not queued). O(units walked).
@@ -389,6 +424,18 @@ class QueueManager final : public PodGate {
   absl::node_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   // Per namespace, its entries in queue order.
   std::map<std::string, Order> order_ ABSL_GUARDED_BY(mu_);
+  // Background planning (AttachPlanner): the batch waiting for the planner,
+  // whether it is planning one, and the planned batch waiting for a tick.
+  // Under a mutex of their own (taken after mu_ when both are held): the
+  // planner runs at the lowest CPU priority and must never hold mu_, or a
+  // request could wait for it to be scheduled again.
+  absl::Mutex plan_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  bool planner_attached_ ABSL_GUARDED_BY(plan_mu_) = false;
+  std::optional<PlanBatch> to_plan_ ABSL_GUARDED_BY(plan_mu_);
+  bool planning_ ABSL_GUARDED_BY(plan_mu_) = false;
+  std::optional<PlanBatch> planned_ ABSL_GUARDED_BY(plan_mu_);
+  // Per namespace, the milli-GPUs its pending entries ask for (Report).
+  absl::flat_hash_map<std::string, int64_t> pending_milli_ ABSL_GUARDED_BY(mu_);
   // Pending members per "ns/gang" (gang pods only).
   absl::flat_hash_map<std::string, std::vector<const Entry*>> gang_members_ ABSL_GUARDED_BY(mu_);
   bool full_sync_ ABSL_GUARDED_BY(mu_) = true;

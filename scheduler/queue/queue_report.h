@@ -53,6 +53,7 @@ struct NamespaceQueue {
   int64_t lendable_milli = 0;  // what its cohort could lend it now
   std::vector<ModelQuotaUse> models;
   int64_t pending_pods = 0;      // in the whole queue
+  int64_t pending_milli = 0;     // milli-GPUs those pods ask for
   std::vector<QueuedPod> queue;  // the first ReportQuery::limit of them
 };
 
@@ -67,6 +68,7 @@ struct GangReservationReport {
 
 struct QueueReport {
   bool quotas_enabled = false;
+  std::string quota_source;  // QueueOptions::quota_source
   std::vector<NamespaceQueue> namespaces;
   std::vector<GangReservationReport> reservations;
 };

@@ -1,5 +1,11 @@
 #include "scheduler/queue/queue_wiring.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "gpusched/util/strings.h"
+
 namespace gpusched::queue {
 
 QueueOptions QueueOptionsFrom(const SchedulerConfig& config) {
@@ -33,6 +39,62 @@ std::unique_ptr<QueueManager> InstallQueue(ExtenderService* service, ClusterStat
   return queue;
 }
 
+QueueConfigApplier::QueueConfigApplier(QueueManager* queue, const SchedulerConfig& file,
+                                       std::string file_label,
+                                       std::function<void(const std::string&)> log)
+    : queue_(queue), file_label_(std::move(file_label)), log_(std::move(log)), file_(file) {}
+
+QueueOptions QueueConfigApplier::OptionsFor(const SchedulerConfig& file,
+                                            const std::string& file_label,
+                                            const std::optional<ResolvedQuotas>& objects) {
+  QueueOptions o = ServingQueueOptions(file);
+  if (!objects) {
+    o.quota_source = file.quotas.enabled
+                         ? StrCat("policy file ", file_label)
+                         : StrCat("none (policy file ", file_label, " has no quotas section)");
+    return o;
+  }
+  o.quota_source = "GPUQuota objects (gpusched.io/v1alpha1)";
+  o.quotas.enabled = true;
+  o.quotas.namespaces = objects->namespaces;
+  if (!file.quotas.enabled) {
+    o.quotas.default_quota = NamespaceQuota{};
+    o.quotas.default_quota.gpus.limit = kUnlimitedGpus;
+  }
+  return o;
+}
+
+void QueueConfigApplier::SetFile(const SchedulerConfig& file) {
+  absl::MutexLock l(&mu_);
+  file_ = file;
+  ApplyLocked();
+}
+
+void QueueConfigApplier::SetObjects(std::optional<ResolvedQuotas> objects) {
+  absl::MutexLock l(&mu_);
+  objects_ = std::move(objects);
+  ApplyLocked();
+}
+
+std::string QueueConfigApplier::source() const {
+  absl::MutexLock l(&mu_);
+  return source_;
+}
+
+void QueueConfigApplier::ApplyLocked() {
+  QueueOptions o = OptionsFor(file_, file_label_, objects_);
+  if (o.quota_source != source_ && log_) {
+    std::string line = StrCat("quotas: source is now ", o.quota_source);
+    if (objects_ && !file_.quotas.namespaces.empty()) {
+      StrAppend(&line, "; the policy file's quotas.namespaces (", file_.quotas.namespaces.size(),
+                " entries) is not used while GPUQuota objects are the source");
+    }
+    log_(line);
+  }
+  source_ = o.quota_source;
+  queue_->SetOptions(std::move(o));
+}
+
 TickThread::TickThread(QueueManager* queue, std::chrono::milliseconds every)
     : thread_([this, queue, every] {
         while (true) {
@@ -50,6 +112,80 @@ TickThread::~TickThread() {
     stopping_ = true;
   }
   thread_.join();
+}
+
+}  // namespace gpusched::queue
+
+namespace gpusched::queue {
+
+ReclaimPlannerThread::ReclaimPlannerThread(QueueManager* queue) : queue_(queue) {
+  queue_->AttachPlanner(true);
+  thread_ = std::thread([this] {
+    // Linux: a thread's nice value is its own; 19 is the lowest priority.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+    while (true) {
+      {
+        absl::MutexLock l(&mu_);
+        if (stopping_) return;
+      }
+      queue_->PlanReclaims(absl::Milliseconds(100));
+    }
+  });
+}
+
+ReclaimPlannerThread::~ReclaimPlannerThread() {
+  queue_->AttachPlanner(false);
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+}  // namespace gpusched::queue
+
+namespace gpusched::queue {
+
+AsyncClusterWriter::AsyncClusterWriter(ClusterWriter* inner)
+    : inner_(inner), thread_([this] { Run(); }) {}
+
+AsyncClusterWriter::~AsyncClusterWriter() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+absl::Status AsyncClusterWriter::Evict(const PodRequest& pod, const std::string& reason) {
+  absl::MutexLock l(&mu_);
+  queue_.emplace_back(pod, reason);
+  return absl::OkStatus();
+}
+
+void AsyncClusterWriter::Drain() {
+  absl::MutexLock l(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty() && !sending_; };
+  mu_.Await(absl::Condition(&idle));
+}
+
+void AsyncClusterWriter::Run() {
+  while (true) {
+    std::pair<PodRequest, std::string> next;
+    {
+      absl::MutexLock l(&mu_);
+      auto ready = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
+      mu_.Await(absl::Condition(&ready));
+      if (queue_.empty()) return;  // stopping, and everything handed over is sent
+      next = std::move(queue_.front());
+      queue_.pop_front();
+      sending_ = true;
+    }
+    (void)inner_->Evict(next.first, next.second);  // the wrapped writer reports failures
+    absl::MutexLock l(&mu_);
+    sending_ = false;
+  }
 }
 
 }  // namespace gpusched::queue

@@ -6,6 +6,7 @@
 #define GPUSCHED_QUEUE_QUEUE_WIRING_H_
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "gpusched/core/extender_service.h"
 #include "gpusched/util/metrics.h"
 #include "scheduler/queue/queue_manager.h"
+#include "scheduler/queue/quota_objects.h"
 
 namespace gpusched::queue {
 
@@ -31,6 +33,44 @@ std::unique_ptr<QueueManager> InstallQueue(ExtenderService* service, ClusterStat
                                            ClusterWriter* writer, const SchedulerConfig& config,
                                            Metrics* metrics);
 
+// The one source of namespace quotas the queue enforces, and the options it
+// runs with. The policy file gives scoring, reclaim, gang and the default
+// quota; the namespaces' quotas come from the file's quotas.namespaces, or
+// from GPUQuota/ElasticQuota objects while the GPUQuota CRD is installed
+// (SetObjects with a resolution). With objects, a namespace that has none
+// gets the file's quotas.default, or no limit if the file has no quotas
+// section. Every switch of source is logged, and /debug/queues states the
+// source. Called by the config reloader and the object watcher; thread-safe.
+class QueueConfigApplier {
+ public:
+  // Applies nothing until the first SetFile or SetObjects (which logs the
+  // source).
+  QueueConfigApplier(QueueManager* queue, const SchedulerConfig& file, std::string file_label,
+                     std::function<void(const std::string&)> log);
+  // The policy file changed (it was validated).
+  void SetFile(const SchedulerConfig& file) ABSL_LOCKS_EXCLUDED(mu_);
+  // The objects changed; nullopt: the CRD is not installed (the file's
+  // quotas apply).
+  void SetObjects(std::optional<ResolvedQuotas> objects) ABSL_LOCKS_EXCLUDED(mu_);
+  // "policy file <path>" or "GPUQuota objects (gpusched.io/v1alpha1)".
+  std::string source() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The options for a file and objects (pure; tests).
+  static QueueOptions OptionsFor(const SchedulerConfig& file, const std::string& file_label,
+                                 const std::optional<ResolvedQuotas>& objects);
+
+ private:
+  void ApplyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  QueueManager* queue_;
+  const std::string file_label_;
+  std::function<void(const std::string&)> log_;
+  mutable absl::Mutex mu_;
+  SchedulerConfig file_ ABSL_GUARDED_BY(mu_);
+  std::optional<ResolvedQuotas> objects_ ABSL_GUARDED_BY(mu_);
+  std::string source_ ABSL_GUARDED_BY(mu_);
+};
+
 // Calls queue->Tick() every `every` on a thread of its own, never on the
 // HTTP server's I/O threads (planning reclaim at scale may take longer than
 // a request can wait behind it). No periodic resync: the queue follows
@@ -44,6 +84,52 @@ class TickThread {
   TickThread& operator=(const TickThread&) = delete;
 
  private:
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+// A ClusterWriter that sends evictions on a thread of its own, in order: the
+// tick hands them over and goes on (an eviction through the API takes a
+// round trip, and retries with back-off). Evict returns OK at once; the
+// wrapped writer logs and counts what each eviction became. Drains and joins
+// on destruction. Thread-safe.
+class AsyncClusterWriter final : public ClusterWriter {
+ public:
+  explicit AsyncClusterWriter(ClusterWriter* inner);
+  ~AsyncClusterWriter() override;
+  AsyncClusterWriter(const AsyncClusterWriter&) = delete;
+  AsyncClusterWriter& operator=(const AsyncClusterWriter&) = delete;
+
+  absl::Status Evict(const PodRequest& pod, const std::string& reason) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Blocks until every eviction handed over so far has been sent (tests).
+  void Drain() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  void Run() ABSL_LOCKS_EXCLUDED(mu_);
+
+  ClusterWriter* inner_;
+  absl::Mutex mu_;
+  std::deque<std::pair<PodRequest, std::string>> queue_ ABSL_GUARDED_BY(mu_);
+  bool sending_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+// Plans reclaim on a thread of its own at the lowest CPU priority
+// (QueueManager::AttachPlanner): the tick stays short, and on a busy
+// machine the verbs' threads get the CPU first. Plans land at the next
+// tick after they are done. Detaches and joins on destruction.
+class ReclaimPlannerThread {
+ public:
+  explicit ReclaimPlannerThread(QueueManager* queue);
+  ~ReclaimPlannerThread();
+  ReclaimPlannerThread(const ReclaimPlannerThread&) = delete;
+  ReclaimPlannerThread& operator=(const ReclaimPlannerThread&) = delete;
+
+ private:
+  QueueManager* queue_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -222,6 +222,23 @@ expect_in 'nvidia.com/gpu.present: "true"'
 expect_doc ConfigMap gpusched-grafana-dashboard
 expect_in 'grafana_dashboard: "1"'
 
+# Quotas as objects: the CRD with its validation and status subresource,
+# the extender's rights on it, and read access aggregated into view.
+expect_doc CustomResourceDefinition gpuquotas.gpusched.io
+expect_in 'kind: GPUQuota'
+expect_in 'x-kubernetes-validations'
+expect_in 'self.limit >= '
+expect_in 'status: \{\}'
+expect_in 'jsonPath: .status.used'
+expect_doc ClusterRole gpusched
+expect_in 'gpuquotas/status'
+expect_in 'elasticquotas'
+expect_doc ClusterRole gpusched-gpuquota-view
+expect_in 'rbac.authorization.k8s.io/aggregate-to-view: "true"'
+if grep -Eq 'create|update|patch|delete' <<<"$(sed -n '/^rules:/,$p' <<<"${current}")"; then
+  fail "ClusterRole/gpusched-gpuquota-view grants a write verb"
+fi
+
 # Examples are applied by hand, so they are not in the kustomization. Try a
 # client-side dry run; without a reachable API server (kubectl needs one for
 # type discovery) fall back to structural checks plus an offline parse by

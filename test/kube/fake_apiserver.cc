@@ -113,6 +113,7 @@ struct FakeApiServer::Impl {
     std::string key = KeyOf(obj);
     auto& m = store[kind];
     bool exists = m.count(key) > 0;
+    if (kind.find('/') != std::string::npos) StampCustomLocked(exists ? &m[key] : nullptr, obj);
     obj["metadata"]["resourceVersion"] = std::to_string(++rv);
     if (!obj["metadata"].contains("uid"))
       obj["metadata"]["uid"] = "uid-" + std::to_string(++uid_seq);
@@ -120,6 +121,28 @@ struct FakeApiServer::Impl {
     cv.notify_all();
     dumps[kind][key] = {rv, obj.dump()};
     return m[key] = std::move(obj);
+  }
+  // Custom resources get what the API server sets: uid and creationTimestamp
+  // kept from the stored object, metadata.generation bumped when the spec
+  // changes. REQUIRES: mu held.
+  void StampCustomLocked(const Json* old, Json& obj) {
+    Json& meta = obj["metadata"];
+    if (old != nullptr) {
+      const Json& om = (*old)["metadata"];
+      if (om.contains("uid")) meta["uid"] = om["uid"];
+      meta["creationTimestamp"] = om.value("creationTimestamp", "");
+      const int64_t g = om.value("generation", int64_t{1});
+      meta["generation"] = obj.value("spec", Json()) == old->value("spec", Json()) ? g : g + 1;
+      if (!obj.contains("status") && old->contains("status")) obj["status"] = (*old)["status"];
+      return;
+    }
+    meta["generation"] = 1;
+    if (!meta.contains("creationTimestamp")) {
+      char ts[32];
+      std::snprintf(ts, sizeof ts, "2026-01-01T00:%02d:%02dZ", static_cast<int>(rv / 60 % 60),
+                    static_cast<int>(rv % 60));
+      meta["creationTimestamp"] = ts;
+    }
   }
   // As if other objects had been written since: every version a client
   // holds is now too old. REQUIRES: mu held.
@@ -211,6 +234,11 @@ void FakeApiServer::Put(const std::string& kind, Json obj) {
 void FakeApiServer::ServeApiGroup(const std::string& group_version) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->api_groups.insert(group_version);
+}
+
+void FakeApiServer::StopServingApiGroup(const std::string& group_version) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->api_groups.erase(group_version);
 }
 
 void FakeApiServer::Delete(const std::string& kind, const std::string& key) {
@@ -395,6 +423,38 @@ Reply FakeApiServer::Impl::Handle(http::request<http::string_body>& req, Stream&
   }
   if (p.size() >= 7 && p[1] == "apis" && p[2] == "coordination.k8s.io" && p[6] == "leases") {
     return HandleLease(req, p);
+  }
+  if (p.size() == 5 && p[1] == "apis" && method == "GET") {
+    bool served;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      served = api_groups.count(p[2] + "/" + p[3]) > 0;
+    }
+    if (served && watch) {
+      *streamed = true;
+      HandleWatch(p[2] + "/" + p[4], q, s);
+      return {};
+    }
+    if (served) return HandleList(p[2] + "/" + p[4], q);
+  }
+  if (p.size() == 9 && p[1] == "apis" && p[4] == "namespaces" && p[8] == "status" &&
+      method == "PATCH") {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!api_groups.count(p[2] + "/" + p[3])) return StatusReply(404, "NotFound", "not served");
+    auto& m = store[p[2] + "/" + p[6]];
+    auto it = m.find(p[5] + "/" + p[7]);
+    if (it == m.end()) return StatusReply(404, "NotFound", p[6] + " \"" + p[7] + "\" not found");
+    if (req[http::field::content_type] != "application/merge-patch+json") {
+      return StatusReply(415, "UnsupportedMediaType", "want merge-patch");
+    }
+    Json patch = Json::parse(req.body(), nullptr, false);
+    if (patch.is_discarded() || !patch.is_object())
+      return StatusReply(400, "BadRequest", "bad JSON");
+    Json obj = it->second;
+    Json status = obj.value("status", Json::object());
+    status.merge_patch(patch.value("status", Json::object()));
+    obj["status"] = std::move(status);  // the status subresource changes nothing else
+    return {200, PutLocked(p[2] + "/" + p[6], obj).dump()};
   }
   if (p.size() >= 4 && p[1] == "apis" && method == "GET") {
     std::lock_guard<std::mutex> lock(mu);

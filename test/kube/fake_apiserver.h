@@ -48,10 +48,16 @@ class FakeApiServer {
   // (e.g. "scheduling.x-k8s.io/podgroups"), readable with GET once their
   // group/version is served.
   void Put(const std::string& kind, Json obj);
-  // Serves discovery (GET /apis/<group>/<version>) and GET of namespaced
-  // objects of that group/version; unserved ones answer 404, as an API
-  // server without the CRD does.
+  // Serves discovery (GET /apis/<group>/<version>), GET of namespaced
+  // objects of that group/version, list and watch of all of a plural
+  // (/apis/<group>/<version>/<plural>) and merge-patch of their status
+  // subresource; unserved ones answer 404, as an API server without the CRD
+  // does. Custom objects get a uid, a creationTimestamp and a generation
+  // that grows when their spec changes.
   void ServeApiGroup(const std::string& group_version);
+  // The CRD is removed: discovery and reads of that group answer 404 again
+  // (open watches are not ended; DropWatches does that).
+  void StopServingApiGroup(const std::string& group_version);
   void Delete(const std::string& kind, const std::string& key);
   std::optional<Json> Get(const std::string& kind, const std::string& key) const;
   std::vector<Json> List(const std::string& kind) const;

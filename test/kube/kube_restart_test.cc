@@ -3,7 +3,8 @@
 // with SIGKILL in the middle of a filter+bind burst, restarted, and checked:
 // no device twice, every bound pod's ids valid for its node, filter answers
 // after the restart equal those of a cold start, and the remaining binds
-// after the restart never double-allocate.
+// after the restart never double-allocate. Also the served binary with the
+// GPUQuota CRD installed (quota objects end to end).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -239,6 +240,48 @@ TEST_F(KubeRestartTest, KillMinusNineMidBurstThenRestartEqualsColdStart) {
   EXPECT_FALSE(p2["NodeNames"].empty()) << cold_answers[0];
   cold->Kill(SIGTERM);
   CheckApiInvariants();
+}
+
+// `gpusched serve` with the GPUQuota CRD installed: the objects replace the
+// file's quotas.namespaces (quotaSource in /debug/queues, one log line), a
+// change is enforced within a watch event, and the leader writes the status.
+TEST_F(KubeRestartTest, GpuQuotaObjectsDecideAdmissionAndCarryStatus) {
+  api_->ServeApiGroup("gpusched.io/v1alpha1");
+  auto quota = [](int gpus) {
+    return Json{{"apiVersion", "gpusched.io/v1alpha1"},
+                {"kind", "GPUQuota"},
+                {"metadata", {{"name", "gpu-quota"}, {"namespace", "team-a"}}},
+                {"spec", {{"guaranteed", gpus}}}};
+  };
+  api_->Put("gpusched.io/gpuquotas", quota(2));
+  uint16_t port = 0;
+  auto child = Start(&port);
+  HttpResult q = Http(port, "GET", "/debug/queues?namespace=team-a");
+  ASSERT_EQ(q.status, 200);
+  Json report = Json::parse(q.body);
+  EXPECT_EQ(report["quotaSource"], "GPUQuota objects (gpusched.io/v1alpha1)");
+  EXPECT_EQ(report["namespaces"][0]["guaranteedGpus"], 2.0);  // not the file's 22
+  EXPECT_TRUE(FilterAndBind(port, pods_[0]));
+  EXPECT_FALSE(FilterAndBind(port, pods_[1]));  // 2 of 2 used
+
+  api_->Put("gpusched.io/gpuquotas", quota(4));
+  EXPECT_TRUE(
+      WaitFor([&] { return FilterAndBind(port, pods_[1]); }, std::chrono::milliseconds(5000)));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto o = api_->Get("gpusched.io/gpuquotas", "team-a/gpu-quota");
+        return o && o->contains("status") && (*o)["status"].value("used", "") == "4" &&
+               (*o)["status"].value("observedGeneration", 0) == 2;
+      },
+      std::chrono::milliseconds(10000)))
+      << api_->Get("gpusched.io/gpuquotas", "team-a/gpu-quota")->dump();
+  const Json status = (*api_->Get("gpusched.io/gpuquotas", "team-a/gpu-quota"))["status"];
+  EXPECT_EQ(status["guaranteed"], "4");
+  EXPECT_EQ(status["pendingPods"], 8);
+  EXPECT_EQ(status["conditions"][0]["type"], "Active");
+  EXPECT_EQ(status["conditions"][0]["status"], "True");
+  EXPECT_NE(ReadAll(log_).find("quotas: source is now GPUQuota objects"), std::string::npos)
+      << ReadAll(log_);
 }
 
 }  // namespace

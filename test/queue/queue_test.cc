@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "scheduler/queue/queue_wiring.h"
 #include "test/queue/harness.h"
 
 namespace gpusched::queue {
@@ -234,6 +235,82 @@ TEST(ReclaimTest, NamespaceBelowGuaranteeEvictsLowerPriorityBorrowers) {
   EXPECT_THAT(h.writer.evicted, SizeIs(1));
   EXPECT_THAT(h.Filter(b), SizeIs(1));
   EXPECT_EQ(h.queue->Tick(), 0);  // team-a is back at its guarantee
+}
+
+// With a planner attached (serving), the tick hands reclaim planning over
+// and commits the plan at the next tick: the same victims as when the tick
+// plans itself; a plan made under an older config is dropped, not applied.
+TEST(ReclaimTest, BackgroundPlanningCommitsTheSamePlanAtTheNextTick) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}});
+  auto running = [] {
+    return std::vector<PodRequest>{
+        Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
+        Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)};
+  };
+  PodRequest b = PodBuilder("b", "team-b").Gpus(4).Build();
+  Harness inline_plan(H100s(2), running(), o);
+  EXPECT_THAT(inline_plan.Filter(b), IsEmpty());
+  ASSERT_EQ(inline_plan.queue->Tick(), 1);
+
+  Harness h(H100s(2), running(), o);
+  h.queue->AttachPlanner(true);
+  EXPECT_THAT(h.Filter(b), IsEmpty());
+  EXPECT_FALSE(h.queue->PlanReclaims(absl::ZeroDuration()));  // nothing handed over yet
+  EXPECT_EQ(h.queue->Tick(), 0);                              // handed over, not planned
+  EXPECT_EQ(h.queue->Tick(), 0);  // still waiting for the planner: nothing new chosen
+  ASSERT_TRUE(h.queue->PlanReclaims(absl::ZeroDuration()));
+  EXPECT_THAT(h.writer.evicted, IsEmpty());  // planned, not yet committed
+  EXPECT_EQ(h.queue->Tick(), 1);
+  EXPECT_EQ(h.writer.evicted, inline_plan.writer.evicted);
+  EXPECT_THAT(h.Filter(b), SizeIs(1));
+
+  // A config change between planning and commit drops the plan.
+  Harness c(H100s(2), running(), o);
+  c.queue->AttachPlanner(true);
+  c.Filter(b);
+  c.queue->Tick();
+  ASSERT_TRUE(c.queue->PlanReclaims(absl::ZeroDuration()));
+  c.queue->SetOptions(o);
+  EXPECT_EQ(c.queue->Tick(), 0);
+  EXPECT_THAT(c.writer.evicted, IsEmpty());
+  // Detached, the tick plans itself again.
+  c.queue->AttachPlanner(false);
+  EXPECT_EQ(c.queue->Tick(), 1);
+}
+
+// Evictions handed to the asynchronous writer all reach the wrapped one, in
+// order; the tick that hands them over does not wait for them.
+TEST(ReclaimTest, AsyncWriterSendsEveryEvictionInOrder) {
+  auto pod = [](const std::string& uid) {
+    PodRequest p = PodBuilder(uid, "team-a").Gpus(1).Build();
+    p.uid = uid;
+    return p;
+  };
+  struct Recorder final : ClusterWriter {
+    absl::Status Evict(const PodRequest& pod, const std::string&) override {
+      absl::MutexLock l(&mu);
+      uids.push_back(pod.uid);
+      return absl::OkStatus();
+    }
+    absl::Mutex mu;
+    std::vector<std::string> uids;
+  } recorder;
+  {
+    AsyncClusterWriter async(&recorder);
+    for (const char* uid : {"a0", "a1", "a2", "a3"})
+      EXPECT_TRUE(async.Evict(pod(uid), "test").ok());
+    async.Drain();
+    absl::MutexLock l(&recorder.mu);
+    EXPECT_EQ(recorder.uids, (std::vector<std::string>{"a0", "a1", "a2", "a3"}));
+  }
+  // Destruction sends what is still queued.
+  {
+    AsyncClusterWriter async(&recorder);
+    EXPECT_TRUE(async.Evict(pod("a0"), "again").ok());
+  }
+  absl::MutexLock l(&recorder.mu);
+  EXPECT_EQ(recorder.uids.size(), 5u);
 }
 
 // The GPUs reclaim frees for a namespace below its guarantee are held for

@@ -86,9 +86,10 @@ TEST_F(WireTest, FilterSharesOneReasonPerDistinctAnswer) {
   }
   for (const std::string& n : names) args.node_names.push_back(n);
   FilterOutcome out = service_->Filter(args);
-  EXPECT_EQ(out.passed.size(), 200u);  // h100-007 and the 4-GPU A100
-  EXPECT_EQ(out.failed.size(), 100u);
-  EXPECT_EQ(out.unresolvable.size(), 200u);
+  // Each node once (the 99 repeats of the four real nodes are left out).
+  EXPECT_EQ(out.passed.size(), 2u);  // h100-007 and the 4-GPU A100
+  EXPECT_EQ(out.failed.size(), 1u);
+  EXPECT_EQ(out.unresolvable.size(), 101u);  // h100-002 and the 100 unknown names
   std::set<std::string> distinct(out.reasons.begin(), out.reasons.end());
   EXPECT_EQ(distinct.size(), out.reasons.size());
   EXPECT_EQ(out.reasons.size(), 3u);  // 2 of 8 free; no healthy GPUs; unknown node
@@ -130,11 +131,16 @@ TEST_F(WireTest, PrioritizeBareArray) {
   ExpectGolden("prioritize_response.json",
                codec::EncodePrioritizeResult(*args, service_->Prioritize(*args)));
   // Scores are clamped to MaxExtenderPriority on the wire.
-  json clamped = json::parse(codec::EncodePrioritizeResult(*args, {99, -3, 7}));
+  json clamped = json::parse(codec::EncodePrioritizeResult(*args, {99, 0, 7}));
   EXPECT_EQ(clamped[0]["Score"], 10);
   EXPECT_EQ(clamped[1]["Score"], 0);
   EXPECT_EQ(clamped[2]["Score"], 7);
   EXPECT_EQ(clamped[0]["Host"], "gpu-h100-001");
+  // A repeated name's position (a negative score) is left out.
+  json skipped = json::parse(
+      codec::EncodePrioritizeResult(*args, {3, ExtenderService::kRepeatedNodeScore, 7}));
+  ASSERT_EQ(skipped.size(), 2u) << skipped.dump();
+  EXPECT_EQ(skipped[1]["Host"], "gpu-h100-007");
 }
 
 size_t Occurrences(const std::string& text, const std::string& what) {

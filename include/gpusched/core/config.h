@@ -48,12 +48,14 @@ using FragmentationShape = policy::FragmentationShape;
 struct QuotaAmount {
   int64_t guaranteed = 0;
   int64_t limit = 0;  // >= guaranteed; defaults to guaranteed
+  bool operator==(const QuotaAmount&) const = default;
 };
 
 struct NamespaceQuota {
   QuotaAmount gpus;
   std::string cohort;                         // "" = lends and borrows with nobody
   std::map<std::string, QuotaAmount> models;  // product entry -> amount
+  bool operator==(const NamespaceQuota&) const = default;
 };
 
 struct QuotaConfig {

@@ -21,9 +21,10 @@ struct ExtenderArgs {
   // True when the request carried NodeNames (nodeCacheCapable: true); false
   // when it carried a full NodeList in Nodes.
   bool cache_mode = true;
-  // Node names in request order, each once (the decoder keeps a repeated
-  // name's first occurrence). They view into the decoder's buffer and are
-  // valid until that decoder decodes again.
+  // Node names in request order. They view into the decoder's buffer and are
+  // valid until that decoder decodes again. A name may repeat: the verbs
+  // answer for its first occurrence only (ExtenderService finds repeats by
+  // node index, cheaper than by string in the decoder).
   std::vector<std::string_view> node_names;
   // Non-cache mode: each node object's JSON text, to echo back in Nodes.
   std::vector<std::string> node_json;

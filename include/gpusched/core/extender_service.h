@@ -95,9 +95,13 @@ class ExtenderService {
   void SetReady(bool ready) { ready_ = ready; }
   bool ready() const { return ready_; }
 
+  // Each node once: a position repeating an earlier one's name is in no list.
   FilterOutcome Filter(const ExtenderArgs& args) const;
-  // Returns one score per args.node_names entry, 0..10 (MaxExtenderPriority).
+  // Returns one score per args.node_names entry, 0..10 (MaxExtenderPriority),
+  // or kRepeatedNodeScore where the name repeats an earlier position's (the
+  // encoder leaves it out: kube-scheduler would add both scores).
   std::vector<int64_t> Prioritize(const ExtenderArgs& args) const;
+  static constexpr int64_t kRepeatedNodeScore = -1;
   // Where a bind is written back to the cluster (the API server's pods/binding
   // in --kube mode): "" or an error. Set once, before serving; unset: binds
   // are only assumed (--cluster mode, simulator).

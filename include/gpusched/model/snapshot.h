@@ -2,9 +2,14 @@
 // Request handlers and the simulator take one snapshot per decision and run
 // pure policies over it without locks, as kube-scheduler does per cycle.
 //
-// Built only by ClusterState (scheduler/core). Nodes are shared between
-// consecutive snapshots (copy-on-write per node), so publishing after one
-// pod change costs a vector of pointers, not a copy of the cluster.
+// Built only by ClusterState (scheduler/core) and the simulator. Nodes are
+// shared between consecutive snapshots (copy-on-write per node): publishing
+// after one pod change (Patched) copies the previous snapshot's plain
+// pointer and packed arrays and rebuilds only the changed nodes' entries,
+// without touching the other nodes (no reference count per node). Each
+// patched snapshot owns its changed nodes and shares the ownership of the
+// one before it; a chain is cut by a full build every kMaxPatchDepth
+// commits, so superseded nodes are freed within that many commits.
 // Immutable; thread-safe.
 #ifndef GPUSCHED_MODEL_SNAPSHOT_H_
 #define GPUSCHED_MODEL_SNAPSHOT_H_
@@ -55,29 +60,27 @@ class ClusterSnapshot {
  public:
   using NodeIndex = NameIndex;
 
+  static constexpr int kMaxPatchDepth = 32;
+
+  // A full build: every node, in index order.
   ClusterSnapshot(uint64_t generation, std::vector<std::shared_ptr<const NodeInfo>> nodes,
                   std::shared_ptr<const NodeIndex> index,
-                  std::shared_ptr<const std::vector<std::string>> products)
-      : generation_(generation),
-        nodes_(std::move(nodes)),
-        index_(std::move(index)),
-        products_(std::move(products)) {
-    hot_.reserve(nodes_.size());
-    for (const auto& n : nodes_) {
-      hot_.push_back(NodeHot{n.get(), n->topology.get(), n->healthy, n->whole_free,
-                             n->gpu_memory_mib, n->product_id, n->partial_share,
-                             n->cpu_milli - n->cpu_used_milli,
-                             NodeHot::StateHash(n->topology.get(), n->product_id, n->gpu_memory_mib,
-                                                n->healthy, n->whole_free)});
-    }
-  }
+                  std::shared_ptr<const std::vector<std::string>> products);
+  // `base` with the nodes at the given indices replaced (same node set and
+  // index). REQUIRES: base.patch_depth() < kMaxPatchDepth.
+  static std::shared_ptr<const ClusterSnapshot> Patched(
+      const ClusterSnapshot& base, uint64_t generation,
+      std::vector<std::pair<int32_t, std::shared_ptr<const NodeInfo>>> changed,
+      std::shared_ptr<const std::vector<std::string>> products);
+  int patch_depth() const { return owners_->depth; }
 
   uint64_t generation() const { return generation_; }
-  const std::vector<std::shared_ptr<const NodeInfo>>& nodes() const { return nodes_; }
+  // Valid as long as the snapshot is.
+  const std::vector<const NodeInfo*>& nodes() const { return nodes_; }
   // Returns the node or nullptr.
   const NodeInfo* Find(std::string_view name) const {
     const int32_t i = index_->Find(name);
-    return i < 0 ? nullptr : nodes_[i].get();
+    return i < 0 ? nullptr : nodes_[i];
   }
   // Returns the node's index, or -1.
   int32_t FindIndex(std::string_view name) const { return index_->Find(name); }
@@ -101,8 +104,30 @@ class ClusterSnapshot {
   int64_t AllocatedGpuMilli() const;
 
  private:
-  uint64_t generation_;
-  std::vector<std::shared_ptr<const NodeInfo>> nodes_;
+  // Keeps a snapshot's nodes alive: those its commit changed, and the
+  // owners of the snapshot it was patched from.
+  struct Owners {
+    std::vector<std::shared_ptr<const NodeInfo>> nodes;
+    std::shared_ptr<const Owners> base;
+    int depth = 0;
+  };
+  ClusterSnapshot() = default;
+  static NodeHot HotOf(const NodeInfo& n) {
+    return NodeHot{&n,
+                   n.topology.get(),
+                   n.healthy,
+                   n.whole_free,
+                   n.gpu_memory_mib,
+                   n.product_id,
+                   n.partial_share,
+                   n.cpu_milli - n.cpu_used_milli,
+                   NodeHot::StateHash(n.topology.get(), n.product_id, n.gpu_memory_mib, n.healthy,
+                                      n.whole_free)};
+  }
+
+  uint64_t generation_ = 0;
+  std::vector<const NodeInfo*> nodes_;
+  std::shared_ptr<const Owners> owners_;
   std::shared_ptr<const NodeIndex> index_;
   std::shared_ptr<const std::vector<std::string>> products_;
   std::vector<NodeHot> hot_;  // by node index
