@@ -59,6 +59,12 @@ std::optional<AuthorsResults> FindAuthors(const std::string& trace_path) {
   return *a;
 }
 
+std::string JoinNames(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
 absl::Status RunFgdDriver(const DriverOptions& o) {
   auto nodes = LoadNodes(o);
   if (!nodes.ok()) return nodes.status();
@@ -107,7 +113,7 @@ absl::Status RunFgdDriver(const DriverOptions& o) {
                  r->unallocated_at_100, r->allocated_at_130, r->seconds);
     if (!o.out.empty()) GPUSCHED_RETURN_IF_ERROR(WriteText(o.out, codec::EncodeFgdResult(*r)));
     if (!o.html.empty()) {
-      GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml({*r})));
+      GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml({*r}, ScenarioParams(o))));
     }
     return absl::OkStatus();
   }
@@ -138,11 +144,45 @@ absl::Status RunFgdDriver(const DriverOptions& o) {
   }
   GPUSCHED_RETURN_IF_ERROR(WriteText(dir + "grid.md", md));
   std::fputs(md.c_str(), stdout);
-  if (!o.html.empty()) GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml(*runs)));
+  if (!o.html.empty())
+    GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml(*runs, ScenarioParams(o))));
   return absl::OkStatus();
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> ScenarioParams(const DriverOptions& o) {
+  namespace fs = std::filesystem;
+  auto base = [](const std::string& p) { return fs::path(p).filename().string(); };
+  std::vector<std::pair<std::string, std::string>> p = {{"protocol", o.protocol}};
+  if (!o.nodes_csv.empty()) p.push_back({"cluster", "openb node list " + base(o.nodes_csv)});
+  if (!o.cluster_json.empty()) p.push_back({"cluster", "Kubernetes List " + base(o.cluster_json)});
+  if (!o.nodes_spec.empty()) p.push_back({"cluster", "generated: " + o.nodes_spec});
+  std::vector<std::string> workload;
+  for (const std::string& f : {o.pods_csv, o.jobs_csv, o.jobs_json}) {
+    if (!f.empty()) workload.push_back(base(f));
+  }
+  for (const std::string& f : o.traces) workload.push_back(base(f));
+  if (!workload.empty()) p.push_back({"workload", JoinNames(workload)});
+  p.push_back({"policies", o.policies.empty() ? o.policy : JoinNames(o.policies)});
+  if (o.protocol == "replay") {
+    p.push_back({"load", StrCat("durations x ", o.load)});
+  } else {
+    std::vector<std::string> seeds;
+    for (uint64_t s : o.seeds.empty() ? std::vector<uint64_t>{o.seed} : o.seeds) {
+      seeds.push_back(std::to_string(s));
+    }
+    p.push_back({"seeds", JoinNames(seeds)});
+    p.push_back({"tune", StrCat("requests up to ", o.tune, " x GPU capacity")});
+  }
+  std::vector<std::string> scorers;
+  for (const policy::ScorerSpec& sc : o.config.scoring.scorers) {
+    if (sc.weight != 0) scorers.push_back(StrCat(sc.name, " ", sc.weight));
+  }
+  p.push_back({"gpusched scorers (weight)", JoinNames(scorers)});
+  if (!o.extender.empty()) p.push_back({"extender", "gpusched serve over HTTP"});
+  return p;
+}
 
 absl::Status RunDriver(const DriverOptions& o) {
   if (!o.extender.empty() && (o.protocol != "fgd" || o.grid)) {

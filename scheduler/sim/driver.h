@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -40,6 +41,10 @@ struct DriverOptions {
 };
 
 absl::Status RunDriver(const DriverOptions& options);
+
+// The scenario rows every report opens with (protocol, cluster, workload,
+// policies, seeds or load, scoring); file names without their folders.
+std::vector<std::pair<std::string, std::string>> ScenarioParams(const DriverOptions& options);
 
 }  // namespace gpusched::sim
 

@@ -17,13 +17,14 @@ constexpr double kRequeueSeconds = 30;
 class KueueWorld {
  public:
   KueueWorld(const std::vector<KueueJob>& jobs, const std::vector<int64_t>& nominal,
-             int gpus_per_node)
+             int gpus_per_node, double sample_every)
       : jobs_(jobs),
         nominal_(nominal),
         pool_(MakePool(std::accumulate(nominal.begin(), nominal.end(), int64_t{0}), gpus_per_node)),
         state_(jobs.size()),
         usage_(nominal.size(), 0),
-        owed_since_(nominal.size(), -1) {
+        owed_since_(nominal.size(), -1),
+        sample_every_(sample_every) {
     run_.jobs.resize(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i) state_[i].remaining = jobs[i].duration;
   }
@@ -38,6 +39,9 @@ class KueueWorld {
       double t = next < arrivals.size() ? jobs_[arrivals[next]].submit : 1e300;
       if (!done_.empty()) t = std::min(t, done_.top().time);
       if (!requeue_.empty()) t = std::min(t, requeue_.top().time);
+      for (; sample_every_ > 0 && next_sample_ <= t; next_sample_ += sample_every_) {
+        run_.usage_samples.emplace_back(next_sample_, usage_);
+      }
       while (!done_.empty() && done_.top().time <= t) {
         const Event e = done_.top();
         done_.pop();
@@ -217,6 +221,8 @@ class KueueWorld {
   std::vector<State> state_;
   std::vector<int64_t> usage_;
   std::vector<double> owed_since_;
+  const double sample_every_;
+  double next_sample_ = 0;
   std::priority_queue<Event> done_, requeue_;
   KueueRun run_;
 };
@@ -224,8 +230,8 @@ class KueueWorld {
 }  // namespace
 
 KueueRun RunKueueLike(const std::vector<KueueJob>& jobs, const std::vector<int64_t>& nominal,
-                      int gpus_per_node) {
-  return KueueWorld(jobs, nominal, gpus_per_node).Run();
+                      int gpus_per_node, double sample_every) {
+  return KueueWorld(jobs, nominal, gpus_per_node, sample_every).Run();
 }
 
 }  // namespace gpusched::sim

@@ -26,6 +26,7 @@
 #define GPUSCHED_SIM_KUEUE_LIKE_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace gpusched::sim {
@@ -49,12 +50,15 @@ struct KueueRun {
   // Episodes of a namespace below its nominal quota with a workload
   // waiting, until it holds its nominal quota or nothing waits (s).
   std::vector<double> guarantee_waits;
+  // GPUs in use per namespace every `sample_every` seconds from 0 (the
+  // state just before the events of a sample's time): (time, by ns).
+  std::vector<std::pair<double, std::vector<int64_t>>> usage_samples;
 };
 
 // `nominal[n]`: namespace n's nominal quota in GPUs; the pool has
 // sum(nominal) / gpus_per_node nodes.
 KueueRun RunKueueLike(const std::vector<KueueJob>& jobs, const std::vector<int64_t>& nominal,
-                      int gpus_per_node);
+                      int gpus_per_node, double sample_every);
 
 }  // namespace gpusched::sim
 

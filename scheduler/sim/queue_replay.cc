@@ -392,9 +392,12 @@ class QueueReplay {
   void Sample(double t) {
     TimelinePoint p;
     p.t = t;
-    p.utilisation = capacity_ > 0 ? static_cast<double>(state_.Snapshot()->AllocatedGpuMilli()) /
-                                        (1000.0 * capacity_)
-                                  : 0;
+    auto snapshot = state_.Snapshot();
+    p.utilisation = capacity_ > 0
+                        ? static_cast<double>(snapshot->AllocatedGpuMilli()) / (1000.0 * capacity_)
+                        : 0;
+    const queue::QuotaLedger ledger(quotas_, *snapshot);
+    for (const std::string& ns : names_) p.used_gpus[ns] = ledger.Usage(ns) / 1000.0;
     std::vector<double> sum(names_.size(), 0);
     std::vector<int> cnt(names_.size(), 0);
     for (const auto& [key, uid] : pending_) {

@@ -352,8 +352,17 @@ absl::StatusOr<RawRun> RunKueue(const std::vector<Job>& jobs, const std::vector<
     in.push_back({ns, j.priority_class.empty() ? j.priority : pc->value, j.total_gpus(), j.submit,
                   j.duration * o.load});
   }
-  KueueRun run = RunKueueLike(in, guarantee, o.gpus_per_node);
+  KueueRun run = RunKueueLike(in, guarantee, o.gpus_per_node, o.sample_every);
   RawRun raw;
+  for (const auto& [t, usage] : run.usage_samples) {
+    TimelinePoint p;
+    p.t = t;
+    for (size_t n = 0; n < names.size(); ++n) {
+      p.used_gpus[names[n]] = static_cast<double>(usage[n]);
+      p.utilisation += total > 0 ? static_cast<double>(usage[n]) / total : 0;
+    }
+    raw.timeline.push_back(std::move(p));
+  }
   for (size_t i = 0; i < in.size(); ++i) {
     JobState s;
     s.ns = in[i].ns;
@@ -398,7 +407,7 @@ absl::StatusOr<ReplayResult> Summarise(RawRun raw, const std::vector<std::string
     r.p95_time_to_guarantee = waits[std::min(waits.size() - 1, waits.size() * 95 / 100)];
     r.max_time_to_guarantee = waits.back();
   }
-  std::vector<double> jct;
+  std::vector<double> jct, queue;
   double qsum = 0;
   std::vector<double> ns_jct(names.size(), 0), ns_q(names.size(), 0), ns_sd(names.size(), 0);
   std::vector<int64_t> ns_n(names.size(), 0);
@@ -406,6 +415,7 @@ absl::StatusOr<ReplayResult> Summarise(RawRun raw, const std::vector<std::string
     if (!s.done) return absl::InternalError("a job never finished");
     const double c = s.end - s.submit;
     jct.push_back(c);
+    queue.push_back(s.queue_time);
     qsum += s.queue_time;
     ns_jct[s.ns] += c;
     ns_q[s.ns] += s.queue_time;
@@ -420,6 +430,10 @@ absl::StatusOr<ReplayResult> Summarise(RawRun raw, const std::vector<std::string
   r.p50_jct = Percentile(jct, 0.50);
   r.p95_jct = Percentile(jct, 0.95);
   r.p99_jct = Percentile(jct, 0.99);
+  std::sort(jct.begin(), jct.end());
+  std::sort(queue.begin(), queue.end());
+  r.jct_sorted = std::move(jct);
+  r.queue_sorted = std::move(queue);
   const double cap = std::accumulate(guarantee.begin(), guarantee.end(), 0.0);
   r.utilisation = r.makespan > 0 ? raw.busy / (cap * r.makespan) : 0;
   double smin = 1e300, smax = 0;

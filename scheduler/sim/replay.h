@@ -50,7 +50,8 @@ struct NamespaceStats {
 struct TimelinePoint {
   double t = 0;
   double utilisation = 0;                    // allocated / capacity
-  std::map<std::string, double> queue_wait;  // mean wait of waiting jobs per ns
+  std::map<std::string, double> queue_wait;  // mean wait of waiting jobs per ns (gpusched)
+  std::map<std::string, double> used_gpus;   // GPUs in use per ns
 };
 
 struct ReplayResult {
@@ -71,7 +72,11 @@ struct ReplayResult {
   int64_t guarantee_episodes = 0;
   double avg_time_to_guarantee = 0, p95_time_to_guarantee = 0, max_time_to_guarantee = 0;
   std::map<std::string, NamespaceStats> per_ns;
+  // gpusched and kueue-like: sampled every ReplayOptions::sample_every.
   std::vector<TimelinePoint> timeline;
+  // Every job's completion time and queueing delay (s), ascending (the
+  // report's CDFs; not in the JSON).
+  std::vector<double> jct_sorted, queue_sorted;
 };
 
 // `pools`: (namespace, nodes). Jobs of other namespaces are ignored.

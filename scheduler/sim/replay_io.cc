@@ -73,7 +73,15 @@ absl::Status RunReplayDriver(const DriverOptions& o) {
     text += "]\n";
     std::ofstream(o.out) << text;
   }
-  if (!o.html.empty()) std::ofstream(o.html) << ReplayReportHtml(results);
+  if (!o.html.empty()) {
+    ReportParams params = ScenarioParams(o);
+    std::string pools_text;
+    for (const auto& [ns, n] : pools)
+      pools_text += StrCat(pools_text.empty() ? "" : ", ", ns, " ", n);
+    params.push_back({"jobs", std::to_string(jobs.size())});
+    params.push_back({"namespaces and guaranteed nodes (8 GPUs each)", pools_text});
+    std::ofstream(o.html) << ReplayReportHtml(results, params);
+  }
   return absl::OkStatus();
 }
 

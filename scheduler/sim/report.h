@@ -1,11 +1,18 @@
-// Self-contained HTML reports with inline SVG charts (no scripts, no network):
-// allocation and fragmentation vs arrived workload per policy (fgd), queue
-// wait per namespace over time and GPU utilisation (replay).
-// Callers: the driver. Pure; thread-safe.
+// Self-contained HTML reports with inline SVG charts (no scripts, no network),
+// each opening with the scenario's parameters.
+//  fgd: per trace, allocation vs arrived workload per policy, the same minus
+//    the best policy at each point, a zoom on 80-130 % arrived, and
+//    fragmentation.
+//  replay: the metrics table of every policy; JCT and queueing-delay CDFs of
+//    every policy; GPU utilisation over time and, per policy with a timeline
+//    (gpusched, kueue-like), GPUs in use per namespace against its guarantee
+//    and the mean wait of queued jobs.
+// Callers: the driver, tests. Pure; thread-safe.
 #ifndef GPUSCHED_SIM_REPORT_H_
 #define GPUSCHED_SIM_REPORT_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scheduler/sim/fgd_protocol.h"
@@ -14,9 +21,12 @@ namespace gpusched::sim {
 
 struct ReplayResult;
 
+// (name, value) rows shown first, in order: the trace, cluster, load, seeds.
+using ReportParams = std::vector<std::pair<std::string, std::string>>;
+
 // Curves are averaged over seeds per (trace, policy).
-std::string FgdReportHtml(const std::vector<FgdResult>& runs);
-std::string ReplayReportHtml(const std::vector<ReplayResult>& runs);
+std::string FgdReportHtml(const std::vector<FgdResult>& runs, const ReportParams& params);
+std::string ReplayReportHtml(const std::vector<ReplayResult>& runs, const ReportParams& params);
 
 }  // namespace gpusched::sim
 
