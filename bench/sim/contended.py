@@ -8,7 +8,8 @@ seeds 1 to 3, replayed by every policy on the same shared pool: the pooled
 FIFO/SJF/SRTF baselines (SRTF knows durations: an oracle), a duration-
 agnostic least-attained-service baseline (Tiresias-style), a Kueue-like
 baseline, and gpusched (the queue manager, reclaim policy anyBorrower as
-Kueue's reclaimWithinCohort Any). Prints one markdown table per load: the
+Kueue's reclaimWithinCohort Any), with each namespace's queue StrictFIFO (the
+default) and BestEffortFIFO (`gpusched-besteffort`). Prints one markdown table per load: the
 mean over the seeds of each metric.
 
 Usage (from the repository root, after a build):
@@ -22,7 +23,11 @@ import sys
 import tempfile
 import time
 
-POLICIES = ["fifo-pool", "sjf-pool", "srtf-pool", "las-pool", "kueue-like", "gpusched"]
+POLICIES = ["fifo-pool", "sjf-pool", "srtf-pool", "las-pool", "kueue-like", "gpusched",
+            "gpusched-besteffort"]
+# Rows that run another policy with a changed config: the queue manager with
+# every namespace's queueingStrategy BestEffortFIFO (Kueue's default).
+VARIANTS = {"gpusched-besteffort": ("gpusched", {"queueingStrategy": "BestEffortFIFO"})}
 COLUMNS = [
     ("avg JCT s", "avg_jct_s", "{:,.0f}"),
     ("p95 JCT s", "p95_jct_s", "{:,.0f}"),
@@ -47,6 +52,12 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     config = os.path.join(root, "bench/sim/replay-policy.json")
     work = tempfile.mkdtemp(prefix="gpusched-contended-")
+    configs = {}
+    for row, (_, default_fields) in VARIANTS.items():
+        c = json.load(open(config))
+        c["quotas"]["default"].update(default_fields)
+        configs[row] = os.path.join(work, f"{row}.json")
+        json.dump(c, open(configs[row], "w"))
     for load in a.loads.split(","):
         sums = {p: {} for p in POLICIES}
         seconds = {p: 0.0 for p in POLICIES}
@@ -61,7 +72,8 @@ def main():
                 start = time.time()
                 subprocess.run([binary, "simulate", "--protocol", "replay", "--jobs-json",
                                 os.path.join(out, "jobs.json"), "--vc-nodes",
-                                os.path.join(out, "pools.csv"), "--policies", p, "--config", config,
+                                os.path.join(out, "pools.csv"), "--policies",
+                                VARIANTS.get(p, (p,))[0], "--config", configs.get(p, config),
                                 "--out", result, "--quiet"],
                                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 seconds[p] += time.time() - start
@@ -75,7 +87,7 @@ def main():
             cells = []
             for _, key, fmt in COLUMNS:
                 ttg = key.endswith("time_to_guarantee_s")
-                if ttg and p not in ("gpusched", "kueue-like"):
+                if ttg and not (p.startswith("gpusched") or p == "kueue-like"):
                     cells.append("—")
                 else:
                     cells.append(fmt.format(sums[p][key] / len(seeds)))

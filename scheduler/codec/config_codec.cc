@@ -299,8 +299,16 @@ absl::Status DecodeAmount(const json& j, std::string_view p, QuotaAmount& a,
 }
 
 absl::Status DecodeNamespaceQuota(const json& j, std::string_view p, NamespaceQuota& q) {
-  GPUSCHED_RETURN_IF_ERROR(DecodeAmount(j, p, q.gpus, {"cohort", "models"}));
+  GPUSCHED_RETURN_IF_ERROR(DecodeAmount(j, p, q.gpus, {"cohort", "models", "queueingStrategy"}));
   GPUSCHED_RETURN_IF_ERROR(GetString(j, "cohort", p, &q.cohort));
+  std::string queueing = "StrictFIFO";
+  GPUSCHED_RETURN_IF_ERROR(GetString(j, "queueingStrategy", p, &queueing));
+  if (queueing == "BestEffortFIFO") {
+    q.queueing = QueueingStrategy::kBestEffortFifo;
+  } else if (queueing != "StrictFIFO") {
+    return FieldError(Join(p, "queueingStrategy"),
+                      StrCat("must be StrictFIFO or BestEffortFIFO, got '", queueing, "'"));
+  }
   if (j.contains("models")) {
     const json& m = j["models"];
     if (!m.is_object())

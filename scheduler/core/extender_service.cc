@@ -118,6 +118,16 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
       return out;
     }
   }
+  // Nodes held against this pod (reclaim freed them for another): node
+  // index -> reason index, sorted by node index.
+  std::vector<std::pair<int32_t, int32_t>> held;
+  if (gate != nullptr) {
+    for (auto& [name, why] : gate->HeldNodes(pod)) {
+      const int32_t idx = snapshot->FindIndex(name);
+      if (idx >= 0) held.emplace_back(idx, out.AddReason(std::move(why)));
+    }
+    std::sort(held.begin(), held.end());
+  }
   policy::PodContext ctx = fw->Prepare(pod, *snapshot);
   policy::FilterMemo memo(*fw, ctx);
   // Reason table indices, made once per distinct reason: per memo entry, per
@@ -143,6 +153,13 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
     const NodeHot& hot = snapshot->hot(idx);
     const policy::FilterMemo::Entry e = memo.FilterEntry(hot);
     if (e.result->fits()) {
+      if (!held.empty()) {
+        auto h = std::lower_bound(held.begin(), held.end(), std::make_pair(idx, INT32_MIN));
+        if (h != held.end() && h->first == idx) {
+          out.failed.push_back({i, h->second});
+          continue;
+        }
+      }
       if (gate != nullptr) {
         // Per-product answer of the gate (per-model quota), asked once per product.
         if (hot.product_id >= product_gate.size()) product_gate.resize(hot.product_id + 1, kNotYet);

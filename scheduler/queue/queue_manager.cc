@@ -214,8 +214,8 @@ std::vector<QueueManager::Unit> QueueManager::UnitsLocked(const std::string& ns,
 
 QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
                                                       const ClusterSnapshot& snapshot,
-                                                      const policy::Framework& fw,
-                                                      bool all_checks) {
+                                                      const policy::Framework& fw, bool all_checks,
+                                                      BehindScan* deferred) {
   const Entry* self = FindEntryLocked(pod.uid);
   if (self == nullptr) return {};   // not waiting (bound, finished or unknown)
   const PodRequest& p = self->pod;  // the source's pod
@@ -223,13 +223,14 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
   if (units.empty()) return {};
   EvalInputs in{&LedgerLocked(), &options_,
                 IsGang(p) && reservations_.contains(GangKey(p.ns, p.gang)), Now()};
-  return EvaluateUnits(units, units.size() - 1, p, in, snapshot, fw, all_checks);
+  return EvaluateUnits(units, units.size() - 1, p, in, snapshot, fw, all_checks, deferred);
 }
 
 QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& units, size_t k,
                                                      const PodRequest& pod, const EvalInputs& in,
                                                      const ClusterSnapshot& snapshot,
-                                                     const policy::Framework& fw, bool all_checks) {
+                                                     const policy::Framework& fw, bool all_checks,
+                                                     BehindScan* deferred) {
   Evaluation ev;
   ev.position = static_cast<int32_t>(k + 1);
   ev.needs_gang_reservation = IsGang(pod);
@@ -240,7 +241,9 @@ QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& un
   const int64_t now = in.now_ms;
   int64_t ahead_demand = 0;
   std::vector<const Unit*> ahead;
-  for (size_t i = 0; i < k; ++i) {
+  // BestEffortFIFO: no earlier unit holds this one back (quota or nodes).
+  const bool strict = ledger.Quota(pod.ns).queueing == QueueingStrategy::kStrictFifo;
+  for (size_t i = 0; strict && i < k; ++i) {
     const Unit& u = units[i];
     const int64_t seen = std::max(u.head->last_filter_ms, u.head->first_seen_ms);
     if (now - seen > in.options->stale_after_ms) continue;
@@ -267,10 +270,26 @@ QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& un
   // Capacity: an earlier unit that could use the same nodes must go first.
   // Only units kube-scheduler has asked about count (one never asked for may
   // not be wanted yet); with none, this pod's node scan is skipped.
-  if (std::none_of(ahead.begin(), ahead.end(),
-                   [](const Unit* u) { return u->head->last_filter_ms >= 0; })) {
+  BehindScan scan;
+  for (const Unit* u : ahead) {
+    if (u->head->last_filter_ms < 0) continue;  // never asked for: kube may not want it yet
+    if (scan.heads.size() == kBehindScanHeads) break;
+    scan.heads.push_back({u->head->pod, u->demand});
+  }
+  if (scan.heads.empty()) return ev;  // no node scan needed
+  scan.pod = pod;
+  scan.position = position;
+  if (deferred != nullptr) {
+    *deferred = std::move(scan);
     return ev;
   }
+  ScanBehind(scan, snapshot, fw, &ev);
+  return ev;
+}
+
+void QueueManager::ScanBehind(const BehindScan& scan, const ClusterSnapshot& snapshot,
+                              const policy::Framework& fw, Evaluation* ev) {
+  const PodRequest& pod = scan.pod;
   const int32_t nodes = static_cast<int32_t>(snapshot.nodes().size());
   std::vector<uint8_t> p_usable(nodes);
   policy::PodContext pctx = fw.Prepare(pod, snapshot);
@@ -278,30 +297,28 @@ QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& un
   for (int32_t i = 0; i < nodes; ++i) {
     p_usable[i] = pmemo.Filter(snapshot.hot(i)).verdict != policy::Verdict::kUnresolvable;
   }
-  int checked = 0;
-  for (const Unit* u : ahead) {
-    if (u->head->last_filter_ms < 0) continue;  // never asked for: kube may not want it yet
-    if (++checked > 64) break;
-    policy::PodContext hctx = fw.Prepare(u->head->pod, snapshot);
+  for (const BehindScan::Head& head : scan.heads) {
+    const PodRequest& h = head.pod;
+    policy::PodContext hctx = fw.Prepare(h, snapshot);
     policy::FilterMemo hmemo(fw, hctx);
     for (int32_t i = 0; i < nodes; ++i) {
       if (!p_usable[i]) continue;
       if (hmemo.Filter(snapshot.hot(i)).verdict == policy::Verdict::kUnresolvable) continue;
-      const PodRequest& h = u->head->pod;
-      ev.behind_earlier = true;
-      if (!ev.reason.empty()) return ev;  // the quota reason stays the one shown
-      ev.reason = StrCat("gpusched: namespace ", pod.ns, ": waiting behind ", h.name, " (priority ",
-                         h.priority, ", needs ", FormatGpus(u->demand),
-                         " GPUs), earlier in the queue and able to use the same nodes; ", position);
-      return ev;
+      ev->behind_earlier = true;
+      if (!ev->reason.empty()) return;  // the quota reason stays the one shown
+      ev->reason =
+          StrCat("gpusched: namespace ", pod.ns, ": waiting behind ", h.name, " (priority ",
+                 h.priority, ", needs ", FormatGpus(head.demand),
+                 " GPUs), earlier in the queue and able to use the same nodes; ", scan.position);
+      return;
     }
   }
-  return ev;
 }
 
 std::string QueueManager::AdmitUnconfirmedLocked(const PodRequest& pod,
                                                  const ClusterSnapshot& snapshot,
-                                                 const policy::Framework& fw) {
+                                                 const policy::Framework& fw,
+                                                 BehindScan* deferred) {
   if (IsGang(pod) || pod.gang_size == kGangSizeUnknown) {
     return StrCat("gpusched: gang ", pod.gang, ": pod ", pod.Key(), " (uid ", pod.uid,
                   ") is not in the cluster view yet; gangs are reserved only for pods the "
@@ -310,7 +327,7 @@ std::string QueueManager::AdmitUnconfirmedLocked(const PodRequest& pod,
   UpsertEntryLocked(pod);
   Entry* e = FindEntryLocked(pod.uid);
   e->last_filter_ms = Now();
-  Evaluation ev = EvaluateLocked(e->pod, snapshot, fw);
+  Evaluation ev = EvaluateLocked(e->pod, snapshot, fw, /*all_checks=*/false, deferred);
   EraseEntryLocked(pod.uid);
   return ev.reason;
 }
@@ -318,20 +335,39 @@ std::string QueueManager::AdmitUnconfirmedLocked(const PodRequest& pod,
 Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& snapshot,
                               const policy::Framework& fw) {
   if (request.gpu.count == 0 || request.HoldsGpus()) return Admission::Yes();
+  // Three steps, so that the node scan (an earlier unit that could use the
+  // same nodes; up to kBehindScanHeads x every node) runs without the mutex:
+  // quota in queue order under it, the scan on copies, then (a gang) the
+  // reservation under it again.
+  BehindScan scan;
+  std::string why;
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    SyncLocked(deps_.state->Snapshot());
+    Entry* e = FindEntryLocked(request.uid);
+    if (e != nullptr) {
+      why = AdmitLocked(*e, snapshot, fw, &scan);
+    } else if (!deps_.state->FindPod(request.uid).has_value()) {
+      why = AdmitUnconfirmedLocked(request, snapshot, fw, &scan);
+    }  // else known but not waiting: bound or finished
+  }
+  if (!why.empty() || scan.heads.empty()) {
+    return why.empty() ? Admission::Yes() : Admission::No(std::move(why));
+  }
+  Evaluation ev;
+  ScanBehind(scan, snapshot, fw, &ev);
+  if (!ev.reason.empty()) return Admission::No(std::move(ev.reason));
+  if (!IsGang(scan.pod)) return Admission::Yes();
   TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   SyncLocked(deps_.state->Snapshot());
   Entry* e = FindEntryLocked(request.uid);
-  std::string why;
-  if (e != nullptr) {
-    why = AdmitLocked(*e, snapshot, fw);
-  } else if (!deps_.state->FindPod(request.uid).has_value()) {
-    why = AdmitUnconfirmedLocked(request, snapshot, fw);
-  }  // else known but not waiting: bound or finished
+  if (e == nullptr) return Admission::Yes();  // bound or gone meanwhile
+  why = ReserveForGangLocked(e->pod, snapshot, fw, scan.position);
   return why.empty() ? Admission::Yes() : Admission::No(std::move(why));
 }
 
 std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
-                                      const policy::Framework& fw) {
+                                      const policy::Framework& fw, BehindScan* deferred) {
   e.last_filter_ms = Now();
   const PodRequest& pod = e.pod;  // the source's pod, not the request's
   if (pod.gang_size == kGangSizeUnknown) {
@@ -341,11 +377,19 @@ std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
                   pod.gang_owner.name.empty() ? "an object not read yet" : pod.gang_owner.name,
                   "); the pod waits until it is read");
   }
-  Evaluation ev = EvaluateLocked(pod, snapshot, fw);
+  Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/false, deferred);
   if (!ev.reason.empty()) return ev.reason;
-  if (!IsGang(pod)) return "";
+  if (!IsGang(pod) || !deferred->heads.empty()) return "";  // the caller goes on after the scan
+  return ReserveForGangLocked(pod, snapshot, fw,
+                              ev.position > 0 ? StrCat("position ", ev.position, " in queue") : "");
+}
+
+std::string QueueManager::ReserveForGangLocked(const PodRequest& pod,
+                                               const ClusterSnapshot& snapshot,
+                                               const policy::Framework& fw,
+                                               const std::string& position) {
   std::string why = ClaimOrReserveLocked(pod, snapshot, fw);
-  if (!why.empty() && ev.position > 0) StrAppend(&why, "; position ", ev.position, " in queue");
+  if (!why.empty() && !position.empty()) StrAppend(&why, "; ", position);
   return why;
 }
 
@@ -354,22 +398,32 @@ std::string QueueManager::AdmitNode(const PodRequest& pod, const NodeInfo& node,
   TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   if (!options_.quotas.enabled) return "";
   SyncLocked(deps_.state->Snapshot());
-  if (std::string held = HeldForReclaimLocked(pod, node.name); !held.empty()) return held;
   return LedgerLocked().CheckModels(pod.ns, snapshot.product(node), DemandMilli(pod.gpu));
 }
 
-std::string QueueManager::HeldForReclaimLocked(const PodRequest& pod, const std::string& node) {
+std::vector<std::pair<std::string, std::string>> QueueManager::HeldNodes(const PodRequest& pod) {
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  if (!options_.quotas.enabled || reclaiming_.empty()) return {};
+  SyncLocked(deps_.state->Snapshot());
+  return HeldForReclaimLocked(pod);
+}
+
+std::vector<std::pair<std::string, std::string>> QueueManager::HeldForReclaimLocked(
+    const PodRequest& pod) {
+  std::vector<std::pair<std::string, std::string>> held;
   const int64_t now = Now();
   for (const auto& [ns, r] : reclaiming_) {
-    if (r.for_uid == pod.uid || !r.nodes.contains(node)) continue;
+    if (r.for_uid == pod.uid) continue;
     if (pod.ns == ns && !r.gang.empty() && pod.gang == r.gang) continue;  // its own gang
     if (pod.priority > r.priority || now - r.at_ms >= options_.stale_after_ms) continue;
     const Entry* e = FindEntryLocked(r.for_uid);
     if (e == nullptr) continue;  // bound or gone: nothing is held any more
-    return StrCat("GPUs freed on ", node, " by reclaim are held for ", e->pod.Key(),
-                  " until it binds");
+    for (const std::string& node : r.nodes) {
+      held.emplace_back(node, StrCat("gpusched: GPUs freed on ", node, " by reclaim are held for ",
+                                     e->pod.Key(), " until it binds"));
+    }
   }
-  return "";
+  return held;
 }
 
 void QueueManager::NoteWaitLocked(const std::string& ns, double seconds) {

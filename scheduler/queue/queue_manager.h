@@ -13,6 +13,9 @@
 //  (2) no earlier pending unit H of n could use a node P could use (for
 //      every node, H's or P's filter verdict is unresolvable there).
 // So a later pod can never take quota or GPUs an earlier pod waits for.
+// That is the StrictFIFO queueing strategy, the default; a namespace whose
+// quota says BestEffortFIFO checks neither earlier units' demand in (1) nor
+// (2): a pod that cannot start now holds nobody back (Kueue's meaning).
 // Earlier pods not seen in a filter call for `stale_after_ms` do not block
 // (kube-scheduler retries every pending pod well within that time).
 //
@@ -29,6 +32,8 @@
 // per request. The tick computes reclaim plans without the mutex, on an
 // immutable snapshot and copies, and takes it again only to check the plan
 // is still current and to record it; evictions are sent after unlocking.
+// Admit decides quota in queue order under the mutex and runs rule (2)'s
+// node scan on copies of the earlier heads after unlocking.
 //
 // Thread-safe: one mutex; callers: ExtenderService (filter, bind, preempt),
 // the periodic tick, the debug routes, the metrics collector. Its hold time
@@ -136,6 +141,8 @@ class QueueManager final : public PodGate {
   void OnBound(const PodRequest& pod) override ABSL_LOCKS_EXCLUDED(mu_);
   std::string AdmitNode(const PodRequest& pod, const NodeInfo& node,
                         const ClusterSnapshot& snapshot) override ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<std::pair<std::string, std::string>> HeldNodes(const PodRequest& pod) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   std::string ReservedNode(const PodRequest& pod) override ABSL_LOCKS_EXCLUDED(mu_);
   std::string AssumeForBind(ClusterState& state, const PodRequest& pod, std::string_view node,
                             DeviceMask* devices) override ABSL_LOCKS_EXCLUDED(mu_);
@@ -303,11 +310,31 @@ class QueueManager final : public PodGate {
   // (all of them if empty or not queued). O(units walked).
   std::vector<Unit> UnitsLocked(const std::string& ns, const std::string& stop_uid = "",
                                 size_t max_units = SIZE_MAX) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The node-scan half of an evaluation (is an earlier unit able to use a
+  // node this pod could use?), copied so that it can run without the mutex:
+  // the pod and the heads of the earlier units kube-scheduler has asked
+  // about, at most kBehindScanHeads of them.
+  static constexpr size_t kBehindScanHeads = 64;
+  struct BehindScan {
+    struct Head {
+      PodRequest pod;
+      int64_t demand = 0;
+    };
+    PodRequest pod;
+    std::vector<Head> heads;  // empty: no scan needed
+    std::string position;     // "position N in queue"
+  };
+  // Sets ev->behind_earlier and (if it has none yet) ev->reason when a head
+  // of `scan` could use a node its pod could use. Pure.
+  static void ScanBehind(const BehindScan& scan, const ClusterSnapshot& snapshot,
+                         const policy::Framework& fw, Evaluation* ev);
   // `all_checks`: also decide behind_earlier when quota already refuses (the
-  // preempt verb needs both; filter stops at the first reason).
+  // preempt verb needs both; filter stops at the first reason). With
+  // `deferred`, the node scan is not run but left there for the caller
+  // (Admit runs it after unlocking).
   Evaluation EvaluateLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
-                            const policy::Framework& fw, bool all_checks = false)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                            const policy::Framework& fw, bool all_checks = false,
+                            BehindScan* deferred = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What an evaluation reads besides the units: live members or copies.
   struct EvalInputs {
     const QuotaLedger* ledger = nullptr;
@@ -319,14 +346,22 @@ class QueueManager final : public PodGate {
   // before it in order. Pure.
   static Evaluation EvaluateUnits(const std::vector<Unit>& units, size_t k, const PodRequest& pod,
                                   const EvalInputs& in, const ClusterSnapshot& snapshot,
-                                  const policy::Framework& fw, bool all_checks);
+                                  const policy::Framework& fw, bool all_checks,
+                                  BehindScan* deferred = nullptr);
   // Admission of a pod the source has not shown (yet): evaluated at its
   // place in the queue, then taken out again.
   // The reason the source's pod `e` waits, or "" (Admit under the mutex).
-  std::string AdmitLocked(Entry& e, const ClusterSnapshot& snapshot, const policy::Framework& fw)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // When `deferred` comes back with heads, the answer so far is "" and the
+  // caller still owes the scan and, for a gang, ReserveForGangLocked.
+  std::string AdmitLocked(Entry& e, const ClusterSnapshot& snapshot, const policy::Framework& fw,
+                          BehindScan* deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string AdmitUnconfirmedLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
-                                     const policy::Framework& fw)
+                                     const policy::Framework& fw, BehindScan* deferred)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An admitted gang member: claims its slot or reserves for its gang; the
+  // reason it waits (with `position` appended) or "".
+  std::string ReserveForGangLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
+                                   const policy::Framework& fw, const std::string& position)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The ledger of the usage last synced (SyncLocked), with current claims.
   const QuotaLedger& LedgerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -458,9 +493,9 @@ class QueueManager final : public PodGate {
     int32_t priority = 0;
     std::string gang;
   };
-  // Why `pod` may not use `node`: it is held for another namespace's
-  // reclaim ("" if not).
-  std::string HeldForReclaimLocked(const PodRequest& pod, const std::string& node)
+  // The nodes `pod` may not use because reclaim freed them for another
+  // pod, with the reason (HeldNodes).
+  std::vector<std::pair<std::string, std::string>> HeldForReclaimLocked(const PodRequest& pod)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, Reclaim> reclaiming_ ABSL_GUARDED_BY(mu_);
   // Gang preemptors' plans by "ns/gang" (gang_preemption.cc).

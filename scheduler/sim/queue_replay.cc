@@ -454,6 +454,7 @@ QuotaConfig ReplayQuotas(const QuotaConfig& configured,
     nq.gpus.guaranteed = int64_t{nodes} * gpus_per_node;
     nq.gpus.limit = total;
     nq.cohort = kCohort;
+    nq.queueing = q.default_quota.queueing;  // the configured default's strategy
     q.namespaces[ns] = std::move(nq);
   }
   return q;

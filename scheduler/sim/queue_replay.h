@@ -57,7 +57,8 @@ struct QueueReplayRun {
   std::vector<double> guarantee_waits;
 };
 
-// The quotas the run uses (config quotas plus the derived per-VC ones).
+// The quotas the run uses (config quotas plus the derived per-VC ones, which
+// take the configured default's queueing strategy).
 QuotaConfig ReplayQuotas(const QuotaConfig& configured,
                          const std::vector<std::pair<std::string, int>>& pools, int gpus_per_node);
 

@@ -73,6 +73,11 @@ TEST(QuotaObjectCodec, GpuQuotaSpecIsAPolicyFileEntry) {
   EXPECT_EQ(o.spec->gpus.limit, 24);
   EXPECT_EQ(o.spec->cohort, "research");
   EXPECT_EQ(o.spec->models.at("H100").limit, 8);
+  EXPECT_EQ(o.spec->queueing, QueueingStrategy::kStrictFifo);  // the default
+  QuotaObject be = Decoded(QuotaObjectKind::kGpuQuota,
+                           GpuQuotaJson("c", "q", {{"queueingStrategy", "BestEffortFIFO"}}));
+  ASSERT_TRUE(be.spec.has_value()) << be.error;
+  EXPECT_EQ(be.spec->queueing, QueueingStrategy::kBestEffortFifo);
   // limit defaults to guaranteed, as in the file.
   QuotaObject d = Decoded(QuotaObjectKind::kGpuQuota, GpuQuotaJson("b", "q", {{"guaranteed", 8}}));
   ASSERT_TRUE(d.spec.has_value());
@@ -91,6 +96,8 @@ TEST(QuotaObjectCodec, InvalidSpecsNameTheField) {
       {{{"models", {{"H100", {{"guaranteed", 4}, {"limit", 2}}}}}},
        "spec.models.H100.limit: must be >= guaranteed (4), got 2"},
       {{{"cohort", 3}}, "spec.cohort"},
+      {{{"queueingStrategy", "LIFO"}},
+       "spec.queueingStrategy: must be StrictFIFO or BestEffortFIFO, got 'LIFO'"},
       {Json::array(), "spec: required, must be an object"},
   };
   for (const Case& c : cases) {
@@ -193,7 +200,7 @@ TEST(QuotaObjectCodec, ExportRoundTripsThePolicyFile) {
   QuotaConfig quotas;
   quotas.enabled = true;
   quotas.namespaces["team-a"] = {{16, 24}, "research", {{"H100", {8, 8}}, {"A100 80GB", {0, 4}}}};
-  quotas.namespaces["team-b"] = {{8, 8}, "", {}};
+  quotas.namespaces["team-b"] = {{8, 8}, "", {}, QueueingStrategy::kBestEffortFifo};
   const std::string yaml = codec::EncodeQuotaExport(quotas, "gpu-quota");
   std::map<std::string, NamespaceQuota> back;
   for (const YAML::Node& doc : YAML::LoadAll(yaml)) {

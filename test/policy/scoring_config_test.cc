@@ -110,6 +110,21 @@ TEST(ScoringConfig, ErrorsNameTheField) {
   }
 }
 
+// The quota entry's queueing strategy (Kueue's values); StrictFIFO unless set.
+TEST(QuotaConfig, QueueingStrategyIsStrictUnlessSetAndOtherValuesNameTheField) {
+  auto config = codec::DecodeConfig(R"({"quotas": {"namespaces": {
+      "a": {"guaranteed": 8}, "b": {"guaranteed": 8, "queueingStrategy": "BestEffortFIFO"}}}})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->quotas.namespaces.at("a").queueing, QueueingStrategy::kStrictFifo);
+  EXPECT_EQ(config->quotas.namespaces.at("b").queueing, QueueingStrategy::kBestEffortFifo);
+  auto bad = codec::DecodeConfig(
+      R"({"quotas": {"default": {"guaranteed": 0, "queueingStrategy": "bestEffortFIFO"}}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "quotas.default.queueingStrategy: must be StrictFIFO or BestEffortFIFO, got "
+            "'bestEffortFIFO'");
+}
+
 // A number too large for a double is a JSON error with its position, not an
 // exception (found by the config fuzzer).
 TEST(ScoringConfig, NumberOverflowIsASyntaxError) {

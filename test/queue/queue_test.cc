@@ -13,6 +13,7 @@ using ::gpusched::testing::Devices;
 using ::gpusched::testing::Hgx8H100;
 using ::gpusched::testing::Pcie4xT4;
 using ::gpusched::testing::PodBuilder;
+using ::testing::AnyOf;
 using ::testing::ElementsAre;
 using testing::Harness;
 using ::testing::HasSubstr;
@@ -107,6 +108,34 @@ TEST(QueueTest, StrictPriorityBlocksLaterPodOnSharedNodesButBackfillsDisjointOne
   EXPECT_THAT(reason, HasSubstr("position 2 in queue"));
   // big cannot use a 4-GPU T4 node at all, so a T4 pod cannot delay it.
   EXPECT_THAT(h.Filter(t4), ElementsAre("t0"));
+}
+
+TEST(QueueTest, BestEffortFifoLetsALaterPodPassOneThatCannotStart) {
+  // As above, the 8-GPU pod cannot start (4 GPUs in use); under StrictFIFO
+  // the 2-GPU pod waits behind it, under BestEffortFIFO it starts, and the
+  // quota of the earlier pod is not set aside either.
+  for (QueueingStrategy s : {QueueingStrategy::kStrictFifo, QueueingStrategy::kBestEffortFifo}) {
+    SCOPED_TRACE(static_cast<int>(s));
+    QueueOptions o;
+    o.quotas = Quotas({{"team-a", Quota(12, 12)}});
+    o.quotas.namespaces["team-a"].queueing = s;
+    Harness h({Hgx8H100("h0")}, {Running("run", "team-a", 4, "h0", 0x0f)}, o);
+    PodRequest big = PodBuilder("big", "team-a").Gpus(8).Priority(100).Created(1).Build();
+    PodRequest small = PodBuilder("small", "team-a").Gpus(2).Created(2).Build();
+    std::string reason;
+    EXPECT_THAT(h.Filter(big), IsEmpty());
+    if (s == QueueingStrategy::kStrictFifo) {
+      // 4 used + 8 ahead + 2 > 12: quota held for big first.
+      EXPECT_THAT(h.Filter(small, &reason), IsEmpty());
+      EXPECT_THAT(reason, HasSubstr("1 earlier in queue need 8"));
+    } else {
+      EXPECT_THAT(h.Filter(small, &reason), ElementsAre("h0")) << reason;
+      ASSERT_EQ(h.Bind(small, "h0"), "");
+      // Priority order stays: big is still first in the queue.
+      EXPECT_THAT(h.Filter(big, &reason), IsEmpty());
+      EXPECT_THAT(reason, HasSubstr("position 1 in queue"));
+    }
+  }
 }
 
 TEST(QueueTest, StalePendingPodStopsBlocking) {
@@ -380,6 +409,33 @@ TEST(ReclaimTest, FreedNodeIsHeldForThePodItWasFreedFor) {
   // A pod of higher priority is not held back.
   EXPECT_THAT(h.Filter(PodBuilder("urgent", "team-c").Gpus(4).Priority(10).Build()), SizeIs(1));
   EXPECT_EQ(h.Bind(b, nodes[0]), "");
+}
+
+// The hold is per node, not per GPU product: a node of the same product
+// that reclaim did not free stays open to everyone (filter asks the gate's
+// per-model answer once per product, so a hold answered there would have
+// closed every H100 node, or none, depending on node order).
+TEST(ReclaimTest, HoldIsPerNodeNotPerProduct) {
+  QueueOptions o;
+  o.quotas = Quotas(
+      {{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}, {"team-c", Quota(8, 8)}});
+  // team-a borrows team-b's guarantee on h0 and h1; h2 has 4 GPUs free.
+  Harness h(H100s(3),
+            {Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
+             Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1),
+             Running("c0", "team-c", 4, "h2", 0x0f, -1)},
+            o);
+  PodRequest b = PodBuilder("b", "team-b").Gpus(8).Build();
+  EXPECT_THAT(h.Filter(b), IsEmpty());  // no node has 8 free GPUs
+  ASSERT_EQ(h.queue->Tick(), 2);        // one node of team-a's freed for b
+  const std::vector<std::string> freed = h.Filter(b);
+  ASSERT_THAT(freed, ElementsAre(AnyOf("h0", "h1")));
+  // c fits on the freed node and on h2; only the freed node is held.
+  PodRequest c = PodBuilder("c", "team-c").Gpus(4).Build();
+  std::string reason;
+  EXPECT_THAT(h.Filter(c, &reason), ElementsAre("h2")) << reason;
+  EXPECT_EQ(h.Bind(c, "h2"), "");
+  EXPECT_EQ(h.Bind(b, freed[0]), "");
 }
 
 TEST(ReclaimTest, LowerPriorityPolicyKeepsEqualPriorityBorrowers) {

@@ -51,10 +51,18 @@ struct QuotaAmount {
   bool operator==(const QuotaAmount&) const = default;
 };
 
+// How a namespace's queue holds later pods back (Kueue's queueingStrategy
+// values). kStrictFifo: a pod waits while an earlier pod of its namespace
+// could use its quota or its nodes (docs/queue.md). kBestEffortFifo: an
+// earlier pod that cannot start now holds nobody back; priority order and
+// gang reservations stay, so a big gang may wait longer behind small pods.
+enum class QueueingStrategy { kStrictFifo, kBestEffortFifo };
+
 struct NamespaceQuota {
   QuotaAmount gpus;
   std::string cohort;                         // "" = lends and borrows with nobody
   std::map<std::string, QuotaAmount> models;  // product entry -> amount
+  QueueingStrategy queueing = QueueingStrategy::kStrictFifo;
   bool operator==(const NamespaceQuota&) const = default;
 };
 

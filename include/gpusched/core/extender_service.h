@@ -57,6 +57,13 @@ class PodGate {
     (void)pod, (void)node, (void)snapshot;
     return "";
   }
+  // Nodes the admitted pod may not use whatever their product (e.g. devices
+  // freed by reclaim for another pod), each with the reason it fails with.
+  // Filter asks once per request, after Admit.
+  virtual std::vector<std::pair<std::string, std::string>> HeldNodes(const PodRequest& pod) {
+    (void)pod;
+    return {};
+  }
   // Returns the node devices are reserved on for `pod` (a gang member), or
   // "". Filter then passes only that node.
   virtual std::string ReservedNode(const PodRequest& pod) {

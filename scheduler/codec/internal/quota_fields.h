@@ -1,5 +1,5 @@
 // The quota entry of the policy file (quotas.namespaces.<ns>: guaranteed,
-// limit, cohort, models), shared with the GPUQuota object's spec, which has
+// limit, cohort, models, queueingStrategy), shared with the GPUQuota object's spec, which has
 // the same fields. Private to scheduler/codec (config_codec.cc defines it,
 // quota_object_codec.cc calls it).
 #ifndef GPUSCHED_CODEC_INTERNAL_QUOTA_FIELDS_H_
