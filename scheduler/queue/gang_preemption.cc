@@ -232,6 +232,8 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::GangFollowupEvicti
                  "): its other members go too (a gang runs whole or not at all)");
       for (const std::string& uid : f.rest) {
         if (evicted_.contains(uid)) continue;
+        auto going = deps_.state->FindPod(uid);
+        if (!going.has_value() || going->deleting) continue;  // the member lost, or going
         if (auto pod = MarkEvictedLocked(uid)) out.emplace_back(std::move(*pod), reason);
       }
     }

@@ -238,8 +238,21 @@ std::optional<PreemptionOutcome::NodeVictims> QueueManager::AnswerNodeLocked(
       auto p = deps_.state->FindPod(v.uid);
       if (p.has_value() && GangKey(p->ns, p->gang) == key) f.trigger.push_back(v.uid);
     }
-    f.at_ms = Now();
-    gang_followups_[key] = std::move(f);
+    // kube-scheduler evicts on one of the nodes answered, and answers for
+    // other nodes may name other members of the same victim gang: the gang
+    // goes once a member named in any of them goes.
+    GangFollowup& merged = gang_followups_[key];
+    for (std::string& uid : f.trigger) {
+      if (std::find(merged.trigger.begin(), merged.trigger.end(), uid) == merged.trigger.end()) {
+        merged.trigger.push_back(std::move(uid));
+      }
+    }
+    for (std::string& uid : f.rest) {
+      if (std::find(merged.rest.begin(), merged.rest.end(), uid) == merged.rest.end()) {
+        merged.rest.push_back(std::move(uid));
+      }
+    }
+    merged.at_ms = Now();
   }
   return nv;
 }

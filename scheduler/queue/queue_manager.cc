@@ -81,6 +81,7 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
   auto it = entries_.find(uid);
   if (it == entries_.end()) return;
   Entry* e = &it->second;
+  unit_index_.erase(e->pod.ns);
   auto q = order_.find(e->pod.ns);
   if (q != order_.end()) {
     q->second.erase(e);
@@ -99,6 +100,7 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
 
 void QueueManager::UpsertEntryLocked(PodRequest pod) {
   Entry* e = FindEntryLocked(pod.uid);
+  unit_index_.erase(pod.ns);  // demand or gang size may change even in place
   if (e != nullptr && SamePlace(e->pod, pod)) {
     AddPendingLocked(e->pod, -1);
     AddPendingLocked(pod, 1);
@@ -219,11 +221,28 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
   const Entry* self = FindEntryLocked(pod.uid);
   if (self == nullptr) return {};   // not waiting (bound, finished or unknown)
   const PodRequest& p = self->pod;  // the source's pod
-  std::vector<Unit> units = UnitsLocked(p.ns, p.uid);
-  if (units.empty()) return {};
   EvalInputs in{&LedgerLocked(), &options_,
                 IsGang(p) && reservations_.contains(GangKey(p.ns, p.gang)), Now()};
-  return EvaluateUnits(units, units.size() - 1, p, in, snapshot, fw, all_checks, deferred);
+  if (options_.recompute_from_scratch) {
+    std::vector<Unit> units = UnitsLocked(p.ns, p.uid);
+    if (units.empty()) return {};
+    return EvaluateUnits(units, units.size() - 1, p, in, snapshot, fw, all_checks, deferred);
+  }
+  const UnitIndex& index = UnitIndexLocked(p.ns, *in.ledger, in.now_ms);
+  auto it = index.unit_of.find(self);
+  if (it == index.unit_of.end()) return {};
+  const size_t k = it->second;
+  Ahead ahead;
+  if (in.ledger->Quota(p.ns).queueing == QueueingStrategy::kStrictFifo) {
+    ahead.demand = index.demand_before[k];
+    ahead.count = index.count_before[k];
+    for (size_t i : index.asked) {
+      if (i >= k || ahead.asked.size() == kBehindScanHeads) break;
+      ahead.asked.push_back(&index.units[i]);
+    }
+  }
+  return EvaluateAhead(index.units[k], static_cast<int32_t>(k + 1), ahead, p, in, snapshot, fw,
+                       all_checks, deferred);
 }
 
 QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& units, size_t k,
@@ -231,27 +250,28 @@ QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& un
                                                      const ClusterSnapshot& snapshot,
                                                      const policy::Framework& fw, bool all_checks,
                                                      BehindScan* deferred) {
+  const QuotaLedger& ledger = *in.ledger;
+  const bool strict = ledger.Quota(pod.ns).queueing == QueueingStrategy::kStrictFifo;
+  return EvaluateAhead(units[k], static_cast<int32_t>(k + 1),
+                       WalkAhead(units, k, in, ledger.Limit(pod.ns), strict), pod, in, snapshot, fw,
+                       all_checks, deferred);
+}
+
+QueueManager::Evaluation QueueManager::EvaluateAhead(const Unit& unit, int32_t pos,
+                                                     const Ahead& ahead, const PodRequest& pod,
+                                                     const EvalInputs& in,
+                                                     const ClusterSnapshot& snapshot,
+                                                     const policy::Framework& fw, bool all_checks,
+                                                     BehindScan* deferred) {
   Evaluation ev;
-  ev.position = static_cast<int32_t>(k + 1);
+  ev.position = pos;
   ev.needs_gang_reservation = IsGang(pod);
   if (in.gang_reserved) return ev;
   if (!in.options->quotas.enabled) return ev;
 
   const QuotaLedger& ledger = *in.ledger;
-  const int64_t now = in.now_ms;
-  int64_t ahead_demand = 0;
-  std::vector<const Unit*> ahead;
-  // BestEffortFIFO: no earlier unit holds this one back (quota or nodes).
-  const bool strict = ledger.Quota(pod.ns).queueing == QueueingStrategy::kStrictFifo;
-  for (size_t i = 0; strict && i < k; ++i) {
-    const Unit& u = units[i];
-    const int64_t seen = std::max(u.head->last_filter_ms, u.head->first_seen_ms);
-    if (now - seen > in.options->stale_after_ms) continue;
-    if (u.demand > ledger.Limit(pod.ns)) continue;  // can never run: does not block
-    ahead_demand += u.demand;
-    ahead.push_back(&u);
-  }
-  const int64_t demand = units[k].demand;
+  const int64_t ahead_demand = ahead.demand;
+  const int64_t demand = unit.demand;
   ev.quota_demand = ahead_demand + demand;
   const std::string position = StrCat("position ", ev.position, " in queue");
   const std::string needs = IsGang(pod) ? StrCat("gang ", pod.gang, " needs ", FormatGpus(demand))
@@ -261,8 +281,7 @@ QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& un
     QuotaVerdict own = ledger.Check(pod.ns, demand);
     ev.reason = StrCat(QuotaMessage(pod.ns, ledger.Quota(pod.ns).cohort, own), "; ", needs);
     if (ahead_demand > 0) {
-      StrAppend(&ev.reason, "; ", ahead.size(), " earlier in queue need ",
-                FormatGpus(ahead_demand));
+      StrAppend(&ev.reason, "; ", ahead.count, " earlier in queue need ", FormatGpus(ahead_demand));
     }
     StrAppend(&ev.reason, "; ", position);
     if (!all_checks) return ev;
@@ -271,11 +290,7 @@ QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& un
   // Only units kube-scheduler has asked about count (one never asked for may
   // not be wanted yet); with none, this pod's node scan is skipped.
   BehindScan scan;
-  for (const Unit* u : ahead) {
-    if (u->head->last_filter_ms < 0) continue;  // never asked for: kube may not want it yet
-    if (scan.heads.size() == kBehindScanHeads) break;
-    scan.heads.push_back({u->head->pod, u->demand});
-  }
+  for (const Unit* u : ahead.asked) scan.heads.push_back({u->head->pod, u->demand});
   if (scan.heads.empty()) return ev;  // no node scan needed
   scan.pod = pod;
   scan.position = position;
@@ -326,7 +341,7 @@ std::string QueueManager::AdmitUnconfirmedLocked(const PodRequest& pod,
   }
   UpsertEntryLocked(pod);
   Entry* e = FindEntryLocked(pod.uid);
-  e->last_filter_ms = Now();
+  NoteAskedLocked(*e);
   Evaluation ev = EvaluateLocked(e->pod, snapshot, fw, /*all_checks=*/false, deferred);
   EraseEntryLocked(pod.uid);
   return ev.reason;
@@ -368,7 +383,7 @@ Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& 
 
 std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
                                       const policy::Framework& fw, BehindScan* deferred) {
-  e.last_filter_ms = Now();
+  NoteAskedLocked(e);
   const PodRequest& pod = e.pod;  // the source's pod, not the request's
   if (pod.gang_size == kGangSizeUnknown) {
     // A framework gang whose size is declared by an object not read yet:

@@ -342,19 +342,61 @@ class QueueManager final : public PodGate {
     bool gang_reserved = false;  // the pod's gang holds a reservation
     int64_t now_ms = 0;
   };
+  // What counts ahead of one unit: rule (1)'s demand of the earlier units
+  // (those not stale whose demand fits the limit; none under
+  // BestEffortFIFO), how many, and the first kBehindScanHeads of them that
+  // kube-scheduler has asked about (rule (2)'s candidates).
+  struct Ahead {
+    int64_t demand = 0;
+    int32_t count = 0;
+    std::vector<const Unit*> asked;
+  };
+  // Per namespace: every unit in queue order with what counts ahead of each
+  // (prefix sums), so that a filter costs O(1) in the depth of the queue.
+  // Built by one walk (UnitIndexLocked) and dropped when the namespace's
+  // queue changes (an entry added, changed or removed), when a unit's head
+  // is asked about for the first time or after going stale, when a counted
+  // unit goes stale (valid_until_ms), when a gang's members placed change
+  // (checked against gang_held when the usage generation moves) or on a
+  // config change. The differential test compares it with the walk.
+  struct UnitIndex {
+    std::vector<Unit> units;
+    absl::flat_hash_map<const Entry*, size_t> unit_of;  // every member -> its unit
+    std::vector<int64_t> demand_before;                 // [i]: counted demand before unit i
+    std::vector<int32_t> count_before;                  // [i]: counted units before unit i
+    std::vector<size_t> asked;                          // counted units kube-scheduler asked about
+    int64_t valid_until_ms = 0;                         // the first time a counted unit goes stale
+    uint64_t config_version = 0;
+    uint64_t usage_generation = 0;
+    std::vector<std::pair<size_t, int32_t>> gang_held;  // (gang unit, members placed at build)
+  };
+  // The walk: what counts ahead of units[k] (`strict`: StrictFIFO).
+  static Ahead WalkAhead(const std::vector<Unit>& units, size_t k, const EvalInputs& in,
+                         int64_t limit, bool strict);
+  // `ns`'s index, rebuilt if stale. REQUIRES: LedgerLocked() current.
+  const UnitIndex& UnitIndexLocked(const std::string& ns, const QuotaLedger& ledger, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets e.last_filter_ms to now; drops its namespace's index when that
+  // makes e count (first ask, or asked again after going stale).
+  void NoteAskedLocked(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The admission rule for the pod of units[k] (`pod`), given the units
   // before it in order. Pure.
   static Evaluation EvaluateUnits(const std::vector<Unit>& units, size_t k, const PodRequest& pod,
                                   const EvalInputs& in, const ClusterSnapshot& snapshot,
                                   const policy::Framework& fw, bool all_checks,
                                   BehindScan* deferred = nullptr);
-  // Admission of a pod the source has not shown (yet): evaluated at its
-  // place in the queue, then taken out again.
+  // The same for `unit` at 1-based position `pos` given what counts ahead.
+  static Evaluation EvaluateAhead(const Unit& unit, int32_t pos, const Ahead& ahead,
+                                  const PodRequest& pod, const EvalInputs& in,
+                                  const ClusterSnapshot& snapshot, const policy::Framework& fw,
+                                  bool all_checks, BehindScan* deferred);
   // The reason the source's pod `e` waits, or "" (Admit under the mutex).
   // When `deferred` comes back with heads, the answer so far is "" and the
   // caller still owes the scan and, for a gang, ReserveForGangLocked.
   std::string AdmitLocked(Entry& e, const ClusterSnapshot& snapshot, const policy::Framework& fw,
                           BehindScan* deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admission of a pod the source has not shown (yet): evaluated at its
+  // place in the queue, then taken out again.
   std::string AdmitUnconfirmedLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
                                      const policy::Framework& fw, BehindScan* deferred)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -471,6 +513,8 @@ class QueueManager final : public PodGate {
   std::optional<PlanBatch> planned_ ABSL_GUARDED_BY(plan_mu_);
   // Per namespace, the milli-GPUs its pending entries ask for (Report).
   absl::flat_hash_map<std::string, int64_t> pending_milli_ ABSL_GUARDED_BY(mu_);
+  // Per namespace, its UnitIndex (absent: build on next use).
+  absl::flat_hash_map<std::string, UnitIndex> unit_index_ ABSL_GUARDED_BY(mu_);
   // Pending members per "ns/gang" (gang pods only).
   absl::flat_hash_map<std::string, std::vector<const Entry*>> gang_members_ ABSL_GUARDED_BY(mu_);
   bool full_sync_ ABSL_GUARDED_BY(mu_) = true;

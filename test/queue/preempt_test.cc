@@ -196,6 +196,31 @@ TEST(PreemptTest, GangSpanningNodesGoesWhole) {
   EXPECT_THAT(h.writer.evicted, ElementsAre("uid-t-g1"));
 }
 
+// One answer names the gang's member on each of two nodes; kube-scheduler
+// evicts on the first node answered for: the member on the other node goes
+// too (found by the randomised differential test: the second node's offer
+// replaced the first's, and the gang kept running half).
+TEST(PreemptTest, GangOfferedOnTwoNodesGoesWholeWhicheverNodeIsChosen) {
+  for (const std::string chosen : {"h0", "h1"}) {
+    SCOPED_TRACE(chosen);
+    Harness h({Hgx8H100("h0"), Hgx8H100("h1")},
+              {Running("g0", "t", 8, "h0", 0xff, 1, 0, "wide"),
+               Running("g1", "t", 8, "h1", 0xff, 1, 0, "wide")},
+              QueueOptions{});
+    PodRequest p = PodBuilder("p", "t").Gpus(2).Priority(100).Build();
+    h.Submit(p);
+    PreemptionOutcome out =
+        h.service->Preempt(Args(p, {{"h0", {"uid-t-g0"}}, {"h1", {"uid-t-g1"}}}));
+    ASSERT_THAT(out.nodes, SizeIs(2));
+    const std::string victim = chosen == "h0" ? "uid-t-g0" : "uid-t-g1";
+    const std::string other = chosen == "h0" ? "uid-t-g1" : "uid-t-g0";
+    h.state().RemovePod(victim);  // kube-scheduler evicted it
+    h.state().Commit();
+    EXPECT_EQ(h.queue->Tick(), 1);
+    EXPECT_THAT(h.writer.evicted, ElementsAre(other));
+  }
+}
+
 // kube-scheduler chose another node: the gang whose member was offered is
 // left alone, and the offer is forgotten after gang_followup_ms.
 TEST(PreemptTest, OfferedGangNotEvictedIsLeftAlone) {

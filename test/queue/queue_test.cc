@@ -150,6 +150,52 @@ TEST(QueueTest, StalePendingPodStopsBlocking) {
   EXPECT_THAT(h.Filter(small), ElementsAre("h0"));
 }
 
+// What counts ahead of a pod is kept per namespace between requests (the
+// UnitIndex); it must follow every change that does not touch the queue's
+// entries. FilterOnly asks without the source changing anything.
+TEST(QueueIndexTest, FollowsFirstAskAndStaleness) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(32, 32)}});
+  Harness h({Hgx8H100("h0")}, {Running("run", "team-a", 4, "h0", 0x0f)}, o);
+  PodRequest big = PodBuilder("big", "team-a").Gpus(8).Priority(100).Build();
+  PodRequest small = PodBuilder("small", "team-a").Gpus(2).Build();
+  h.Submit(big);
+  h.Submit(small);
+  std::string reason;
+  // big was never asked about: it holds quota but no nodes.
+  EXPECT_THAT(h.FilterOnly(small), ElementsAre("h0"));
+  EXPECT_THAT(h.FilterOnly(big), IsEmpty());  // first ask
+  EXPECT_THAT(h.FilterOnly(small, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("waiting behind big"));
+  h.now_ms += o.stale_after_ms + 1;  // big not asked since: stale
+  EXPECT_THAT(h.FilterOnly(small), ElementsAre("h0"));
+  EXPECT_THAT(h.FilterOnly(big), IsEmpty());  // asked again
+  EXPECT_THAT(h.FilterOnly(small, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("waiting behind big"));
+}
+
+TEST(QueueIndexTest, FollowsAGangsMembersPlacedWithoutAQueueChange) {
+  // Gang g of 2 x 4 GPUs, one member running: the pending one needs 4
+  // (<= the limit of 6, so it counts ahead of later pods). Once the running
+  // member is gone the gang needs 8, more than the limit: it can never run
+  // and stops counting. No pending entry changed in between.
+  QueueOptions o;
+  o.quotas = Quotas({{"team-b", Quota(6, 6)}});
+  PodRequest g0 = PodBuilder("g0", "team-b").Gpus(4).Gang("g", 2).OnNode("h0", 0x0f).Build();
+  Harness h(H100s(2), {g0}, o);
+  PodRequest g1 = PodBuilder("g1", "team-b").Gpus(4).Gang("g", 2).Priority(100).Build();
+  PodRequest s = PodBuilder("s", "team-b").Gpus(2).Build();
+  h.Submit(g1);
+  h.Submit(s);
+  std::string reason;
+  EXPECT_THAT(h.FilterOnly(g1), IsEmpty());  // 4 used + 4 > 6
+  EXPECT_THAT(h.FilterOnly(s, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("1 earlier in queue need 4"));
+  h.state().RemovePod(g0.uid);
+  h.state().Commit();
+  EXPECT_THAT(h.FilterOnly(s, &reason), SizeIs(2)) << reason;
+}
+
 TEST(BindTest, RejectsUnknownBoundAndMisfitPodsWithoutChangingAnything) {
   QueueOptions o;
   o.quotas = Quotas({{"team-a", Quota(8, 8)}});

@@ -135,6 +135,20 @@ class Simulation {
     err.empty() ? ++r_.binds : ++r_.rejected_binds;
   }
 
+  // kube-scheduler retries waiting pods with nothing changed in between:
+  // a few filters of pending pods, none submitted again, none bound (the
+  // queue's per-namespace index is reused across them).
+  void Retry() {
+    auto pending = Pods(true);
+    if (pending.empty()) return;
+    for (int i = 0; i < 3; ++i) {
+      const PodRequest& p = pending[Rand(static_cast<int>(pending.size()))];
+      std::string reason;
+      auto nodes = h_.FilterOnly(p, &reason);
+      Record(StrCat("retry ", p.Key(), " -> ", nodes.size(), " nodes; ", reason));
+    }
+  }
+
   // The user deletes a pod that is still waiting.
   void Cancel() {
     auto pending = Pods(true);
@@ -267,8 +281,10 @@ class Simulation {
     const int op = Rand(100);
     if (op < 22) {
       Submit();
-    } else if (op < 60) {
+    } else if (op < 57) {
       FilterAndBind();
+    } else if (op < 60) {
+      Retry();
     } else if (op < 63) {
       BindAnywhere();
     } else if (op < 75) {

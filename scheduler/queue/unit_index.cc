@@ -1,0 +1,95 @@
+// QueueManager's per-namespace UnitIndex (queue_manager.h): what counts
+// ahead of every unit of a namespace, so that a filter does not walk the
+// queue. WalkAhead is the rule itself, read by both the index and the
+// from-scratch path (QueueOptions::recompute_from_scratch, the differential
+// test's reference).
+#include <algorithm>
+#include <limits>
+
+#include "scheduler/queue/queue_manager.h"
+
+namespace gpusched::queue {
+namespace {
+
+// Whether unit `u` counts ahead of later units at `now` (rule (1)): asked
+// about or known within stale_after_ms, and able to run within `limit`.
+bool Counts(const int64_t seen, int64_t demand, int64_t now, int64_t stale_after_ms,
+            int64_t limit) {
+  return now - seen <= stale_after_ms && demand <= limit;
+}
+
+}  // namespace
+
+QueueManager::Ahead QueueManager::WalkAhead(const std::vector<Unit>& units, size_t k,
+                                            const EvalInputs& in, int64_t limit, bool strict) {
+  Ahead ahead;
+  if (!strict) return ahead;  // BestEffortFIFO: no earlier unit holds this one back
+  for (size_t i = 0; i < k; ++i) {
+    const Unit& u = units[i];
+    const int64_t seen = std::max(u.head->last_filter_ms, u.head->first_seen_ms);
+    if (!Counts(seen, u.demand, in.now_ms, in.options->stale_after_ms, limit)) continue;
+    ahead.demand += u.demand;
+    ++ahead.count;
+    // Never asked for: kube-scheduler may not want it yet.
+    if (u.head->last_filter_ms >= 0 && ahead.asked.size() < kBehindScanHeads) {
+      ahead.asked.push_back(&u);
+    }
+  }
+  return ahead;
+}
+
+void QueueManager::NoteAskedLocked(Entry& e) {
+  const int64_t now = Now();
+  const int64_t seen = std::max(e.last_filter_ms, e.first_seen_ms);
+  if (e.last_filter_ms < 0 || now - seen > options_.stale_after_ms) unit_index_.erase(e.pod.ns);
+  e.last_filter_ms = now;
+}
+
+const QueueManager::UnitIndex& QueueManager::UnitIndexLocked(const std::string& ns,
+                                                             const QuotaLedger& ledger,
+                                                             int64_t now) {
+  auto it = unit_index_.find(ns);
+  if (it != unit_index_.end()) {
+    UnitIndex& x = it->second;
+    bool valid = x.config_version == config_version_ && now <= x.valid_until_ms;
+    if (valid && x.usage_generation != usage_.generation()) {
+      for (const auto& [unit, held] : x.gang_held) {
+        const PodRequest& head = x.units[unit].head->pod;
+        if (HeldGangMembersLocked(head) != held) valid = false;
+      }
+      x.usage_generation = usage_.generation();
+    }
+    if (valid) return x;
+  }
+  UnitIndex& x = unit_index_[ns];
+  x = UnitIndex{};
+  x.units = UnitsLocked(ns);
+  x.config_version = config_version_;
+  x.usage_generation = usage_.generation();
+  x.valid_until_ms = std::numeric_limits<int64_t>::max();
+  const int64_t limit = ledger.Limit(ns);
+  const int64_t stale = options_.stale_after_ms;
+  x.demand_before.reserve(x.units.size() + 1);
+  x.count_before.reserve(x.units.size() + 1);
+  int64_t demand = 0;
+  int32_t count = 0;
+  for (size_t i = 0; i < x.units.size(); ++i) {
+    const Unit& u = x.units[i];
+    x.demand_before.push_back(demand);
+    x.count_before.push_back(count);
+    for (const Entry* m : u.members) x.unit_of.emplace(m, i);
+    x.unit_of.emplace(u.head, i);
+    if (IsGang(u.head->pod)) x.gang_held.emplace_back(i, HeldGangMembersLocked(u.head->pod));
+    const int64_t seen = std::max(u.head->last_filter_ms, u.head->first_seen_ms);
+    if (!Counts(seen, u.demand, now, stale, limit)) continue;
+    x.valid_until_ms = std::min(x.valid_until_ms, seen + stale);
+    demand += u.demand;
+    ++count;
+    if (u.head->last_filter_ms >= 0) x.asked.push_back(i);
+  }
+  x.demand_before.push_back(demand);
+  x.count_before.push_back(count);
+  return x;
+}
+
+}  // namespace gpusched::queue
