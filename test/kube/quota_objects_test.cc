@@ -428,8 +428,8 @@ TEST(GpuQuotaCrd, NamesPrinterColumnsAndStatusSubresource) {
 
 // What the API server does with the schema, for the fields the decoder
 // checks: a negative or too large amount fails `minimum`/`maximum`, a
-// non-integer fails `type`, limit < guaranteed fails the CEL rule (evaluated
-// here by its meaning; the rule's text is checked to be that meaning).
+// non-integer fails `type`, an unknown queueing strategy `enum`, limit < guaranteed fails the CEL
+// rule (evaluated here by its meaning; the rule's text is checked to be that meaning).
 std::string SchemaVerdict(const YAML::Node& props, const YAML::Node& rules, const Json& spec) {
   for (const auto& [key, value] : spec.items()) {
     YAML::Node p = props[key];
@@ -439,6 +439,14 @@ std::string SchemaVerdict(const YAML::Node& props, const YAML::Node& rules, cons
       if (!value.is_number_integer()) return "spec." + key + ": type";
       if (value.get<int64_t>() < p["minimum"].as<int64_t>()) return "spec." + key + ": minimum";
       if (value.get<int64_t>() > p["maximum"].as<int64_t>()) return "spec." + key + ": maximum";
+    }
+    if (type == "string" && p["enum"].IsDefined()) {
+      if (!value.is_string()) return "spec." + key + ": type";
+      bool listed = false;
+      for (const YAML::Node& allowed : p["enum"]) {
+        listed = listed || allowed.as<std::string>() == value.get<std::string>();
+      }
+      if (!listed) return "spec." + key + ": enum";
     }
   }
   EXPECT_EQ(rules[0]["rule"].as<std::string>(),
@@ -464,6 +472,10 @@ TEST(GpuQuotaCrd, RejectsAtApplyWhatTheDecoderRejects) {
       {{{"limit", -4}}, "spec.limit: minimum", "spec.limit"},
       {{{"guaranteed", 1 << 25}}, "spec.guaranteed: maximum", "spec.guaranteed"},
       {{{"limit", "8"}}, "spec.limit: type", "spec.limit"},
+      {{{"guaranteed", 8}, {"queueingStrategy", "BestEffortFIFO"}}, "", ""},
+      {{{"guaranteed", 8}, {"queueingStrategy", "LIFO"}},
+       "spec.queueingStrategy: enum",
+       "spec.queueingStrategy"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.spec.dump());
