@@ -268,8 +268,9 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
     }
     return o;
   };
-  // A gang's plan reads every node: it is made without the mutex, on these.
-  struct GangWork {
+  // Plans read many nodes: they are made without the mutex, on these copies
+  // (a gang's plan: every node; a single pod's: kube-scheduler's candidates).
+  struct Work {
     std::unique_ptr<QuotaLedger> ledger;
     QueueOptions options;
     absl::flat_hash_map<std::string, int64_t> evicted;
@@ -278,6 +279,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
     int32_t missing = 0;
     int64_t quota_demand = 0;
   } work;
+  BehindScan scan;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics);
     SyncLocked(deps_.state->Snapshot());
@@ -287,34 +289,23 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
     const PodRequest& pod = entry != nullptr ? entry->pod : args.pod;
     if (pod.preempt_never || pod.gpu.count == 0) return out;
     // Evicting for a pod its queue holds back would free GPUs it still may
-    // not take: not while an earlier unit could use the same nodes, and only
-    // victims that leave quota for the earlier units as well.
-    const Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/true);
-    if (ev.behind_earlier) return out;
+    // not take: not while an earlier unit could use the same nodes (the node
+    // scan runs after unlocking), and only victims that leave quota for the
+    // earlier units as well.
+    const Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/true, &scan);
     // A gang still missing members preempts as one decision
     // (gang_preemption.cc); an elastic gang past its minMember preempts like
     // a single pod. A gang pod the source has not shown gets no plan.
     const int32_t missing = IsGang(pod) && !reservations_.contains(GangKey(pod.ns, pod.gang))
                                 ? pod.gang_size - HeldGangMembersLocked(pod)
                                 : 0;
-    if (missing <= 0) {
-      // After EvaluateLocked: it may build the ledger these point into.
-      const PlanInputs live = LivePlanInputsLocked();
-      for (const PreemptionArgs::Candidate& c : args.candidates) {
-        const NodeInfo* node = snapshot.Find(c.node);
-        if (node == nullptr) continue;
-        NodePlanRules rules;
-        rules.allowed = &c.victim_uids;
-        rules.quota_demand = ev.quota_demand;
-        auto plan = PlanNode(live, pod, *node, snapshot, fw, rules);
-        if (!plan.has_value()) continue;
-        if (auto nv = AnswerNodeLocked(pod, c, *node, *plan)) out.nodes.push_back(std::move(*nv));
+    if (missing > 0) {
+      if (entry == nullptr) return out;
+      if (scan.heads.empty()) {
+        if (GangPlan* plan = CurrentGangPlanLocked(GangKey(pod.ns, pod.gang))) {
+          return counted(AnswerFromGangPlanLocked(*plan, pod, args, snapshot), pod.ns);
+        }
       }
-      return counted(std::move(out), pod.ns);
-    }
-    if (entry == nullptr) return out;
-    if (GangPlan* plan = CurrentGangPlanLocked(GangKey(pod.ns, pod.gang))) {
-      return counted(AnswerFromGangPlanLocked(*plan, pod, args, snapshot), pod.ns);
     }
     work.options = options_;
     work.ledger = std::make_unique<QuotaLedger>(LedgerLocked());
@@ -325,12 +316,43 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
     work.missing = missing;
     work.quota_demand = ev.quota_demand;
   }
+  if (!scan.heads.empty()) {
+    Evaluation behind;
+    ScanBehind(scan, snapshot, fw, &behind);
+    if (behind.behind_earlier) return out;
+  }
   const PlanInputs in{work.ledger.get(), &work.options, &work.evicted, &work.usage};
+  if (work.missing <= 0) {
+    // One plan per candidate node, answered under the mutex.
+    std::vector<std::pair<const PreemptionArgs::Candidate*, NodePlan>> plans;
+    for (const PreemptionArgs::Candidate& c : args.candidates) {
+      const NodeInfo* node = snapshot.Find(c.node);
+      if (node == nullptr) continue;
+      NodePlanRules rules;
+      rules.allowed = &c.victim_uids;
+      rules.quota_demand = work.quota_demand;
+      auto plan = PlanNode(in, work.pod, *node, snapshot, fw, rules);
+      if (plan.has_value()) plans.emplace_back(&c, std::move(*plan));
+    }
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    for (const auto& [c, plan] : plans) {
+      if (auto nv = AnswerNodeLocked(work.pod, *c, *snapshot.Find(c->node), plan)) {
+        out.nodes.push_back(std::move(*nv));
+      }
+    }
+    return counted(std::move(out), work.pod.ns);
+  }
+  const std::string key = GangKey(work.pod.ns, work.pod.gang);
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    if (GangPlan* current = CurrentGangPlanLocked(key)) {  // planned meanwhile
+      return counted(AnswerFromGangPlanLocked(*current, work.pod, args, snapshot), work.pod.ns);
+    }
+  }
   auto plan =
       PlanGang(in, work.pod, work.missing, snapshot, fw, /*reclaim=*/false, work.quota_demand);
   if (!plan.has_value()) return out;
   TimedLock l(&mu_, &lock_stats_, deps_.metrics);
-  const std::string key = GangKey(work.pod.ns, work.pod.gang);
   GangPlan* current = CurrentGangPlanLocked(key);  // another member's call may have planned
   if (current == nullptr) {
     plan->at_ms = Now();

@@ -33,7 +33,9 @@
 // immutable snapshot and copies, and takes it again only to check the plan
 // is still current and to record it; evictions are sent after unlocking.
 // Admit decides quota in queue order under the mutex and runs rule (2)'s
-// node scan on copies of the earlier heads after unlocking.
+// node scan on copies of the earlier heads after unlocking; Preempt plans
+// victims (per candidate node, or a gang's whole plan) on copies too and
+// takes the mutex again only to record its answer.
 //
 // Thread-safe: one mutex; callers: ExtenderService (filter, bind, preempt),
 // the periodic tick, the debug routes, the metrics collector. Its hold time
