@@ -48,9 +48,25 @@ CycleResult KubeCycle::Schedule(const PodRequest& pod) {
   return r;
 }
 
+int32_t KubeCycle::LowestRunningPriority(const ClusterSnapshot& snapshot) {
+  if (lowest_generation_ == snapshot.generation() && lowest_generation_ != 0) {
+    return lowest_priority_;
+  }
+  int32_t lowest = INT32_MAX;
+  for (const auto& node : snapshot.nodes()) {
+    for (const PodOnNode& p : node->pods) {
+      if (!p.reservation) lowest = std::min(lowest, p.priority);
+    }
+  }
+  lowest_generation_ = snapshot.generation();
+  lowest_priority_ = lowest;
+  return lowest;
+}
+
 std::vector<std::string> KubeCycle::Preempt(const PodRequest& pod, const FilterOutcome& filtered) {
   if (pod.preempt_never || filtered.failed.empty()) return {};
   auto snapshot = state_->Snapshot();
+  if (pod.priority <= LowestRunningPriority(*snapshot)) return {};  // no node has a victim
   PreemptionArgs args;
   args.pod = pod;
   const int64_t demand = pod.gpu.count;

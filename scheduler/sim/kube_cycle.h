@@ -40,10 +40,16 @@ class KubeCycle {
 
  private:
   std::vector<std::string> Preempt(const PodRequest& pod, const FilterOutcome& filtered);
+  // The lowest priority of any pod on a node of `snapshot` (kube-scheduler's
+  // dry run finds no victim for a pod of no higher priority), cached per
+  // snapshot generation.
+  int32_t LowestRunningPriority(const ClusterSnapshot& snapshot);
 
   ExtenderService* service_;
   ClusterState* state_;
   ExtenderArgs args_;
+  uint64_t lowest_generation_ = 0;
+  int32_t lowest_priority_ = 0;
 };
 
 }  // namespace gpusched::sim
