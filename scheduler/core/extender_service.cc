@@ -86,6 +86,9 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   // cluster source does). The gate reads the source's pod by UID.
   auto fw = framework();
   PodGate* gate = gate_.load();
+  // Nodes held against this pod (reclaim freed them for another): node
+  // index -> reason index, sorted by node index.
+  std::vector<std::pair<int32_t, int32_t>> held;
   if (gate != nullptr) {
     Admission admission = gate->Admit(pod, *snapshot, *fw);
     if (!admission.admitted) {
@@ -99,7 +102,7 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
       }
       return out;
     }
-    std::string reserved = gate->ReservedNode(pod);
+    const std::string& reserved = admission.reserved_node;
     if (!reserved.empty()) {
       // A gang member whose devices are already reserved: only that node.
       int32_t r = -1;
@@ -117,12 +120,7 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
       }
       return out;
     }
-  }
-  // Nodes held against this pod (reclaim freed them for another): node
-  // index -> reason index, sorted by node index.
-  std::vector<std::pair<int32_t, int32_t>> held;
-  if (gate != nullptr) {
-    for (auto& [name, why] : gate->HeldNodes(pod)) {
+    for (auto& [name, why] : admission.held_nodes) {
       const int32_t idx = snapshot->FindIndex(name);
       if (idx >= 0) held.emplace_back(idx, out.AddReason(std::move(why)));
     }

@@ -24,6 +24,10 @@ QueueManager::Slot* QueueManager::SlotOfLocked(const std::string& uid) {
 
 std::string QueueManager::ReservedNode(const PodRequest& pod) {
   TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  return ReservedNodeLocked(pod);
+}
+
+std::string QueueManager::ReservedNodeLocked(const PodRequest& pod) {
   const Slot* s = SlotOfLocked(pod.uid);
   return s != nullptr && !s->bound ? s->node : "";
 }

@@ -355,30 +355,36 @@ Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& 
   // quota in queue order under it, the scan on copies, then (a gang) the
   // reservation under it again.
   BehindScan scan;
-  std::string why;
+  Admission yes;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics);
     SyncLocked(deps_.state->Snapshot());
     Entry* e = FindEntryLocked(request.uid);
+    std::string why;
     if (e != nullptr) {
       why = AdmitLocked(*e, snapshot, fw, &scan);
     } else if (!deps_.state->FindPod(request.uid).has_value()) {
       why = AdmitUnconfirmedLocked(request, snapshot, fw, &scan);
     }  // else known but not waiting: bound or finished
-  }
-  if (!why.empty() || scan.heads.empty()) {
-    return why.empty() ? Admission::Yes() : Admission::No(std::move(why));
+    if (!why.empty()) return Admission::No(std::move(why));
+    yes.held_nodes = HeldForReclaimLocked(request);
+    if (scan.heads.empty()) {
+      yes.reserved_node = ReservedNodeLocked(request);
+      return yes;
+    }
   }
   Evaluation ev;
   ScanBehind(scan, snapshot, fw, &ev);
   if (!ev.reason.empty()) return Admission::No(std::move(ev.reason));
-  if (!IsGang(scan.pod)) return Admission::Yes();
+  if (!IsGang(scan.pod)) return yes;
   TimedLock l(&mu_, &lock_stats_, deps_.metrics);
   SyncLocked(deps_.state->Snapshot());
   Entry* e = FindEntryLocked(request.uid);
-  if (e == nullptr) return Admission::Yes();  // bound or gone meanwhile
-  why = ReserveForGangLocked(e->pod, snapshot, fw, scan.position);
-  return why.empty() ? Admission::Yes() : Admission::No(std::move(why));
+  if (e == nullptr) return yes;  // bound or gone meanwhile
+  std::string why = ReserveForGangLocked(e->pod, snapshot, fw, scan.position);
+  if (!why.empty()) return Admission::No(std::move(why));
+  yes.reserved_node = ReservedNodeLocked(request);
+  return yes;
 }
 
 std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
@@ -416,16 +422,10 @@ std::string QueueManager::AdmitNode(const PodRequest& pod, const NodeInfo& node,
   return LedgerLocked().CheckModels(pod.ns, snapshot.product(node), DemandMilli(pod.gpu));
 }
 
-std::vector<std::pair<std::string, std::string>> QueueManager::HeldNodes(const PodRequest& pod) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
-  if (!options_.quotas.enabled || reclaiming_.empty()) return {};
-  SyncLocked(deps_.state->Snapshot());
-  return HeldForReclaimLocked(pod);
-}
-
 std::vector<std::pair<std::string, std::string>> QueueManager::HeldForReclaimLocked(
     const PodRequest& pod) {
   std::vector<std::pair<std::string, std::string>> held;
+  if (!options_.quotas.enabled) return held;
   const int64_t now = Now();
   for (const auto& [ns, r] : reclaiming_) {
     if (r.for_uid == pod.uid) continue;

@@ -143,8 +143,6 @@ class QueueManager final : public PodGate {
   void OnBound(const PodRequest& pod) override ABSL_LOCKS_EXCLUDED(mu_);
   std::string AdmitNode(const PodRequest& pod, const NodeInfo& node,
                         const ClusterSnapshot& snapshot) override ABSL_LOCKS_EXCLUDED(mu_);
-  std::vector<std::pair<std::string, std::string>> HeldNodes(const PodRequest& pod) override
-      ABSL_LOCKS_EXCLUDED(mu_);
   std::string ReservedNode(const PodRequest& pod) override ABSL_LOCKS_EXCLUDED(mu_);
   std::string AssumeForBind(ClusterState& state, const PodRequest& pod, std::string_view node,
                             DeviceMask* devices) override ABSL_LOCKS_EXCLUDED(mu_);
@@ -414,6 +412,7 @@ class QueueManager final : public PodGate {
 
   // Gangs (gang_reservations.cc).
   Slot* SlotOfLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string ReservedNodeLocked(const PodRequest& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Places up to `missing` members of `pod`'s gang one after another on
   // hypothetical copies of the nodes (best score first). Appends (node,
   // devices) per placed member to `picks`; returns how many were placed.
@@ -540,7 +539,7 @@ class QueueManager final : public PodGate {
     std::string gang;
   };
   // The nodes `pod` may not use because reclaim freed them for another
-  // pod, with the reason (HeldNodes).
+  // pod, with the reason (Admission::held_nodes).
   std::vector<std::pair<std::string, std::string>> HeldForReclaimLocked(const PodRequest& pod)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, Reclaim> reclaiming_ ABSL_GUARDED_BY(mu_);

@@ -34,8 +34,14 @@ namespace gpusched {
 struct Admission {
   bool admitted = true;
   std::string reason;  // empty when admitted
+  // Admitted only: the node devices are reserved on for the pod (a gang
+  // member; filter then passes only that node), or "".
+  std::string reserved_node;
+  // Admitted only: nodes the pod may not use whatever their product (e.g.
+  // devices freed by reclaim for another pod), each with its reason.
+  std::vector<std::pair<std::string, std::string>> held_nodes;
   static Admission Yes() { return {}; }
-  static Admission No(std::string reason) { return {false, std::move(reason)}; }
+  static Admission No(std::string reason) { return {false, std::move(reason), {}, {}}; }
 };
 
 class PodGate {
@@ -56,13 +62,6 @@ class PodGate {
                                 const ClusterSnapshot& snapshot) {
     (void)pod, (void)node, (void)snapshot;
     return "";
-  }
-  // Nodes the admitted pod may not use whatever their product (e.g. devices
-  // freed by reclaim for another pod), each with the reason it fails with.
-  // Filter asks once per request, after Admit.
-  virtual std::vector<std::pair<std::string, std::string>> HeldNodes(const PodRequest& pod) {
-    (void)pod;
-    return {};
   }
   // Returns the node devices are reserved on for `pod` (a gang member), or
   // "". Filter then passes only that node.
