@@ -367,7 +367,10 @@ Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& 
       why = AdmitUnconfirmedLocked(request, snapshot, fw, &scan);
     }  // else known but not waiting: bound or finished
     if (!why.empty()) return Admission::No(std::move(why));
-    yes.held_nodes = HeldForReclaimLocked(request);
+    // The source's pod where it waits (its priority and gang, not what the
+    // request says).
+    e = FindEntryLocked(request.uid);
+    yes.held_nodes = HeldForReclaimLocked(e != nullptr ? e->pod : request);
     if (scan.heads.empty()) {
       yes.reserved_node = ReservedNodeLocked(request);
       return yes;

@@ -450,6 +450,12 @@ TEST(ReclaimTest, FreedNodeIsHeldForThePodItWasFreedFor) {
   std::string reason;
   EXPECT_THAT(h.Filter(c, &reason), IsEmpty());
   EXPECT_THAT(reason, HasSubstr("by reclaim are held for team-b/b until it binds"));
+  // A request that claims a higher priority for c does not lift the hold:
+  // the source's pod decides.
+  PodRequest claimed = c;
+  claimed.priority = 10;
+  EXPECT_THAT(h.FilterOnly(claimed, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("by reclaim are held for team-b/b until it binds"));
   auto nodes = h.Filter(b);
   ASSERT_THAT(nodes, SizeIs(1));
   // A pod of higher priority is not held back.
