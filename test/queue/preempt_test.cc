@@ -177,11 +177,15 @@ TEST(PreemptTest, GangsGoWholeOrNotAtAll) {
 // A lower-priority gang spanning nodes is a victim only whole: the answer
 // names its member on the node answered for (kube-scheduler evicts that one)
 // and gpusched evicts the other once that one is going.
+// Gang "wide" of namespace t: one 8-GPU member on each of h0 and h1,
+// priority 1.
+std::vector<PodRequest> WideGang() {
+  return {Running("g0", "t", 8, "h0", 0xff, 1, 0, "wide"),
+          Running("g1", "t", 8, "h1", 0xff, 1, 0, "wide")};
+}
+
 TEST(PreemptTest, GangSpanningNodesGoesWhole) {
-  Harness h({Hgx8H100("h0"), Hgx8H100("h1")},
-            {Running("g0", "t", 8, "h0", 0xff, 1, 0, "wide"),
-             Running("g1", "t", 8, "h1", 0xff, 1, 0, "wide")},
-            QueueOptions{});
+  Harness h({Hgx8H100("h0"), Hgx8H100("h1")}, WideGang(), QueueOptions{});
   PodRequest p = PodBuilder("p", "t").Gpus(2).Priority(100).Build();
   h.Submit(p);
   PreemptionOutcome out = h.service->Preempt(Args(p, {{"h0", {"uid-t-g0"}}}));
@@ -203,10 +207,7 @@ TEST(PreemptTest, GangSpanningNodesGoesWhole) {
 TEST(PreemptTest, GangOfferedOnTwoNodesGoesWholeWhicheverNodeIsChosen) {
   for (const std::string chosen : {"h0", "h1"}) {
     SCOPED_TRACE(chosen);
-    Harness h({Hgx8H100("h0"), Hgx8H100("h1")},
-              {Running("g0", "t", 8, "h0", 0xff, 1, 0, "wide"),
-               Running("g1", "t", 8, "h1", 0xff, 1, 0, "wide")},
-              QueueOptions{});
+    Harness h({Hgx8H100("h0"), Hgx8H100("h1")}, WideGang(), QueueOptions{});
     PodRequest p = PodBuilder("p", "t").Gpus(2).Priority(100).Build();
     h.Submit(p);
     PreemptionOutcome out =
@@ -224,10 +225,7 @@ TEST(PreemptTest, GangOfferedOnTwoNodesGoesWholeWhicheverNodeIsChosen) {
 // kube-scheduler chose another node: the gang whose member was offered is
 // left alone, and the offer is forgotten after gang_followup_ms.
 TEST(PreemptTest, OfferedGangNotEvictedIsLeftAlone) {
-  Harness h({Hgx8H100("h0"), Hgx8H100("h1")},
-            {Running("g0", "t", 8, "h0", 0xff, 1, 0, "wide"),
-             Running("g1", "t", 8, "h1", 0xff, 1, 0, "wide")},
-            QueueOptions{});
+  Harness h({Hgx8H100("h0"), Hgx8H100("h1")}, WideGang(), QueueOptions{});
   PodRequest p = PodBuilder("p", "t").Gpus(2).Priority(100).Build();
   h.Submit(p);
   ASSERT_THAT(h.service->Preempt(Args(p, {{"h0", {"uid-t-g0"}}})).nodes, SizeIs(1));
