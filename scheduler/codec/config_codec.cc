@@ -298,8 +298,28 @@ absl::Status DecodeAmount(const json& j, std::string_view p, QuotaAmount& a,
   return absl::OkStatus();
 }
 
+// quotas.namespaces.<ns>.attainedService: present = on.
+absl::Status DecodeAttained(const json& j, std::string_view p, AttainedServiceConfig& a) {
+  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, p, {"demoteAfterGpuHours", "preemptionsPerHour"}));
+  a.enabled = true;
+  if (!j.contains("demoteAfterGpuHours"))
+    return FieldError(Join(p, "demoteAfterGpuHours"), "required");
+  const json& h = j["demoteAfterGpuHours"];
+  if (!h.is_number() || h.get<double>() < 0 || h.get<double>() > 1e6) {
+    return FieldError(Join(p, "demoteAfterGpuHours"),
+                      "must be a number of GPU-hours in [0, 1000000]");
+  }
+  a.demote_after_gpu_seconds = static_cast<int64_t>(h.get<double>() * 3600.0 + 0.5);
+  return GetIntAs(j, "preemptionsPerHour", p, 0, 3600, &a.preemptions_per_hour);
+}
+
 absl::Status DecodeNamespaceQuota(const json& j, std::string_view p, NamespaceQuota& q) {
-  GPUSCHED_RETURN_IF_ERROR(DecodeAmount(j, p, q.gpus, {"cohort", "models", "queueingStrategy"}));
+  GPUSCHED_RETURN_IF_ERROR(
+      DecodeAmount(j, p, q.gpus, {"cohort", "models", "queueingStrategy", "attainedService"}));
+  if (j.contains("attainedService")) {
+    GPUSCHED_RETURN_IF_ERROR(
+        DecodeAttained(j["attainedService"], Join(p, "attainedService"), q.attained));
+  }
   GPUSCHED_RETURN_IF_ERROR(GetString(j, "cohort", p, &q.cohort));
   std::string queueing = "StrictFIFO";
   GPUSCHED_RETURN_IF_ERROR(GetString(j, "queueingStrategy", p, &queueing));

@@ -264,6 +264,7 @@ absl::StatusOr<PodRequest> DecodePod(const Element& e, std::string_view path) {
   // set once in the Job's pod template). No Job: the pod runs alone.
   if (pod.gang.empty() && pod.gang_size > 1) pod.gang = OwningJob(*meta);
   ApplyGangDeclarations(*meta, pod);  // framework labels; gpusched.io/gang* win
+  pod.workload = pod.gang.empty() ? OwningJob(*meta) : pod.gang;
 
   std::string spath = StrCat(path, ".spec");
   GPUSCHED_ASSIGN_OR_RETURN(auto spec, OptObject(pod_obj, "spec", path));

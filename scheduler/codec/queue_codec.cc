@@ -34,6 +34,7 @@ std::string EncodeQueueReport(const queue::QueueReport& report) {
         q["gang"] = p.gang;
         q["gangSize"] = p.gang_size;
       }
+      if (p.attained_level >= 0) q["attainedServiceLevel"] = p.attained_level;
       queue.push_back(std::move(q));
     }
     json models = json::array();

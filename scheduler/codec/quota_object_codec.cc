@@ -233,6 +233,11 @@ std::string EncodeQuotaExport(const QuotaConfig& quotas, std::string_view object
     if (q.queueing == QueueingStrategy::kBestEffortFifo) {
       StrAppend(&out, "  queueingStrategy: BestEffortFIFO\n");
     }
+    if (q.attained.enabled) {
+      StrAppend(&out, "  attainedService:\n    demoteAfterGpuHours: ",
+                static_cast<double>(q.attained.demote_after_gpu_seconds) / 3600.0,
+                "\n    preemptionsPerHour: ", q.attained.preemptions_per_hour, "\n");
+    }
     if (!q.models.empty()) {
       StrAppend(&out, "  models:\n");
       for (const auto& [model, a] : q.models) {

@@ -10,6 +10,25 @@ namespace {
 
 DeviceMask LowMask(int n) { return n >= 64 ? ~DeviceMask{0} : (DeviceMask{1} << n) - 1; }
 
+// What a node keeps of one of its pods (devices filled in by the caller).
+PodOnNode OnNode(const PodRequest& p, bool devices_known) {
+  PodOnNode on;
+  on.uid = p.uid;
+  on.ns = p.ns;
+  on.name = p.name;
+  on.priority = p.priority;
+  on.start_unix = p.start_unix;
+  on.gpus = p.gpu.count;
+  on.milli_per_gpu = p.gpu.milli_per_gpu;
+  on.devices_known = devices_known;
+  on.gang = p.gang;
+  on.cpu_milli = p.cpu_milli;
+  on.memory_mib = p.memory_mib;
+  on.reservation = p.reservation;
+  on.workload = p.WorkloadKey();
+  return on;
+}
+
 }  // namespace
 
 NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> topology,
@@ -33,9 +52,7 @@ NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> 
     n.cpu_used_milli += p->cpu_milli;
     n.memory_used_mib += p->memory_mib;
     if (p->gpu.count == 0) continue;
-    PodOnNode on{
-        p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count,  p->gpu.milli_per_gpu,
-        0,      true,  p->gang, {},          p->cpu_milli,  p->memory_mib, p->reservation};
+    PodOnNode on = OnNode(*p, /*devices_known=*/true);
     if (!p->has_gpu_ids) {
       unknown.push_back(p);
       continue;
@@ -57,9 +74,7 @@ NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> 
     n.pods.push_back(std::move(on));
   }
   for (const PodRequest* p : unknown) {
-    PodOnNode on{
-        p->uid, p->ns, p->name, p->priority, p->start_unix, p->gpu.count,  p->gpu.milli_per_gpu,
-        0,      false, p->gang, {},          p->cpu_milli,  p->memory_mib, p->reservation};
+    PodOnNode on = OnNode(*p, /*devices_known=*/false);
     int need = p->gpu.count;
     // Healthy devices first, then the rest: the pod holds devices regardless.
     for (DeviceMask pool : {n.healthy, all & ~n.healthy}) {

@@ -32,14 +32,18 @@ struct NodeBound {
 };
 
 NodeBound Bound(size_t index, const NodeInfo& node, const PodRequest& member, bool reclaim,
-                const absl::flat_hash_map<std::string, int64_t>& evicted) {
+                const absl::flat_hash_map<std::string, int64_t>& evicted,
+                const absl::flat_hash_set<std::string>* only) {
   NodeBound b;
   b.index = index;
   bool any = false;
   int64_t smallest = std::numeric_limits<int64_t>::max();
   for (const PodOnNode& p : node.pods) {
     if (p.reservation || evicted.contains(p.uid)) continue;
-    if (reclaim ? p.ns == member.ns : p.priority >= member.priority) continue;
+    if (only != nullptr ? !only->contains(p.uid)
+                        : (reclaim ? p.ns == member.ns : p.priority >= member.priority)) {
+      continue;
+    }
     any = true;
     b.could_free += std::popcount(p.devices);
     b.min_priority = std::min(b.min_priority, p.priority);
@@ -73,7 +77,7 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
   // nodes, the ledger and the candidates) and their members placed.
   QuotaLedger ledger = *in.ledger;
   absl::flat_hash_map<std::string, int64_t> gone = *in.evicted;
-  const PlanInputs local{&ledger, in.options, &gone, in.usage};
+  const PlanInputs local{&ledger, in.options, &gone, in.usage, in.only};
   std::map<std::string, NodeInfo> changed;
   auto view = [&](const NodeInfo& n) -> const NodeInfo& {
     auto it = changed.find(n.name);
@@ -112,7 +116,7 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
     rules.check_quota = i + 1 == missing;
     std::vector<NodeBound> bounds;
     for (size_t k = 0; k < nodes.size(); ++k) {
-      NodeBound b = Bound(k, view(*nodes[k]), member, reclaim, gone);
+      NodeBound b = Bound(k, view(*nodes[k]), member, reclaim, gone, in.only);
       if (b.could_free == 0 || (!member.gpu.shared() && b.could_free < count)) continue;
       bounds.push_back(b);
     }

@@ -80,6 +80,7 @@ std::optional<QueueManager::NodePlan> QueueManager::PlanNode(
   const std::string& cohort = ledger.Quota(preemptor.ns).cohort;
   auto eligible = [&](const PodOnNode& p) {
     if (p.reservation || in.evicted->contains(p.uid)) return false;
+    if (in.only != nullptr) return in.only->contains(p.uid);
     const bool lower = p.priority < preemptor.priority;
     if (reclaim) {
       if (p.ns == preemptor.ns || cohort.empty() || ledger.Quota(p.ns).cohort != cohort)
@@ -440,16 +441,19 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
     }
     const std::string& cohort = ledger.Quota(ns).cohort;
     const int64_t demand = DemandMilli(head->pod.gpu) * members;
-    if (cohort.empty() || ledger.Usage(ns) + demand > ledger.Guaranteed(ns)) {
-      continue;  // only a namespace within its guarantee reclaims
-    }
-    if (!lending.contains(cohort)) continue;  // no borrower to reclaim from
+    // Reclaim: only a namespace within its guarantee, from a cohort with a
+    // borrower. Else an attained-service preemption within the namespace.
+    const bool reclaims = options_.reclaim.enabled && !cohort.empty() &&
+                          ledger.Usage(ns) + demand <= ledger.Guaranteed(ns) &&
+                          lending.contains(cohort);
+    ReclaimJob job{ns, head->pod, members, demand, {}};
+    if (!reclaims && !AttainedVictimsLocked(*head, now, &job.only)) continue;
     auto backoff = reclaim_backoff_.find(ns);
     if (backoff != reclaim_backoff_.end() && backoff->second.head_uid == head->pod.uid &&
         now < backoff->second.retry_at_ms) {
       continue;  // its last plan for this head found nothing
     }
-    jobs.push_back({ns, head->pod, members, demand, {}});
+    jobs.push_back(std::move(job));
   }
   (void)snapshot;
   return jobs;
@@ -460,7 +464,8 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   if (IsGang(job->pod)) {
     // Every missing member placed, as one plan; members that fit as is
     // need no victims. Victim gangs go whole (their rest included).
-    auto plan = PlanGang(in, job->pod, job->members, snapshot, fw, /*reclaim=*/true, job->demand);
+    auto plan = PlanGang(in, job->pod, job->members, snapshot, fw, /*reclaim=*/in.only == nullptr,
+                         job->demand);
     if (!plan.has_value()) return;
     for (const GangStep& step : plan->steps) {
       for (std::string& uid : step.plan.AllUids()) job->victims.push_back(std::move(uid));
@@ -470,7 +475,10 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   policy::PodContext ctx = fw.Prepare(job->pod, snapshot);
   policy::FilterMemo memo(fw, ctx);
   const auto& nodes = snapshot.nodes();
-  for (size_t i = 0; i < nodes.size(); ++i) {
+  // An attained-service preemption also frees quota: a head its own
+  // namespace's quota refuses needs victims even where a node has room.
+  const bool quota_ok = in.only == nullptr || in.ledger->Check(job->pod.ns, job->demand).ok;
+  for (size_t i = 0; quota_ok && i < nodes.size(); ++i) {
     if (memo.Filter(snapshot.hot(static_cast<int32_t>(i))).fits() &&
         policy::FitsWithDevices(fw, ctx, *nodes[i])) {
       return;  // it fits somewhere as is: nothing to reclaim
@@ -488,8 +496,9 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   }
   const bool lower_only = in.options->reclaim.only_lower_priority;
   auto reclaimable = [&](const PodOnNode& p) {
-    return borrowers.contains(p.ns) && !p.reservation && !in.evicted->contains(p.uid) &&
-           (!lower_only || p.priority < job->pod.priority);
+    if (p.reservation || in.evicted->contains(p.uid)) return false;
+    if (in.only != nullptr) return in.only->contains(p.uid);
+    return borrowers.contains(p.ns) && (!lower_only || p.priority < job->pod.priority);
   };
   // Per node, whether planning can help: its verdict is not unresolvable, it
   // has a reclaimable pod, and its free devices plus every reclaimable
@@ -524,7 +533,7 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!worth[i]) continue;
     NodePlanRules rules;
-    rules.reclaim = true;
+    rules.reclaim = in.only == nullptr;
     auto plan = PlanNode(in, job->pod, *nodes[i], snapshot, fw, rules);
     if (!plan.has_value() || plan->victims.empty()) continue;
     // The fewest pods evicted, a victim gang's members elsewhere included.
@@ -568,8 +577,22 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLock
         continue;
       }
     }
-    const std::string reason = StrCat("reclaim: namespace ", job.ns, " is below its guarantee and ",
-                                      job.pod.Key(), " needs ", FormatGpus(job.demand), " GPUs");
+    std::string reason = StrCat("reclaim: namespace ", job.ns, " is below its guarantee and ",
+                                job.pod.Key(), " needs ", FormatGpus(job.demand), " GPUs");
+    if (!job.only.empty()) {
+      const AttainedServiceConfig& a = AttainedOf(options_.quotas, job.ns);
+      reason = StrCat("attained service: ", job.pod.Key(), " has run less than ",
+                      FormatGpus(a.demote_after_gpu_seconds * 1000 / 3600), " GPU-hours and needs ",
+                      FormatGpus(job.demand), " GPUs held by a workload of ", job.ns,
+                      " that has run more");
+      // One preemption of the budget per workload evicted.
+      absl::flat_hash_set<std::string> workloads;
+      for (const std::string& uid : job.victims) {
+        if (const std::string* w = attained_.WorkloadOf(uid)) workloads.insert(*w);
+      }
+      BudgetLocked(job.ns, a.preemptions_per_hour, now).tokens -=
+          static_cast<double>(std::max<size_t>(1, workloads.size()));
+    }
     for (const std::string& uid : job.victims) {
       if (auto pod = MarkEvictedLocked(uid)) out.emplace_back(std::move(*pod), reason);
     }

@@ -120,6 +120,7 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
     for (size_t i = 0; i < us.size(); ++i) {
       for (const Entry* e : us[i].members) {
         QueuedPod qp = Listed(e->pod, static_cast<int32_t>(i + 1), now - e->first_seen_ms);
+        if (AttainedOf(options.quotas, ns).enabled) qp.attained_level = e->level;
         EvalInputs in{ledger.get(), &options, IsGang(e->pod) && reserved[n].contains(e->pod.gang),
                       now};
         qp.reason = EvaluateUnits(us, i, e->pod, in, *snapshot, *fw, false).reason;

@@ -30,9 +30,21 @@ bool SamePlace(const PodRequest& a, const PodRequest& b) {
          a.name == b.name && a.gang == b.gang && (a.gang_size > 1) == (b.gang_size > 1);
 }
 
+// Whether any namespace preempts by attained service.
+bool AnyAttained(const QuotaConfig& q) {
+  auto on = [](const NamespaceQuota& n) {
+    return n.attained.enabled && n.attained.preemptions_per_hour > 0;
+  };
+  if (on(q.default_quota)) return true;
+  return std::any_of(q.namespaces.begin(), q.namespaces.end(),
+                     [&](const auto& kv) { return on(kv.second); });
+}
+
 }  // namespace
 
 bool QueueManager::EarlierEntry::operator()(const Entry* a, const Entry* b) const {
+  if (a->pod.priority != b->pod.priority) return a->pod.priority > b->pod.priority;
+  if (a->level != b->level) return a->level < b->level;
   return Earlier(a->pod, b->pod);
 }
 
@@ -60,6 +72,7 @@ void QueueManager::SetOptions(QueueOptions options) {
   ledger_.reset();
   reclaim_backoff_.clear();  // new quotas or rules: plan again at once
   ++config_version_;
+  RelevelLocked();
 }
 
 // ---- the pending index ----------------------------------------------------
@@ -101,7 +114,8 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
 void QueueManager::UpsertEntryLocked(PodRequest pod) {
   Entry* e = FindEntryLocked(pod.uid);
   unit_index_.erase(pod.ns);  // demand or gang size may change even in place
-  if (e != nullptr && SamePlace(e->pod, pod)) {
+  const int8_t level = LevelLocked(pod);
+  if (e != nullptr && SamePlace(e->pod, pod) && e->level == level) {
     AddPendingLocked(e->pod, -1);
     AddPendingLocked(pod, 1);
     e->pod = std::move(pod);  // the fields that order it are unchanged
@@ -118,6 +132,7 @@ void QueueManager::UpsertEntryLocked(PodRequest pod) {
   fresh.pod = std::move(pod);
   fresh.first_seen_ms = first_seen;
   fresh.last_filter_ms = last_filter;
+  fresh.level = level;
   order_[fresh.pod.ns].insert(&fresh);
   AddPendingLocked(fresh.pod, 1);
   if (IsGang(fresh.pod)) gang_members_[GangKey(fresh.pod.ns, fresh.pod.gang)].push_back(&fresh);
@@ -125,6 +140,9 @@ void QueueManager::UpsertEntryLocked(PodRequest pod) {
 
 void QueueManager::SyncLocked(std::shared_ptr<const ClusterSnapshot> snapshot) {
   const bool scratch = options_.recompute_from_scratch;
+  // Attained service first: a pod queued again after an eviction is
+  // levelled with what its workload ran until then.
+  attained_.Update(snapshot, Now() / 1000);
   ClusterState::PodChanges changes = deps_.state->TakePodChanges(Waiting, full_sync_ || scratch);
   full_sync_ = false;
   if (changes.full) {
@@ -555,6 +573,7 @@ void QueueManager::PlanBatchJobs(PlanBatch& b,
   const int64_t now = Now();
   for (ReclaimJob& job : b.jobs) {
     if (deadline && std::chrono::steady_clock::now() > *deadline) break;
+    in.only = job.only.empty() ? nullptr : &job.only;
     PlanReclaim(in, *b.snapshot, *b.fw, &job);
     job.planned = true;
     // Later namespaces plan without these victims, as after evicting them.
@@ -611,13 +630,18 @@ int QueueManager::Tick() {
         ++it;
       }
     }
+    if (now / 1000 - attained_forgot_s_ >= 60) {
+      attained_.Forget(now / 1000, options_.attained_forget_after_s);
+      attained_forgot_s_ = now / 1000;
+    }
     absl::MutexLock p(&plan_mu_);
     if (planned_.has_value()) {
       if (planned_->config_version == config_version_) done = std::move(planned_);
       planned_.reset();
     }
     const bool idle = !planner_attached_ || (!to_plan_ && !planning_ && !done);
-    if (options_.quotas.enabled && evicts && options_.reclaim.enabled && idle) {
+    const bool plans = options_.reclaim.enabled || AnyAttained(options_.quotas);
+    if (options_.quotas.enabled && evicts && plans && idle) {
       batch = ReclaimBatchLocked(std::move(snapshot));
       if (planner_attached_) {
         if (!batch.jobs.empty()) to_plan_ = std::move(batch);

@@ -65,6 +65,7 @@
 #include "gpusched/policy/framework.h"
 #include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/metrics.h"
+#include "scheduler/queue/attained_service.h"
 #include "scheduler/queue/queue_report.h"
 #include "scheduler/queue/quota_ledger.h"
 #include "scheduler/queue/timed_lock.h"
@@ -102,6 +103,9 @@ struct QueueOptions {
   // kept this long, and while its victims terminate, so that each member's
   // preempt call answers from the same plan.
   int64_t gang_plan_ms = 30 * 1000;
+  // A workload's attained service (AttainedService) is forgotten this long
+  // after its last pod left a node.
+  int64_t attained_forget_after_s = 24 * 3600;
   // Tests only (the differential test's reference): rebuild the pending
   // index and the usage sums from scratch before every decision.
   bool recompute_from_scratch = false;
@@ -186,8 +190,12 @@ class QueueManager final : public PodGate {
     PodRequest pod;  // as the cluster source shows it
     int64_t first_seen_ms = 0;
     int64_t last_filter_ms = -1;  // -1: never filtered (known from the source)
+    // Attained-service level within its priority: 0, or 1 once its workload
+    // has run past its namespace's threshold (decided when it is queued).
+    int8_t level = 0;
   };
-  // Queue order: priority descending, then creation time, then name, uid.
+  // Queue order: priority descending, then attained-service level, then
+  // creation time, then name, uid.
   struct EarlierEntry {
     bool operator()(const Entry* a, const Entry* b) const;
   };
@@ -262,6 +270,9 @@ class QueueManager final : public PodGate {
     const QueueOptions* options = nullptr;
     const absl::flat_hash_map<std::string, int64_t>* evicted = nullptr;
     const UsageIndex* usage = nullptr;  // gang member counts
+    // Attained-service preemption: victims only among these pods (their
+    // namespace's demoted workloads); null: the rules of the caller.
+    const absl::flat_hash_set<std::string>* only = nullptr;
   };
   // One namespace's reclaim, chosen under the mutex and planned without it.
   struct ReclaimJob {
@@ -271,6 +282,9 @@ class QueueManager final : public PodGate {
     int64_t demand = 0;
     std::vector<std::string> victims;  // the plan; empty: none found
     bool planned = false;              // false: the tick's budget ran out first
+    // Non-empty: an attained-service preemption within `ns`, victims only
+    // among these pods; empty: reclaim from the cohort's borrowers.
+    absl::flat_hash_set<std::string> only;
   };
   // What one round of reclaim planning reads, copied under the mutex.
   struct PlanBatch {
@@ -543,6 +557,28 @@ class QueueManager final : public PodGate {
   std::vector<std::pair<std::string, std::string>> HeldForReclaimLocked(const PodRequest& pod)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, Reclaim> reclaiming_ ABSL_GUARDED_BY(mu_);
+  // Attained service per workload and each opted-in namespace's preemption
+  // budget (a token bucket of preemptions_per_hour; attained_service.cc).
+  AttainedService attained_ ABSL_GUARDED_BY(mu_);
+  int64_t attained_forgot_s_ ABSL_GUARDED_BY(mu_) = 0;
+  struct PreemptionBudget {
+    double tokens = 0;
+    int64_t at_ms = 0;
+  };
+  std::map<std::string, PreemptionBudget> attained_budget_ ABSL_GUARDED_BY(mu_);
+  // The entry's level under the current options and attained service.
+  int8_t LevelLocked(const PodRequest& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Re-levels every entry (after a config change), re-sorting those that move.
+  void RelevelLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The budget of `ns` brought to now (tokens never above one hour's).
+  PreemptionBudget& BudgetLocked(const std::string& ns, int32_t per_hour, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The running pods `head` may have evicted by attained service (its
+  // namespace's workloads past the threshold, of no higher priority); false
+  // (and `out` empty) if its namespace has not opted in, it is itself past
+  // the threshold, the budget is spent or there is no such pod.
+  bool AttainedVictimsLocked(const Entry& head, int64_t now, absl::flat_hash_set<std::string>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gang preemptors' plans by "ns/gang" (gang_preemption.cc).
   std::map<std::string, GangPlan> gang_plans_ ABSL_GUARDED_BY(mu_);
   // Victim gangs to finish evicting, by "ns/gang" of the victim gang.

@@ -25,6 +25,9 @@ struct QueuedPod {
   int32_t position = 0;  // 1-based; gang members share their gang's position
   double wait_seconds = 0;
   std::string reason;  // "" if it would be admitted now
+  // Attained-service level in a namespace ordered by it (0: below the
+  // threshold, 1: past it, queued behind level 0); -1: no such ordering.
+  int32_t attained_level = -1;
 };
 
 // A per-GPU-model quota of a namespace (quotas.namespaces.<ns>.models) and

@@ -218,6 +218,7 @@ class QueueReplay {
       p.name = x.pods > 1 ? StrCat(x.name, "-", m) : x.name;
       if (x.restarts > 0) StrAppend(&p.name, "-r", x.restarts);
       p.uid = StrCat("uid-", p.name);
+      p.workload = x.name;  // its replacements after an eviction are the same workload
       p.priority = j.priority;
       p.preempt_never = j.preempt_never;
       p.creation_unix = static_cast<int64_t>(std::floor(t));
@@ -455,6 +456,7 @@ QuotaConfig ReplayQuotas(const QuotaConfig& configured,
     nq.gpus.limit = total;
     nq.cohort = kCohort;
     nq.queueing = q.default_quota.queueing;  // the configured default's strategy
+    nq.attained = q.default_quota.attained;  // and ordering
     q.namespaces[ns] = std::move(nq);
   }
   return q;

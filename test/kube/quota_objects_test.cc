@@ -74,6 +74,13 @@ TEST(QuotaObjectCodec, GpuQuotaSpecIsAPolicyFileEntry) {
   EXPECT_EQ(o.spec->cohort, "research");
   EXPECT_EQ(o.spec->models.at("H100").limit, 8);
   EXPECT_EQ(o.spec->queueing, QueueingStrategy::kStrictFifo);  // the default
+  EXPECT_FALSE(o.spec->attained.enabled);                      // opt-in
+  QuotaObject as = Decoded(
+      QuotaObjectKind::kGpuQuota,
+      GpuQuotaJson("c", "q",
+                   {{"attainedService", {{"demoteAfterGpuHours", 2}, {"preemptionsPerHour", 3}}}}));
+  ASSERT_TRUE(as.spec.has_value()) << as.error;
+  EXPECT_EQ(as.spec->attained, (AttainedServiceConfig{true, 7200, 3}));
   QuotaObject be = Decoded(QuotaObjectKind::kGpuQuota,
                            GpuQuotaJson("c", "q", {{"queueingStrategy", "BestEffortFIFO"}}));
   ASSERT_TRUE(be.spec.has_value()) << be.error;
@@ -98,6 +105,8 @@ TEST(QuotaObjectCodec, InvalidSpecsNameTheField) {
       {{{"cohort", 3}}, "spec.cohort"},
       {{{"queueingStrategy", "LIFO"}},
        "spec.queueingStrategy: must be StrictFIFO or BestEffortFIFO, got 'LIFO'"},
+      {{{"attainedService", {{"preemptionsPerHour", 2}}}},
+       "spec.attainedService.demoteAfterGpuHours: required"},
       {Json::array(), "spec: required, must be an object"},
   };
   for (const Case& c : cases) {
@@ -193,6 +202,8 @@ Json YamlToJson(const YAML::Node& n) {
   const std::string s = n.as<std::string>();
   int64_t v = 0;
   if (n.Tag() != "!" && !s.empty() && absl::SimpleAtoi(s, &v)) return v;
+  double d = 0;
+  if (n.Tag() != "!" && !s.empty() && absl::SimpleAtod(s, &d)) return d;
   return s;
 }
 
@@ -201,6 +212,8 @@ TEST(QuotaObjectCodec, ExportRoundTripsThePolicyFile) {
   quotas.enabled = true;
   quotas.namespaces["team-a"] = {{16, 24}, "research", {{"H100", {8, 8}}, {"A100 80GB", {0, 4}}}};
   quotas.namespaces["team-b"] = {{8, 8}, "", {}, QueueingStrategy::kBestEffortFifo};
+  quotas.namespaces["team-c"] = {{8, 8}, "", {}, QueueingStrategy::kStrictFifo, {true, 5400, 3}};
+  quotas.namespaces["team-d"] = {{8, 8}, "", {}, QueueingStrategy::kStrictFifo, {true, 28800, 0}};
   const std::string yaml = codec::EncodeQuotaExport(quotas, "gpu-quota");
   std::map<std::string, NamespaceQuota> back;
   for (const YAML::Node& doc : YAML::LoadAll(yaml)) {
@@ -440,6 +453,19 @@ std::string SchemaVerdict(const YAML::Node& props, const YAML::Node& rules, cons
       if (value.get<int64_t>() < p["minimum"].as<int64_t>()) return "spec." + key + ": minimum";
       if (value.get<int64_t>() > p["maximum"].as<int64_t>()) return "spec." + key + ": maximum";
     }
+    if (type == "number" &&
+        (!value.is_number() || value.get<double>() < p["minimum"].as<double>() ||
+         value.get<double>() > p["maximum"].as<double>())) {
+      return "spec." + key + ": number";
+    }
+    if (type == "object" && p["properties"].IsDefined()) {
+      if (!value.is_object()) return "spec." + key + ": type";
+      for (const YAML::Node& required : p["required"]) {
+        if (!value.contains(required.as<std::string>())) return "spec." + key + ": required";
+      }
+      std::string inner = SchemaVerdict(p["properties"], YAML::Node(), value);
+      if (!inner.empty()) return "spec." + key + "." + inner.substr(5);
+    }
     if (type == "string" && p["enum"].IsDefined()) {
       if (!value.is_string()) return "spec." + key + ": type";
       bool listed = false;
@@ -449,6 +475,7 @@ std::string SchemaVerdict(const YAML::Node& props, const YAML::Node& rules, cons
       if (!listed) return "spec." + key + ": enum";
     }
   }
+  if (!rules.IsSequence()) return "";  // a nested object: no CEL rule
   EXPECT_EQ(rules[0]["rule"].as<std::string>(),
             "!has(self.limit) || self.limit >= (has(self.guaranteed) ? self.guaranteed : 0)");
   if (spec.contains("limit") && spec["limit"].get<int64_t>() < spec.value("guaranteed", 0)) {
@@ -476,6 +503,16 @@ TEST(GpuQuotaCrd, RejectsAtApplyWhatTheDecoderRejects) {
       {{{"guaranteed", 8}, {"queueingStrategy", "LIFO"}},
        "spec.queueingStrategy: enum",
        "spec.queueingStrategy"},
+      {{{"attainedService", {{"demoteAfterGpuHours", 2.5}, {"preemptionsPerHour", 4}}}}, "", ""},
+      {{{"attainedService", {{"preemptionsPerHour", 4}}}},
+       "spec.attainedService: required",
+       "spec.attainedService.demoteAfterGpuHours"},
+      {{{"attainedService", {{"demoteAfterGpuHours", -1}}}},
+       "spec.attainedService.demoteAfterGpuHours: number",
+       "spec.attainedService.demoteAfterGpuHours"},
+      {{{"attainedService", {{"demoteAfterGpuHours", 1}, {"preemptionsPerHour", 4000}}}},
+       "spec.attainedService.preemptionsPerHour: maximum",
+       "spec.attainedService.preemptionsPerHour"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.spec.dump());

@@ -125,6 +125,47 @@ TEST(QuotaConfig, QueueingStrategyIsStrictUnlessSetAndOtherValuesNameTheField) {
             "'bestEffortFIFO'");
 }
 
+// The opt-in attained-service ordering: present = on, GPU-hours to seconds,
+// a budget of 0 by default; every error names the field.
+TEST(QuotaConfig, AttainedServiceIsOptInAndErrorsNameTheField) {
+  auto config = codec::DecodeConfig(R"({"quotas": {"namespaces": {"a": {"guaranteed": 8},
+      "b": {"guaranteed": 8, "attainedService": {"demoteAfterGpuHours": 1.5}},
+      "c": {"attainedService": {"demoteAfterGpuHours": 8, "preemptionsPerHour": 4}}}}})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->quotas.namespaces.at("a").attained.enabled);
+  const AttainedServiceConfig& b = config->quotas.namespaces.at("b").attained;
+  EXPECT_TRUE(b.enabled);
+  EXPECT_EQ(b.demote_after_gpu_seconds, 5400);
+  EXPECT_EQ(b.preemptions_per_hour, 0);
+  EXPECT_EQ(config->quotas.namespaces.at("c").attained, (AttainedServiceConfig{true, 8 * 3600, 4}));
+  struct Case {
+    const char* entry;
+    const char* error;
+  };
+  const Case kCases[] = {
+      {R"({"attainedService": {}})",
+       "quotas.default.attainedService.demoteAfterGpuHours: required"},
+      {R"({"attainedService": {"demoteAfterGpuHours": -1}})",
+       "quotas.default.attainedService.demoteAfterGpuHours: must be a number of GPU-hours in [0, "
+       "1000000]"},
+      {R"({"attainedService": {"demoteAfterGpuHours": "8"}})",
+       "quotas.default.attainedService.demoteAfterGpuHours: must be a number of GPU-hours in [0, "
+       "1000000]"},
+      {R"({"attainedService": {"demoteAfterGpuHours": 8, "preemptionsPerHour": 1.5}})",
+       "quotas.default.attainedService.preemptionsPerHour: must be an integer"},
+      {R"({"attainedService": {"demoteAfterGpuHours": 8, "preemptionsPerHour": 4000}})",
+       "quotas.default.attainedService.preemptionsPerHour: must be in [0, 3600], got 4000"},
+      {R"({"attainedService": {"demoteAfterGpuHours": 8, "budget": 1}})",
+       "quotas.default.attainedService.budget: unknown field"},
+      {R"({"attainedService": 8})", "quotas.default.attainedService: must be an object"},
+  };
+  for (const Case& c : kCases) {
+    auto bad = codec::DecodeConfig(StrCat(R"({"quotas": {"default": )", c.entry, "}}"));
+    ASSERT_FALSE(bad.ok()) << c.entry;
+    EXPECT_EQ(bad.status().message(), c.error) << c.entry;
+  }
+}
+
 // A number too large for a double is a JSON error with its position, not an
 // exception (found by the config fuzzer).
 TEST(ScoringConfig, NumberOverflowIsASyntaxError) {

@@ -371,30 +371,31 @@ TEST(WirePodTest, GangDefaultsToTheControllingJob) {
     const char* metadata_extra;
     const char* annotations;
     const char* want_gang;
+    const char* want_workload;  // attained service's workload: the gang, else the Job
   };
   const Case cases[] = {
       {"owner reference", R"("ownerReferences":[{"apiVersion":"batch/v1","kind":"Job",
           "name":"llm-sft","uid":"u1","controller":true}])",
-       R"("gpusched.io/gang-size":"3")", "llm-sft"},
+       R"("gpusched.io/gang-size":"3")", "llm-sft", "llm-sft"},
       {"owner that is not the controller",
        R"("ownerReferences":[{"kind":"Job","name":"x","controller":false}])",
-       R"("gpusched.io/gang-size":"3")", ""},
+       R"("gpusched.io/gang-size":"3")", "", ""},
       {"controller that is not a Job",
        R"("ownerReferences":[{"kind":"ReplicaSet","name":"rs","controller":true}])",
-       R"("gpusched.io/gang-size":"3")", ""},
+       R"("gpusched.io/gang-size":"3")", "", ""},
       {"job-name label", R"("labels":{"batch.kubernetes.io/job-name":"bert","job-name":"old"})",
-       R"("gpusched.io/gang-size":"2")", "bert"},
+       R"("gpusched.io/gang-size":"2")", "bert", "bert"},
       {"legacy job-name label", R"("labels":{"job-name":"old"})", R"("gpusched.io/gang-size":"2")",
-       "old"},
+       "old", "old"},
       {"explicit name wins", R"("ownerReferences":[{"kind":"Job","name":"j","controller":true}])",
-       R"("gpusched.io/gang":"g","gpusched.io/gang-size":"2")", "g"},
+       R"("gpusched.io/gang":"g","gpusched.io/gang-size":"2")", "g", "g"},
       {"gang of one is no gang",
        R"("ownerReferences":[{"kind":"Job","name":"j","controller":true}])",
-       R"("gpusched.io/gang-size":"1")", ""},
+       R"("gpusched.io/gang-size":"1")", "", "j"},
       {"no gang-size", R"("ownerReferences":[{"kind":"Job","name":"j","controller":true}])",
-       R"("gpusched.io/gpu-model":"A100")", ""},
+       R"("gpusched.io/gpu-model":"A100")", "", "j"},
       {"malformed owner data", R"("ownerReferences":"Job/j","labels":{"job-name":7})",
-       R"("gpusched.io/gang-size":"2")", ""},
+       R"("gpusched.io/gang-size":"2")", "", ""},
   };
   codec::RequestDecoder d;
   for (const Case& c : cases) {
@@ -407,6 +408,8 @@ TEST(WirePodTest, GangDefaultsToTheControllingJob) {
     auto a = d.DecodeExtenderArgs(body);
     ASSERT_TRUE(a.ok()) << a.status();
     EXPECT_EQ(a->pod.gang, c.want_gang);
+    EXPECT_EQ(a->pod.workload, c.want_workload);
+    EXPECT_EQ(a->pod.WorkloadKey(), *c.want_workload ? c.want_workload : "p");
   }
 }
 

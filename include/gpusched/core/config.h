@@ -58,11 +58,26 @@ struct QuotaAmount {
 // gang reservations stay, so a big gang may wait longer behind small pods.
 enum class QueueingStrategy { kStrictFifo, kBestEffortFifo };
 
+// Opt-in ordering of a namespace's queue by attained service, in the style
+// of Tiresias' discretised two-queue LAS (docs/queue.md): within a priority
+// level, pods of workloads (a gang, a Job) that have run fewer GPU-seconds
+// than `demote_after_gpu_seconds` go before those that have run more, and a
+// waiting pod of a workload below the threshold may have gpusched evict a
+// running workload of the same namespace and priority that is above it, at
+// most `preemptions_per_hour` workloads an hour. Needs no job durations.
+struct AttainedServiceConfig {
+  bool enabled = false;
+  int64_t demote_after_gpu_seconds = 0;
+  int32_t preemptions_per_hour = 0;  // 0: reorder only, never evict
+  bool operator==(const AttainedServiceConfig&) const = default;
+};
+
 struct NamespaceQuota {
   QuotaAmount gpus;
   std::string cohort;                         // "" = lends and borrows with nobody
   std::map<std::string, QuotaAmount> models;  // product entry -> amount
   QueueingStrategy queueing = QueueingStrategy::kStrictFifo;
+  AttainedServiceConfig attained;
   bool operator==(const NamespaceQuota&) const = default;
 };
 

@@ -48,6 +48,7 @@ struct PodOnNode {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   bool reservation = false;  // a gang reservation holder (PodRequest::reservation)
+  std::string workload;      // PodRequest::WorkloadKey()
 };
 
 struct NodeInfo {

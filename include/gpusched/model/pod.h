@@ -86,6 +86,10 @@ struct PodRequest {
   // kGangSizeUnknown while gang_owner has not been read.
   int32_t gang_size = 0;
   GangOwner gang_owner;  // kind kNone when the size is on the pod
+  // The workload the pod belongs to, whose GPU-seconds add up across its
+  // pods and their replacements (attained-service ordering): its gang, else
+  // its controlling Job; empty: the pod alone (WorkloadKey).
+  std::string workload;
   // Binding state as the API server (or our own assumption) knows it.
   std::string node_name;
   PodPhase phase = PodPhase::kPending;
@@ -103,6 +107,8 @@ struct PodRequest {
     return !node_name.empty() && phase != PodPhase::kSucceeded && phase != PodPhase::kFailed;
   }
   std::string Key() const { return ns + "/" + name; }
+  // The name attained service is counted under (namespace-scoped).
+  const std::string& WorkloadKey() const { return workload.empty() ? name : workload; }
 };
 
 }  // namespace gpusched

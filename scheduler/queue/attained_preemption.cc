@@ -1,0 +1,67 @@
+// QueueManager: the attained-service ordering (AttainedServiceConfig). A
+// pending pod's level (0 below its namespace's threshold, 1 past it) is set
+// when it is queued and sorts it within its priority; the tick may evict
+// running workloads past the threshold for a level-0 head that fits nowhere,
+// through the reclaim planner (ReclaimJob::only), within a per-namespace
+// token bucket of preemptions_per_hour.
+#include <algorithm>
+
+#include "scheduler/queue/queue_manager.h"
+
+namespace gpusched::queue {
+
+int8_t QueueManager::LevelLocked(const PodRequest& pod) {
+  const AttainedServiceConfig& a = AttainedOf(options_.quotas, pod.ns);
+  if (!a.enabled) return 0;
+  const double run = attained_.GpuSeconds(pod.ns, pod.WorkloadKey(), Now() / 1000);
+  return run >= static_cast<double>(a.demote_after_gpu_seconds) ? 1 : 0;
+}
+
+void QueueManager::RelevelLocked() {
+  for (auto& [uid, e] : entries_) {
+    const int8_t level = LevelLocked(e.pod);
+    if (level == e.level) continue;
+    Order& q = order_[e.pod.ns];
+    q.erase(&e);
+    e.level = level;
+    q.insert(&e);
+    unit_index_.erase(e.pod.ns);
+  }
+}
+
+QueueManager::PreemptionBudget& QueueManager::BudgetLocked(const std::string& ns, int32_t per_hour,
+                                                           int64_t now) {
+  const double cap = std::max(1, per_hour);
+  auto [it, fresh] = attained_budget_.try_emplace(ns, PreemptionBudget{cap, now});
+  PreemptionBudget& b = it->second;
+  if (!fresh) {
+    b.tokens = std::min(cap, b.tokens + static_cast<double>(now - b.at_ms) * per_hour / 3.6e6);
+    b.at_ms = now;
+  }
+  return b;
+}
+
+bool QueueManager::AttainedVictimsLocked(const Entry& head, int64_t now,
+                                         absl::flat_hash_set<std::string>* out) {
+  out->clear();
+  const AttainedServiceConfig& a = AttainedOf(options_.quotas, head.pod.ns);
+  if (!a.enabled || a.preemptions_per_hour <= 0 || head.level != 0) return false;
+  if (BudgetLocked(head.pod.ns, a.preemptions_per_hour, now).tokens < 1) return false;
+  const auto* workloads = attained_.Of(head.pod.ns);
+  if (workloads == nullptr) return false;
+  const int64_t now_s = now / 1000;
+  const int64_t threshold = a.demote_after_gpu_seconds * 1000;
+  for (const auto& [name, w] : *workloads) {
+    if (w.running.empty() || name == head.pod.WorkloadKey()) continue;
+    if (w.MilliSeconds(now_s) < threshold) continue;
+    const bool higher = std::any_of(w.running.begin(), w.running.end(),
+                                    [&](const auto& p) { return p.priority > head.pod.priority; });
+    if (higher) continue;  // a workload goes whole or not at all
+    for (const auto& p : w.running) {
+      if (!evicted_.contains(p.uid)) out->insert(p.uid);
+    }
+  }
+  return !out->empty();
+}
+
+}  // namespace gpusched::queue

@@ -1,0 +1,100 @@
+#include "scheduler/queue/attained_service.h"
+
+#include <algorithm>
+
+namespace gpusched::queue {
+
+const AttainedServiceConfig& AttainedOf(const QuotaConfig& quotas, const std::string& ns) {
+  static const AttainedServiceConfig kOff;
+  if (!quotas.enabled) return kOff;
+  auto it = quotas.namespaces.find(ns);
+  return it == quotas.namespaces.end() ? quotas.default_quota.attained : it->second.attained;
+}
+
+const std::string* AttainedService::WorkloadOf(const std::string& uid) const {
+  auto it = pods_.find(uid);
+  return it == pods_.end() ? nullptr : &it->second.workload;
+}
+
+void AttainedService::Add(const PodOnNode& p, int64_t now_s) {
+  const int64_t milli = int64_t{p.gpus} * p.milli_per_gpu;
+  const int64_t start = p.start_unix > 0 ? std::min(p.start_unix, now_s) : now_s;
+  pods_[p.uid] = {p.ns, p.workload, milli, start};
+  Workload& w = workloads_[p.ns][p.workload];
+  w.running_milli += milli;
+  w.running_milli_start += milli * start;
+  w.running.push_back({p.uid, p.priority, start});
+}
+
+void AttainedService::Remove(const std::string& uid, int64_t now_s) {
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return;
+  const PodRecord& r = it->second;
+  Workload& w = workloads_[r.ns][r.workload];
+  w.banked += r.milli * std::max<int64_t>(0, now_s - r.start_s);
+  w.running_milli -= r.milli;
+  w.running_milli_start -= r.milli * r.start_s;
+  std::erase_if(w.running, [&](const RunningPod& p) { return p.uid == uid; });
+  w.last_left_s = now_s;
+  pods_.erase(it);
+}
+
+void AttainedService::Update(std::shared_ptr<const ClusterSnapshot> snapshot, int64_t now_s) {
+  if (snapshot == last_) return;
+  // Pods on the changed nodes before (may have left) and after (present).
+  absl::flat_hash_set<std::string> maybe_gone;
+  std::vector<const PodOnNode*> present;
+  auto after = [&](const NodeInfo& n) {
+    for (const PodOnNode& p : n.pods) {
+      if (p.reservation || p.gpus == 0) continue;
+      present.push_back(&p);
+    }
+  };
+  const auto& nodes = snapshot->nodes();
+  if (last_ != nullptr && last_->node_set_identity() == snapshot->node_set_identity()) {
+    const auto& before = last_->nodes();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (before[i] == nodes[i]) continue;
+      for (const PodOnNode& p : before[i]->pods) maybe_gone.insert(p.uid);
+      after(*nodes[i]);
+    }
+  } else {
+    for (const auto& [uid, r] : pods_) maybe_gone.insert(uid);
+    for (const auto& n : nodes) after(*n);
+  }
+  for (const PodOnNode* p : present) {
+    maybe_gone.erase(p->uid);
+    if (!pods_.contains(p->uid)) Add(*p, now_s);
+  }
+  for (const std::string& uid : maybe_gone) Remove(uid, now_s);
+  last_ = std::move(snapshot);
+}
+
+double AttainedService::GpuSeconds(const std::string& ns, const std::string& workload,
+                                   int64_t now_s) const {
+  auto n = workloads_.find(ns);
+  if (n == workloads_.end()) return 0;
+  auto w = n->second.find(workload);
+  return w == n->second.end() ? 0 : static_cast<double>(w->second.MilliSeconds(now_s)) / 1000.0;
+}
+
+const absl::flat_hash_map<std::string, AttainedService::Workload>* AttainedService::Of(
+    const std::string& ns) const {
+  auto n = workloads_.find(ns);
+  return n == workloads_.end() ? nullptr : &n->second;
+}
+
+void AttainedService::Forget(int64_t now_s, int64_t forget_after_s) {
+  for (auto n = workloads_.begin(); n != workloads_.end();) {
+    absl::erase_if(n->second, [&](const auto& kv) {
+      return kv.second.running.empty() && now_s - kv.second.last_left_s > forget_after_s;
+    });
+    if (n->second.empty()) {
+      workloads_.erase(n++);
+    } else {
+      ++n;
+    }
+  }
+}
+
+}  // namespace gpusched::queue
