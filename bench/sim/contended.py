@@ -24,10 +24,14 @@ import tempfile
 import time
 
 POLICIES = ["fifo-pool", "sjf-pool", "srtf-pool", "las-pool", "kueue-like", "gpusched",
-            "gpusched-besteffort"]
+            "gpusched-besteffort", "gpusched-attained", "gpusched-besteffort-attained"]
 # Rows that run another policy with a changed config: the queue manager with
 # every namespace's queueingStrategy BestEffortFIFO (Kueue's default).
-VARIANTS = {"gpusched-besteffort": ("gpusched", {"queueingStrategy": "BestEffortFIFO"})}
+ATTAINED = {"demoteAfterGpuHours": 8, "preemptionsPerHour": 12}
+VARIANTS = {"gpusched-besteffort": ("gpusched", {"queueingStrategy": "BestEffortFIFO"}),
+            "gpusched-attained": ("gpusched", {"attainedService": ATTAINED}),
+            "gpusched-besteffort-attained": ("gpusched", {"queueingStrategy": "BestEffortFIFO",
+                                                          "attainedService": ATTAINED})}
 COLUMNS = [
     ("avg JCT s", "avg_jct_s", "{:,.0f}"),
     ("p95 JCT s", "p95_jct_s", "{:,.0f}"),

@@ -13,7 +13,7 @@ table per pool size.
 
 Usage (from the repository root, after a build):
   python3 bench/sim/philly_pool.py [BUILD_DIR] [--nodes 48,40] [--days 4]
-      [--demote-hours 2] [--per-hour 3]
+      [--demote-hours 8] [--per-hour 12] [--one-namespace] [--offset-days D]
 """
 import argparse
 import csv
@@ -83,8 +83,8 @@ def main():
     ap.add_argument("--days", type=float, default=4)
     ap.add_argument("--offset-days", type=float, default=0,
                     help="start this many days after 2017-10-01 (other windows than the tuned one)")
-    ap.add_argument("--demote-hours", type=float, default=2)
-    ap.add_argument("--per-hour", type=int, default=3)
+    ap.add_argument("--demote-hours", type=float, default=8)
+    ap.add_argument("--per-hour", type=int, default=12)
     ap.add_argument("--queueing", default="StrictFIFO",
                     help="queueingStrategy of gpusched-attained's namespaces")
     ap.add_argument("--policies", default=",".join(POLICIES))

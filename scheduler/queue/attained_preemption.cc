@@ -46,6 +46,7 @@ bool QueueManager::AttainedVictimsLocked(const Entry& head, int64_t now,
   out->clear();
   const AttainedServiceConfig& a = AttainedOf(options_.quotas, head.pod.ns);
   if (!a.enabled || a.preemptions_per_hour <= 0 || head.level != 0) return false;
+  if (head.pod.preempt_never) return false;  // preemptionPolicy: Never
   if (BudgetLocked(head.pod.ns, a.preemptions_per_hour, now).tokens < 1) return false;
   const auto* workloads = attained_.Of(head.pod.ns);
   if (workloads == nullptr) return false;

@@ -237,7 +237,8 @@ TEST(AttainedPreemptionTest, BudgetLimitsPreemptionsPerHour) {
 
 // What is never evicted by attained service: a workload of higher priority,
 // one of another namespace, and nothing at all for a head that is itself
-// past the threshold or when the namespace reorders only.
+// past the threshold or has preemptionPolicy Never, or when the namespace
+// reorders only.
 TEST(AttainedPreemptionTest, NeverTakesHigherPriorityOtherNamespacesOrForADemotedHead) {
   {
     Harness h(H100s(1), {RunningSince("long-0", "long", 8, "h0", 0xff, kNowS - 100, 100)},
@@ -263,6 +264,14 @@ TEST(AttainedPreemptionTest, NeverTakesHigherPriorityOtherNamespacesOrForADemote
               o);
     EXPECT_THAT(h.Filter(Waiting("long-1", "long", 8, 20)), IsEmpty());
     EXPECT_EQ(h.queue->Tick(), 0);  // long-1's workload is past the threshold itself
+  }
+  {
+    // preemptionPolicy: Never on the waiting pod.
+    Harness h(H100s(1), {RunningSince("long-0", "long", 8, "h0", 0xff, kNowS - 100)}, Attained(5));
+    PodRequest never = Waiting("fresh", "fresh", 8, 20);
+    never.preempt_never = true;
+    EXPECT_THAT(h.Filter(never), IsEmpty());
+    EXPECT_EQ(h.queue->Tick(), 0);
   }
   {
     Harness h(H100s(1), {RunningSince("long-0", "long", 8, "h0", 0xff, kNowS - 100)}, Attained(0));
