@@ -114,13 +114,15 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
 void QueueManager::UpsertEntryLocked(PodRequest pod) {
   Entry* e = FindEntryLocked(pod.uid);
   unit_index_.erase(pod.ns);  // demand or gang size may change even in place
-  const int8_t level = LevelLocked(pod);
-  if (e != nullptr && SamePlace(e->pod, pod) && e->level == level) {
+  // An entry keeps the attained-service level it was queued with (a config
+  // change re-levels every entry: RelevelLocked).
+  if (e != nullptr && SamePlace(e->pod, pod)) {
     AddPendingLocked(e->pod, -1);
     AddPendingLocked(pod, 1);
     e->pod = std::move(pod);  // the fields that order it are unchanged
     return;
   }
+  const int8_t level = LevelLocked(pod);
   int64_t first_seen = Now(), last_filter = -1;
   if (e != nullptr) {
     first_seen = e->first_seen_ms;

@@ -230,6 +230,10 @@ class Simulation {
       amount.guaranteed = Rand(8);
       amount.limit = amount.guaranteed + Rand(6);
     }
+    // Now and then the namespace orders by attained service (and evicts by
+    // it, within a budget), or stops.
+    q.attained = {};
+    if (Rand(2) == 0) q.attained = {true, (1 + Rand(3)) * 20, Rand(4) * 30};
     o.reclaim.evict_over_limit = Rand(4) == 0;
     o.reclaim.only_lower_priority = Rand(2) == 0;
     h_.options = o;
