@@ -1,6 +1,7 @@
 #include "gpusched/core/extender_service.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "absl/container/flat_hash_set.h"
@@ -16,11 +17,60 @@ constexpr int32_t kPrefetchAhead = 8;
 // An index for a position whose name an earlier position already names.
 constexpr int32_t kRepeated = -2;
 
+// The last node-name list one thread resolved, with its answer.
+// kube-scheduler sends the same list cycle after cycle (the simulator the
+// very same one), so a list equal to it on the same node set is answered by
+// comparing names, without a hash lookup per name.
+struct LastNames {
+  std::shared_ptr<const void> node_set;  // ClusterSnapshot::node_set()
+  std::string arena;                     // the names, one after another
+  std::vector<uint32_t> ends;            // where each name ends in `arena`
+  std::vector<int32_t> indices;
+  bool Matches(const ClusterSnapshot& snapshot, const std::vector<std::string_view>& names) const {
+    if (node_set.get() != snapshot.node_set_identity() || ends.size() != names.size()) {
+      return false;
+    }
+    uint32_t begin = 0;
+    for (size_t i = 0; i < names.size(); ++i) {
+      const uint32_t len = ends[i] - begin;
+      if (len != names[i].size() || std::memcmp(arena.data() + begin, names[i].data(), len) != 0) {
+        return false;
+      }
+      begin = ends[i];
+    }
+    return true;
+  }
+  void Remember(const ClusterSnapshot& snapshot, const std::vector<std::string_view>& names,
+                const std::vector<int32_t>& answer) {
+    node_set = snapshot.node_set();
+    arena.clear();
+    ends.clear();
+    for (std::string_view n : names) {
+      arena.append(n);
+      ends.push_back(static_cast<uint32_t>(arena.size()));
+    }
+    indices = answer;
+  }
+};
+
+std::vector<int32_t> ResolveNames(const ClusterSnapshot& snapshot,
+                                  const std::vector<std::string_view>& names);
+
+// ResolveNames, remembered per thread for the next request's list.
+std::vector<int32_t> IndicesOnce(const ClusterSnapshot& snapshot,
+                                 const std::vector<std::string_view>& names) {
+  thread_local LastNames last;
+  if (last.Matches(snapshot, names)) return last.indices;
+  std::vector<int32_t> indices = ResolveNames(snapshot, names);
+  last.Remember(snapshot, names, indices);
+  return indices;
+}
+
 // The node index of every name (-1: not in the view), and kRepeated where
 // an earlier position names the same node: a bit per node, plus a set of
 // the unknown names only when there are two of them.
-std::vector<int32_t> IndicesOnce(const ClusterSnapshot& snapshot,
-                                 const std::vector<std::string_view>& names) {
+std::vector<int32_t> ResolveNames(const ClusterSnapshot& snapshot,
+                                  const std::vector<std::string_view>& names) {
   std::vector<int32_t> indices;
   snapshot.FindIndices(names, &indices);
   std::vector<uint64_t> seen((snapshot.nodes().size() + 63) / 64, 0);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "gpusched/core/extender_service.h"
 #include "gpusched/util/strings.h"
@@ -179,6 +180,39 @@ TEST_F(WireTest, RepeatedNodeNamesAreAnsweredOnce) {
                 answer["FailedAndUnresolvableNodes"].size(),
             list["Nodes"]["items"].size() - 1)
       << answer.dump();
+}
+
+// Each thread remembers the last name list it resolved: a list equal to it
+// (kube-scheduler's next cycle) is answered from that memory, a list that
+// differs in one name, or the same list after the node set changed, is
+// looked up again. Every answer equals a fresh thread's (empty memory).
+TEST_F(WireTest, RepeatedNameListsAnswerAsAFreshLookup) {
+  json request = json::parse(Golden("filter_cache_request.json"));
+  auto filter = [&](std::vector<std::string> names) {
+    request["NodeNames"] = names;
+    std::string body = request.dump();
+    auto args = decoder_.DecodeExtenderArgs(body);
+    EXPECT_TRUE(args.ok()) << args.status();
+    const std::string here = codec::EncodeFilterResult(*args, service_->Filter(*args));
+    std::string fresh;
+    std::thread([&] { fresh = codec::EncodeFilterResult(*args, service_->Filter(*args)); }).join();
+    EXPECT_EQ(here, fresh);
+    return here;
+  };
+  const std::vector<std::string> a = {"gpu-h100-001", "gpu-h100-002", "ghost", "gpu-h100-007",
+                                      "gpu-h100-001"};
+  std::vector<std::string> b = a;
+  b[2] = "gpu-a100-mig-003";  // same length, one name differs
+  const std::string first = filter(a);
+  EXPECT_EQ(filter(a), first);
+  EXPECT_NE(filter(b), first);
+  EXPECT_EQ(filter(a), first);
+  // The ghost node appears: same list, new node set.
+  state_->UpsertNode(testing::Hgx8H100("ghost"));
+  state_->Commit();
+  const std::string after = filter(a);
+  EXPECT_NE(after, first);
+  EXPECT_NE(after.find("\"ghost\""), std::string::npos);
 }
 
 TEST_F(WireTest, PreemptArgsBothForms) {

@@ -94,6 +94,9 @@ class ClusterSnapshot {
   // exactly when both hold the same node names at the same indices (the
   // index is rebuilt only when the node set changes).
   const void* node_set_identity() const { return index_.get(); }
+  // The node set itself: while held, no other node set can have its
+  // identity (a cache keyed by node_set_identity holds this).
+  std::shared_ptr<const void> node_set() const { return index_; }
   // A hint that hot(index) is read soon (loops over request order, where
   // indices are random, prefetch a few nodes ahead).
   void PrefetchHot(int32_t index) const { __builtin_prefetch(&hot_[index]); }
