@@ -24,6 +24,8 @@ constexpr char kUsage[] =
     "  fgd:      --policy NAME --seed N --tune 1.3 --out result.json [--html report.html]\n"
     "            --grid --policies a,b --traces f1.csv,f2.csv --seeds 42-51 --out-dir DIR\n"
     "  replay:   --vc-nodes FILE --load K --policy fifo|sjf|srtf|gpusched --out r.json\n"
+    "            [--kube-backoff: failed pods wait kube-scheduler's backoff, 1 s doubling to 10 "
+    "s]\n"
     "  e2e:      --write-cluster LIST.json (for `gpusched serve --cluster`; with --pods-csv,\n"
     "            --seed and --tune it holds the run's GPU pods, pending), then\n"
     "            --extender http://127.0.0.1:8888/scheduler [--policy gpusched-extender]\n"
@@ -36,7 +38,7 @@ int Simulate(const std::vector<std::string>& args) {
                "jobs-json", "policy",    "policies", "seed",       "seeds",        "tune",
                "out",       "out-dir",   "html",     "traces",     "config",       "extender",
                "threads",   "vc-nodes",  "load",     "trace-name", "write-cluster"},
-              {"grid", "quiet"}, kUsage);
+              {"grid", "quiet", "kube-backoff"}, kUsage);
   if (auto exit_code = flags.ParseOrExit("simulate", args)) return *exit_code;
   sim::DriverOptions o;
   o.protocol = flags.Get("protocol", "fgd");
@@ -58,6 +60,7 @@ int Simulate(const std::vector<std::string>& args) {
   o.trace_name = flags.Get("trace-name");
   o.grid = flags.Has("grid");
   o.progress = !flags.Has("quiet");
+  o.kube_backoff = flags.Has("kube-backoff");
   bool ok = absl::SimpleAtoi(ToAbsl(flags.Get("seed", "42")), &o.seed) &&
             absl::SimpleAtod(ToAbsl(flags.Get("tune", "1.3")), &o.tune) &&
             absl::SimpleAtod(ToAbsl(flags.Get("load", "1")), &o.load) &&

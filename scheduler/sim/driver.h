@@ -32,6 +32,8 @@ struct DriverOptions {
   int threads = 2;
   bool grid = false;
   bool progress = true;
+  // replay, gpusched: model kube-scheduler's pod backoff (ReplayOptions).
+  bool kube_backoff = false;
   std::string out, out_dir = ".", html, extender, trace_name;
   // fgd: writes the cluster as a Kubernetes List (for `serve --cluster`);
   // without a workload, that is all the run does.

@@ -8,9 +8,11 @@
 #include <memory>
 #include <numeric>
 #include <queue>
+#include <set>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "gpusched/core/cluster_source.h"
 #include "gpusched/core/cluster_state.h"
@@ -29,6 +31,11 @@ constexpr char kCohort[] = "vcs";
 // kube-scheduler moves unschedulable pods back to its active queue at least
 // this often (podMaxInUnschedulablePodsDuration).
 constexpr double kUnschedulableFlushSeconds = 300;
+// kube-scheduler's pod backoff (with ReplayOptions::kube_backoff): 1 s after
+// the first failed attempt, doubling, at most 10 s; the backoff queue is
+// flushed once a second.
+constexpr double kInitialBackoffSeconds = 1;
+constexpr double kMaxBackoffSeconds = 10;
 // Passes over the pending pods per event while binds or evictions happen.
 constexpr int kMaxPasses = 16;
 // An evicted pod terminates and its Job controller creates the replacement
@@ -146,14 +153,20 @@ class QueueReplay {
                      [&](int a, int b) { return jobs_[a].submit < jobs_[b].submit; });
     size_t next = 0;
     double next_sample = 0;
-    while (next < arrivals.size() || !done_.empty() || !recreate_.empty() || !terminate_.empty()) {
+    while (next < arrivals.size() || !done_.empty() || !recreate_.empty() || !terminate_.empty() ||
+           !wake_.empty()) {
       double t = next < arrivals.size() ? jobs_[arrivals[next]].submit : 1e300;
       if (!done_.empty()) t = std::min(t, done_.top().time);
       if (!recreate_.empty()) t = std::min(t, recreate_.top().time);
       if (!terminate_.empty()) t = std::min(t, terminate_.top().time);
+      if (!wake_.empty()) t = std::min(t, *wake_.begin());
       while (next_sample <= t) Sample(next_sample), next_sample += o_.sample_every;
       now_ms_ = std::llround(t * 1000);
-      bool released = false;
+      bool released = false, flush = false;
+      while (!wake_.empty() && *wake_.begin() <= t) {
+        wake_.erase(wake_.begin());
+        flush = true;  // the backoff queue's flush: moved pods whose backoff passed
+      }
       while (!done_.empty() && done_.top().time <= t) {
         Completion c = done_.top();
         done_.pop();
@@ -182,7 +195,7 @@ class QueueReplay {
           CreatePods(u, t, &fresh);
         }
       }
-      Pass(t, released, fresh);
+      Pass(t, released, fresh, flush);
       Ticks(t);
       Check(t);
     }
@@ -243,14 +256,17 @@ class QueueReplay {
 
   // kube-scheduler: pods whose turn it is, in its queue order (priority,
   // then creation time); after a bind or an eviction every pending pod.
-  void Pass(double t, bool all, const std::vector<std::string>& fresh) {
+  void Pass(double t, bool all, const std::vector<std::string>& fresh, bool flush = false) {
     for (int pass = 0; pass < kMaxPasses; ++pass) {
       std::vector<std::string> order;
       for (const auto& [key, uid] : pending_) {
         const bool due = t - last_try_[uid] >= kUnschedulableFlushSeconds;
-        if (all || pass > 0 || due || std::find(fresh.begin(), fresh.end(), uid) != fresh.end()) {
-          order.push_back(uid);
-        }
+        const bool is_new = std::find(fresh.begin(), fresh.end(), uid) != fresh.end();
+        const bool flushed = flush && moved_.contains(uid);
+        if (!(all || pass > 0 || due || is_new || flushed)) continue;
+        if (o_.kube_backoff && !due && !is_new && BackingOff(uid, t)) continue;
+        moved_.erase(uid);
+        order.push_back(uid);
       }
       bool progress = false;
       for (const std::string& uid : order) {
@@ -269,10 +285,27 @@ class QueueReplay {
         if (!r.node.empty()) {
           Bound(uid, t);
           progress = true;
+        } else {
+          ++attempts_[uid];
         }
       }
       if (!progress) break;
     }
+  }
+
+  // With kube_backoff: true if `uid` failed a cycle whose backoff has not
+  // passed at `t`: an event moved it to the backoff queue, and it is
+  // retried at the first flush after its backoff passes.
+  bool BackingOff(const std::string& uid, double t) {
+    auto a = attempts_.find(uid);
+    if (a == attempts_.end() || a->second == 0) return false;
+    const double backoff = std::min(
+        kMaxBackoffSeconds, kInitialBackoffSeconds * std::ldexp(1.0, std::min(a->second - 1, 8)));
+    const double until = last_try_[uid] + backoff;
+    if (t >= until) return false;
+    moved_.insert(uid);
+    wake_.insert(std::ceil(until));
+    return true;
   }
 
   // The queue manager's periodic work; its reclaim victims start
@@ -319,6 +352,8 @@ class QueueReplay {
       state_.RemovePod(uid);
       unit_of_.erase(uid);
       last_try_.erase(uid);
+      attempts_.erase(uid);
+      moved_.erase(uid);
     }
     x.uids.clear();
     x.bound = 0;
@@ -428,7 +463,10 @@ class QueueReplay {
   absl::flat_hash_map<std::string, PodRequest> pods_;  // live pods by uid
   absl::flat_hash_map<std::string, int> unit_of_;
   absl::flat_hash_map<std::string, double> last_try_;
-  std::map<PendingKey, std::string> pending_;  // kube-scheduler's queue order
+  absl::flat_hash_map<std::string, int> attempts_;  // failed cycles (kube_backoff)
+  std::set<double> wake_;                           // backoff flushes due (kube_backoff)
+  absl::flat_hash_set<std::string> moved_;          // in the backoff queue (kube_backoff)
+  std::map<PendingKey, std::string> pending_;       // kube-scheduler's queue order
   absl::flat_hash_map<std::string, PendingKey> key_of_;
   int64_t created_ = 0;
   std::priority_queue<Completion> done_;

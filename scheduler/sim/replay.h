@@ -38,6 +38,12 @@ struct ReplayOptions {
   SchedulerConfig config;
   // gpusched only: called after every event time with the cluster (tests).
   std::function<void(double t, const ClusterSnapshot& snapshot)> on_step;
+  // gpusched only: a pod that failed a cycle is retried on a cluster event
+  // only once its backoff has passed (kube-scheduler's podInitialBackoff 1 s,
+  // doubling per attempt, podMaxBackoff 10 s; its backoff queue is flushed
+  // every second). Off: every pending pod is retried at once after every
+  // event (the hand-computed tests' model).
+  bool kube_backoff = false;
 };
 
 struct NamespaceStats {

@@ -46,6 +46,7 @@ absl::Status RunReplayDriver(const DriverOptions& o) {
     ro.policy = p;
     ro.load = o.load;
     ro.config = o.config;
+    ro.kube_backoff = o.kube_backoff;
     if (o.progress)
       std::fprintf(stderr, "[replay] %s x%.1f: %zu jobs...\n", p.c_str(), o.load, jobs.size());
     auto r = RunReplay(jobs, pools, ro);

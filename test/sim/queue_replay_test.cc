@@ -113,6 +113,35 @@ TEST(QueueReplay, HighPriorityPreemptsLowThroughTheQueueManager) {
   EXPECT_EQ(n->preemptions, 0);
 }
 
+// kube-scheduler's backoff (kube_backoff): b fails its cycle at 99.8 (the
+// node is busy until 100.3); the completion at 100.3 moves it to the
+// backoff queue, and it starts at the flush after its 1 s backoff passes
+// (101), not at 100.3 as with instant retries.
+TEST(QueueReplay, KubeBackoffDelaysTheRetryAfterAnEvent) {
+  auto jobs = Jobs(R"([
+    {"name":"a","namespace":"a","gpusPerPod":8,"duration":100.3,"submit":0},
+    {"name":"b","namespace":"a","gpusPerPod":8,"duration":10,"submit":99.8}])");
+  auto instant = RunReplay(jobs, {{"a", 1}}, Gpusched());
+  ASSERT_TRUE(instant.ok()) << instant.status();
+  EXPECT_NEAR(instant->avg_jct, (100.3 + (110.3 - 99.8)) / 2, 1e-9);
+  ReplayOptions o = Gpusched();
+  o.kube_backoff = true;
+  auto backoff = RunReplay(jobs, {{"a", 1}}, o);
+  ASSERT_TRUE(backoff.ok()) << backoff.status();
+  EXPECT_NEAR(backoff->avg_jct, (100.3 + (111 - 99.8)) / 2, 1e-9);
+  // A gang that never fits the nodes does not keep the replay alive: its
+  // failed cycles leave no flush behind once events stop, and the replay
+  // ends reporting the job.
+  auto never = Jobs(R"([
+    {"name":"a","namespace":"a","gpusPerPod":8,"duration":50,"submit":0},
+    {"name":"big","namespace":"a","gpusPerPod":8,"pods":2,"gang":true,"duration":10,"submit":1}])");
+  o.config.quotas.enabled = true;
+  o.config.quotas.namespaces["a"].gpus = {16, 16};
+  auto n = RunReplay(never, {{"a", 1}}, o);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().message(), "a job never finished");
+}
+
 // Three 8-GPU nodes; VC a owns two, b one (idle, lends to a). Two 5-GPU
 // jobs leave 3 GPUs free on two nodes and one node empty. A gang of two
 // 6-GPU pods fits quota (22 <= 24, borrowing 6 of b's 8) but only one pod
