@@ -16,6 +16,7 @@ namespace {
 using ::gpusched::testing::Hgx8H100;
 using ::gpusched::testing::PodBuilder;
 using ::testing::ElementsAre;
+using testing::H100s;
 using testing::Harness;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -24,12 +25,6 @@ using testing::Quotas;
 using ::testing::SizeIs;
 
 constexpr int64_t kNowS = 1'000'000 / 1000;  // the harness's clock
-
-std::vector<NodeSpec> H100s(int n) {
-  std::vector<NodeSpec> out;
-  for (int i = 0; i < n; ++i) out.push_back(Hgx8H100("h" + std::to_string(i)));
-  return out;
-}
 
 // A pod of `workload` that has been running on `node` since `start_s`.
 PodRequest RunningSince(const std::string& name, const std::string& workload, int gpus,

@@ -17,18 +17,13 @@ namespace {
 using ::gpusched::testing::Hgx8H100;
 using ::gpusched::testing::PodBuilder;
 using ::testing::ElementsAre;
+using testing::H100s;
 using testing::Harness;
 using ::testing::IsEmpty;
 using testing::Quota;
 using testing::Quotas;
 using ::testing::SizeIs;
 using ::testing::UnorderedElementsAre;
-
-std::vector<NodeSpec> H100s(int n) {
-  std::vector<NodeSpec> out;
-  for (int i = 0; i < n; ++i) out.push_back(Hgx8H100("h" + std::to_string(i)));
-  return out;
-}
 
 PodRequest Running(const std::string& name, const std::string& ns, const std::string& node,
                    int32_t priority, const std::string& gang = "", int32_t gang_size = 0) {

@@ -2,6 +2,12 @@
 
 namespace gpusched::queue::testing {
 
+std::vector<NodeSpec> H100s(int n) {
+  std::vector<NodeSpec> out;
+  for (int i = 0; i < n; ++i) out.push_back(gpusched::testing::Hgx8H100("h" + std::to_string(i)));
+  return out;
+}
+
 QuotaConfig Quotas(std::vector<std::pair<std::string, NamespaceQuota>> namespaces,
                    NamespaceQuota default_quota) {
   QuotaConfig q;

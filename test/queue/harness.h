@@ -55,6 +55,9 @@ struct Harness {
   std::unique_ptr<QueueManager> queue;
 };
 
+// `n` HGX H100 nodes named h0, h1, ...
+std::vector<NodeSpec> H100s(int n);
+
 QuotaConfig Quotas(std::vector<std::pair<std::string, NamespaceQuota>> namespaces,
                    NamespaceQuota default_quota = {});
 NamespaceQuota Quota(int64_t guaranteed, int64_t limit, std::string cohort = "");

@@ -15,6 +15,7 @@ using ::gpusched::testing::Pcie4xT4;
 using ::gpusched::testing::PodBuilder;
 using ::testing::AnyOf;
 using ::testing::ElementsAre;
+using testing::H100s;
 using testing::Harness;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -26,12 +27,6 @@ QueueOptions ResearchCohort() {
   QueueOptions o;
   o.quotas = Quotas({{"team-a", Quota(16, 24, "research")}, {"team-b", Quota(8, 8, "research")}});
   return o;
-}
-
-std::vector<NodeSpec> H100s(int n) {
-  std::vector<NodeSpec> out;
-  for (int i = 0; i < n; ++i) out.push_back(Hgx8H100("h" + std::to_string(i)));
-  return out;
 }
 
 PodRequest Running(const std::string& name, const std::string& ns, int gpus,
