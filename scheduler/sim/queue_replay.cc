@@ -143,6 +143,7 @@ class QueueReplay {
     service_->SetGate(queue_.get());
     cycle_ = std::make_unique<KubeCycle>(service_.get(), &state_, node_names_);
     run_.max_borrowed.assign(names_.size(), 0);
+    waiting_.assign(names_.size(), 0);
     return absl::OkStatus();
   }
 
@@ -247,6 +248,7 @@ class QueueReplay {
       const PendingKey key{-int64_t{p.priority}, p.creation_unix, ++created_};
       key_of_[p.uid] = key;
       pending_[key] = p.uid;
+      ++waiting_[j.ns];
       fresh->push_back(p.uid);
       state_.UpsertPod(p);
       pods_[p.uid] = std::move(p);
@@ -333,7 +335,7 @@ class QueueReplay {
 
   void Bound(const std::string& uid, double t) {
     Unit& x = units_[unit_of_[uid]];
-    pending_.erase(key_of_[uid]);
+    waiting_[jobs_[x.job].ns] -= static_cast<int>(pending_.erase(key_of_[uid]));
     if (++x.bound < x.pods) return;
     x.running = true;
     x.run_start = t;
@@ -345,7 +347,7 @@ class QueueReplay {
     for (const std::string& uid : x.uids) {
       auto key = key_of_.find(uid);
       if (key != key_of_.end()) {
-        pending_.erase(key->second);
+        waiting_[jobs_[x.job].ns] -= static_cast<int>(pending_.erase(key->second));
         key_of_.erase(key);
       }
       pods_.erase(uid);
@@ -405,9 +407,11 @@ class QueueReplay {
 
   void Check(double t) {
     auto snapshot = state_.Snapshot();
-    queue::QuotaLedger ledger(quotas_, *snapshot);
-    std::vector<int> waiting(names_.size(), 0);
-    for (const auto& [key, uid] : pending_) ++waiting[jobs_[units_[unit_of_[uid]].job].ns];
+    // Usage summed over the snapshot by an index of the check's own (not the
+    // queue's), re-reading only the nodes that changed.
+    checked_usage_.Update(snapshot);
+    queue::QuotaLedger ledger(quotas_, checked_usage_.use());
+    const std::vector<int>& waiting = waiting_;
     owed_since_.resize(names_.size(), -1);
     for (size_t n = 0; n < names_.size(); ++n) {
       const int64_t usage = ledger.Usage(names_[n]);
@@ -464,6 +468,8 @@ class QueueReplay {
   absl::flat_hash_map<std::string, int> unit_of_;
   absl::flat_hash_map<std::string, double> last_try_;
   absl::flat_hash_map<std::string, int> attempts_;  // failed cycles (kube_backoff)
+  std::vector<int> waiting_;                        // pending pods per pool (namespace)
+  queue::UsageIndex checked_usage_;                 // Check's own usage sums
   std::set<double> wake_;                           // backoff flushes due (kube_backoff)
   absl::flat_hash_set<std::string> moved_;          // in the backoff queue (kube_backoff)
   std::map<PendingKey, std::string> pending_;       // kube-scheduler's queue order
