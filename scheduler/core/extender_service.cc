@@ -130,6 +130,15 @@ std::shared_ptr<const policy::Framework> ExtenderService::framework() const {
 
 void ExtenderService::SetGate(PodGate* gate) { gate_ = gate; }
 
+std::shared_ptr<const ResolvedNodeNames> ExtenderService::Resolve(
+    const std::vector<std::string_view>& names) const {
+  auto snapshot = state_->Snapshot();
+  auto out = std::make_shared<ResolvedNodeNames>();
+  out->node_set = snapshot->node_set();
+  out->indices = ResolveNames(*snapshot, names);
+  return out;
+}
+
 FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   FilterOutcome out;
   if (!ready_) {
@@ -139,7 +148,12 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   const PodRequest& pod = args.pod;
   const int32_t n = static_cast<int32_t>(args.node_names.size());
   auto snapshot = state_->Snapshot();
-  const std::vector<int32_t> indices = IndicesOnce(*snapshot, args.node_names);
+  std::vector<int32_t> looked_up;
+  const bool prepared = args.resolved != nullptr &&
+                        args.resolved->node_set.get() == snapshot->node_set_identity() &&
+                        args.resolved->indices.size() == args.node_names.size();
+  if (!prepared) looked_up = IndicesOnce(*snapshot, args.node_names);
+  const std::vector<int32_t>& indices = prepared ? args.resolved->indices : looked_up;
   if (pod.gpu.count == 0) {
     out.passed.reserve(n);
     for (int32_t i = 0; i < n; ++i) {

@@ -18,6 +18,11 @@ KubeCycle::KubeCycle(ExtenderService* service, ClusterState* state,
 CycleResult KubeCycle::Schedule(const PodRequest& pod) {
   CycleResult r;
   args_.pod = pod;
+  // The node list never changes here: resolved once per node set.
+  if (args_.resolved == nullptr ||
+      args_.resolved->node_set.get() != state_->Snapshot()->node_set_identity()) {
+    args_.resolved = service_->Resolve(args_.node_names);
+  }
   FilterOutcome filtered = service_->Filter(args_);
   if (!filtered.error.empty()) {
     r.reason = filtered.error;

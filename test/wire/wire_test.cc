@@ -185,7 +185,9 @@ TEST_F(WireTest, RepeatedNodeNamesAreAnsweredOnce) {
 // Each thread remembers the last name list it resolved: a list equal to it
 // (kube-scheduler's next cycle) is answered from that memory, a list that
 // differs in one name, or the same list after the node set changed, is
-// looked up again. Every answer equals a fresh thread's (empty memory).
+// looked up again. Every answer equals a fresh thread's (empty memory). A
+// list resolved in advance (ExtenderService::Resolve) answers alike, and not
+// at all once the node set has changed.
 TEST_F(WireTest, RepeatedNameListsAnswerAsAFreshLookup) {
   json request = json::parse(Golden("filter_cache_request.json"));
   auto filter = [&](std::vector<std::string> names) {
@@ -205,6 +207,17 @@ TEST_F(WireTest, RepeatedNameListsAnswerAsAFreshLookup) {
   b[2] = "gpu-a100-mig-003";  // same length, one name differs
   const std::string first = filter(a);
   EXPECT_EQ(filter(a), first);
+  // An in-process caller's list resolved once answers alike.
+  std::vector<std::string_view> views(a.begin(), a.end());
+  ExtenderArgs prepared;
+  std::string golden = Golden("filter_cache_request.json");
+  prepared.pod = decoder_.DecodeExtenderArgs(golden)->pod;
+  prepared.node_names = views;
+  prepared.resolved = service_->Resolve(views);
+  ExtenderArgs plain = prepared;
+  plain.resolved = nullptr;
+  EXPECT_EQ(codec::EncodeFilterResult(prepared, service_->Filter(prepared)),
+            codec::EncodeFilterResult(plain, service_->Filter(plain)));
   EXPECT_NE(filter(b), first);
   EXPECT_EQ(filter(a), first);
   // The ghost node appears: same list, new node set.
@@ -212,6 +225,12 @@ TEST_F(WireTest, RepeatedNameListsAnswerAsAFreshLookup) {
   state_->Commit();
   const std::string after = filter(a);
   EXPECT_NE(after, first);
+  // What was resolved on the old node set is not used on the new one.
+  plain.pod = prepared.pod;
+  EXPECT_EQ(codec::EncodeFilterResult(prepared, service_->Filter(prepared)),
+            codec::EncodeFilterResult(plain, service_->Filter(plain)));
+  EXPECT_NE(codec::EncodeFilterResult(prepared, service_->Filter(prepared)).find("\"ghost\""),
+            std::string::npos);
   EXPECT_NE(after.find("\"ghost\""), std::string::npos);
 }
 

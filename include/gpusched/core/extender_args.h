@@ -6,6 +6,7 @@
 #define GPUSCHED_CORE_EXTENDER_ARGS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,6 +15,15 @@
 #include "gpusched/model/pod.h"
 
 namespace gpusched {
+
+// A node-name list resolved to node indices once, for an in-process caller
+// that sends the same list cycle after cycle (the simulator's
+// kube-scheduler): made only by ExtenderService::Resolve, never by a
+// decoder, and used only while the node set is the one it was made for.
+struct ResolvedNodeNames {
+  std::shared_ptr<const void> node_set;  // ClusterSnapshot::node_set()
+  std::vector<int32_t> indices;
+};
 
 // ExtenderArgs (filter and prioritize requests).
 struct ExtenderArgs {
@@ -28,6 +38,9 @@ struct ExtenderArgs {
   std::vector<std::string_view> node_names;
   // Non-cache mode: each node object's JSON text, to echo back in Nodes.
   std::vector<std::string> node_json;
+  // In-process callers only: `node_names` resolved by
+  // ExtenderService::Resolve (ignored once the node set has changed).
+  std::shared_ptr<const ResolvedNodeNames> resolved;
 };
 
 // ExtenderFilterResult. Node indices refer to ExtenderArgs::node_names.

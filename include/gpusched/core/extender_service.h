@@ -103,6 +103,9 @@ class ExtenderService {
 
   // Each node once: a position repeating an earlier one's name is in no list.
   FilterOutcome Filter(const ExtenderArgs& args) const;
+  // `names` resolved on the current node set, for ExtenderArgs::resolved.
+  std::shared_ptr<const ResolvedNodeNames> Resolve(
+      const std::vector<std::string_view>& names) const;
   // Returns one score per args.node_names entry, 0..10 (MaxExtenderPriority),
   // or kRepeatedNodeScore where the name repeats an earlier position's (the
   // encoder leaves it out: kube-scheduler would add both scores).
