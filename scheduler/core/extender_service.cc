@@ -71,7 +71,9 @@ struct LastNames {
 std::vector<int32_t> ResolveNames(const ClusterSnapshot& snapshot,
                                   const std::vector<std::string_view>& names);
 
-// ResolveNames, remembered per thread for the next request's list.
+// ResolveNames, remembered per thread for the next request's list. Filter
+// only: prioritize names the filter's survivors, a different list each
+// time, which would replace the filter's list in the memory every cycle.
 std::vector<int32_t> IndicesOnce(const ClusterSnapshot& snapshot,
                                  const std::vector<std::string_view>& names) {
   thread_local LastNames last;
@@ -276,7 +278,7 @@ std::vector<int64_t> ExtenderService::Prioritize(const ExtenderArgs& args) const
   auto fw = framework();
   policy::PodContext ctx = fw->Prepare(args.pod, *snapshot);
   policy::FilterMemo memo(*fw, ctx);
-  const std::vector<int32_t> indices = IndicesOnce(*snapshot, args.node_names);
+  const std::vector<int32_t> indices = ResolveNames(*snapshot, args.node_names);
   for (size_t i = 0; i < indices.size(); ++i) {
     if (i + kPrefetchAhead < indices.size() && indices[i + kPrefetchAhead] >= 0) {
       snapshot->PrefetchHot(indices[i + kPrefetchAhead]);
