@@ -34,6 +34,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -307,27 +308,52 @@ double Metric(const std::string& text, const std::string& series) {
   return NAN;
 }
 
-// A Prometheus histogram's buckets: (le, cumulative count).
-std::vector<std::pair<double, double>> Buckets(const std::string& text, const std::string& name) {
-  std::vector<std::pair<double, double>> buckets;
+// A Prometheus histogram's buckets: (le, cumulative count), summed over the
+// series whose labels contain `match` (every series when empty).
+std::vector<std::pair<double, double>> Buckets(const std::string& text, const std::string& name,
+                                               const std::string& match = "") {
+  std::map<double, double> sums;
   std::istringstream in(text);
   std::string line;
-  const std::string prefix = name + "_bucket{le=\"";
+  const std::string prefix = name + "_bucket{";
   while (std::getline(in, line)) {
     if (line.rfind(prefix, 0) != 0) continue;
-    const std::string le =
-        line.substr(prefix.size(), line.find('"', prefix.size()) - prefix.size());
-    buckets.push_back({le == "+Inf" ? INFINITY : std::atof(le.c_str()),
-                       std::atof(line.c_str() + line.rfind(' ') + 1)});
+    const size_t close = line.find('}');
+    const std::string labels = line.substr(prefix.size(), close - prefix.size());
+    if (!match.empty() && labels.find(match) == std::string::npos) continue;
+    const size_t at = labels.find("le=\"");
+    if (at == std::string::npos) continue;
+    const std::string le = labels.substr(at + 4, labels.find('"', at + 4) - at - 4);
+    sums[le == "+Inf" ? INFINITY : std::atof(le.c_str())] +=
+        std::atof(line.c_str() + line.rfind(' ') + 1);
   }
-  return buckets;
+  return {sums.begin(), sums.end()};
+}
+
+// The label values of `label` over the series of histogram `name`.
+std::set<std::string> LabelValues(const std::string& text, const std::string& name,
+                                  const std::string& label) {
+  std::set<std::string> values;
+  std::istringstream in(text);
+  std::string line;
+  const std::string prefix = name + "_count{";
+  const std::string key = label + "=\"";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const size_t at = line.find(key);
+    if (at == std::string::npos) continue;
+    const size_t b = at + key.size();
+    values.insert(line.substr(b, line.find('"', b) - b));
+  }
+  return values;
 }
 
 // Upper bound of the bucket holding quantile q (q = 1: the largest) of what
-// was observed between two scrapes of the histogram `name`.
+// was observed between two scrapes of the histogram `name` (its series whose
+// labels contain `match`).
 double HistogramQuantile(const std::string& before, const std::string& after,
-                         const std::string& name, double q) {
-  auto b = Buckets(before, name), a = Buckets(after, name);
+                         const std::string& name, double q, const std::string& match = "") {
+  auto b = Buckets(before, name, match), a = Buckets(after, name, match);
   if (a.empty()) return NAN;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) a[i].second -= b[i].second;
   if (a.back().second <= 0) return NAN;
@@ -456,6 +482,7 @@ int main(int argc, char** argv) {
   std::printf("bind       %s (%d admitted, %d bound)\n", bind.Summary().c_str(), admitted, binds);
   std::printf("debug/queues?namespace= %s\n", debug.Summary().c_str());
   const std::string hold = "gpusched_queue_lock_hold_seconds";
+  const std::string hold_cpu = "gpusched_queue_lock_hold_cpu_seconds";
   const std::string tick = "gpusched_queue_tick_seconds";
   std::printf(
       "queue lock during the run: p99 <= %.3f ms, longest <= %.3f ms (histogram buckets); "
@@ -463,6 +490,17 @@ int main(int argc, char** argv) {
       HistogramQuantile(metrics_at_start, metrics, hold, 0.99) * 1000,
       HistogramQuantile(metrics_at_start, metrics, hold, 1.0) * 1000,
       Metric(metrics, "gpusched_queue_lock_hold_max_seconds") * 1000);
+  // Per call site: the longest hold and the holder's CPU time in the
+  // longest CPU bucket (wall far above CPU: descheduled while holding).
+  for (const std::string& site : LabelValues(metrics, hold, "site")) {
+    const std::string match = "site=\"" + site + "\"";
+    const double longest = HistogramQuantile(metrics_at_start, metrics, hold, 1.0, match);
+    if (std::isnan(longest)) continue;
+    std::printf("queue lock site %-14s p99 <= %.3f ms, longest <= %.3f ms, CPU longest <= %.3f ms\n",
+                site.c_str(), HistogramQuantile(metrics_at_start, metrics, hold, 0.99, match) * 1000,
+                longest * 1000,
+                HistogramQuantile(metrics_at_start, metrics, hold_cpu, 1.0, match) * 1000);
+  }
   std::printf("tick: p50 <= %.3f ms, p99 <= %.3f ms, %g ticks\n",
               HistogramQuantile(metrics_at_start, metrics, tick, 0.5) * 1000,
               HistogramQuantile(metrics_at_start, metrics, tick, 0.99) * 1000,

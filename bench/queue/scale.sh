@@ -9,7 +9,7 @@ seconds="${2:-60}"
 run() {
   echo "== $*"
   "$build/bench/queue/queue_scale" "$build/gpusched" --seconds "$seconds" "$@" 2>&1 |
-    grep -E '^(cluster|cold|filter|prioritize|bind|debug|queue lock|tick|memory)'
+    grep -E "^(cluster|cold|filter|prioritize|bind|debug|queue lock|tick|memory)"
 }
 # Queue depth at 5,000 nodes (500 namespaces, 1,000 gangs, 5,000 names per request).
 for pending in 1000 10000 50000; do

@@ -1,7 +1,9 @@
 // QueueManager: gang reservations. Devices for every missing member of a gang
-// are found on hypothetical copies of the nodes and then held in ClusterState
-// by placeholder pods (PodRequest::reservation) until the members
-// bind or the reservation expires (gang.reservationSeconds).
+// are found on hypothetical copies of the nodes, without the queue mutex
+// (ReserveForGang: placed on a copy of the ledger, committed only if nothing
+// it read has changed meanwhile), and then held in ClusterState by
+// placeholder pods (PodRequest::reservation) until the members bind or the
+// reservation expires (gang.reservationSeconds).
 #include <algorithm>
 #include <bit>
 #include <iostream>
@@ -23,7 +25,7 @@ QueueManager::Slot* QueueManager::SlotOfLocked(const std::string& uid) {
 }
 
 std::string QueueManager::ReservedNode(const PodRequest& pod) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "reserved-node");
   return ReservedNodeLocked(pod);
 }
 
@@ -55,11 +57,11 @@ QueueManager::Room QueueManager::BestRoom(const PodRequest& pod, const policy::P
   return best;
 }
 
-int32_t QueueManager::PlaceGangLocked(const PodRequest& pod, int32_t missing,
-                                      const ClusterSnapshot& snapshot, const policy::Framework& fw,
-                                      std::vector<std::pair<std::string, DeviceMask>>* picks) {
+void QueueManager::PlaceGang(const ClusterSnapshot& snapshot, const policy::Framework& fw,
+                             GangPlacement* place) {
+  const PodRequest& pod = place->pod;
   policy::PodContext ctx = fw.Prepare(pod, snapshot);
-  QuotaLedger ledger = LedgerLocked();
+  QuotaLedger ledger = *place->ledger;
   const int64_t demand = DemandMilli(pod.gpu);
   const auto& nodes = snapshot.nodes();
   std::map<std::string, NodeInfo> changed;
@@ -68,21 +70,34 @@ int32_t QueueManager::PlaceGangLocked(const PodRequest& pod, int32_t missing,
     return c == changed.end() ? *nodes[k] : c->second;
   };
   auto fits = [&](size_t k) { return fw.Filter(ctx, view(k)).fits(); };
-  for (int32_t i = 0; i < missing; ++i) {
+  place->picks.clear();
+  for (int32_t i = 0; i < place->missing; ++i) {
     const Room room = BestRoom(pod, ctx, snapshot, fw, ledger, view, fits);
-    if (room.index == SIZE_MAX) return i;
+    if (room.index == SIZE_MAX) break;
     const std::string name = nodes[room.index]->name;
     NodeInfo next = policy::WithPod(view(room.index), pod, room.devices);
     ledger.Add(pod.ns, snapshot.product(next), demand);
     changed[name] = std::move(next);
-    picks->emplace_back(name, room.devices);
+    place->picks.emplace_back(name, room.devices);
   }
-  return missing;
+  place->placed = true;
 }
 
-std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
-                                               const ClusterSnapshot& snapshot,
-                                               const policy::Framework& fw) {
+namespace {
+
+// Whether two versions of a gang member ask for the same placement.
+bool SamePlacementInputs(const PodRequest& a, const PodRequest& b) {
+  return a.uid == b.uid && a.gang_size == b.gang_size && a.gpu.count == b.gpu.count &&
+         a.gpu.milli_per_gpu == b.gpu.milli_per_gpu &&
+         a.gpu.min_memory_mib == b.gpu.min_memory_mib && a.gpu.models == b.gpu.models &&
+         a.gpu.topology == b.gpu.topology && a.cpu_milli == b.cpu_milli &&
+         a.memory_mib == b.memory_mib && a.priority == b.priority;
+}
+
+}  // namespace
+
+std::string QueueManager::ClaimOrPrepareLocked(const PodRequest& pod, GangPlacement* place) {
+  *place = GangPlacement{};
   auto existing = reservations_.find(GangKey(pod.ns, pod.gang));
   if (existing != reservations_.end()) {
     std::vector<Slot>& slots = existing->second.slots;
@@ -104,14 +119,30 @@ std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
     return StrCat("gpusched: gang ", pod.gang, ": all ", slots.size(),
                   " reserved device sets are claimed by other members");
   }
-  const int32_t missing = pod.gang_size - HeldGangMembersLocked(pod);
   // The gang has started (its gang_size, for an elastic gang its minMember,
   // hold GPUs): a further member runs on its own, like a single pod.
+  const int32_t missing = pod.gang_size - HeldGangMembersLocked(pod);
   if (missing <= 0) return "";
-  std::vector<std::pair<std::string, DeviceMask>> picks;
-  const int32_t placed = PlaceGangLocked(pod, missing, snapshot, fw, &picks);
-  if (placed < missing) {
-    return StrCat("gpusched: gang ", pod.gang, " needs ", missing, " x ",
+  place->pod = pod;
+  place->missing = missing;
+  place->ledger = LedgerLocked();
+  place->usage_generation = usage_.generation();
+  place->config_version = config_version_;
+  return "";
+}
+
+bool QueueManager::PlacementCurrentLocked(const GangPlacement& place, const PodRequest& pod) {
+  return place.placed && place.usage_generation == usage_.generation() &&
+         place.config_version == config_version_ && SamePlacementInputs(place.pod, pod) &&
+         !reservations_.contains(GangKey(pod.ns, pod.gang)) &&
+         LedgerLocked().claims() == place.ledger->claims();
+}
+
+std::string QueueManager::CommitGangLocked(const GangPlacement& place) {
+  const PodRequest& pod = place.pod;
+  const auto placed = static_cast<int32_t>(place.picks.size());
+  if (placed < place.missing) {
+    return StrCat("gpusched: gang ", pod.gang, " needs ", place.missing, " x ",
                   FormatGpus(DemandMilli(pod.gpu)), " GPUs at once; only ", placed, " fit now");
   }
   Reservation r;
@@ -119,7 +150,7 @@ std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
   r.gang = pod.gang;
   r.deadline_ms = Now() + int64_t{options_.gang.reservation_seconds} * 1000;
   const uint64_t seq = ++reservation_seq_;
-  for (size_t i = 0; i < picks.size(); ++i) {
+  for (size_t i = 0; i < place.picks.size(); ++i) {
     PodRequest ph = pod;
     ph.uid = StrCat(kReservationUidPrefix, pod.ns, "/", pod.gang, "/", seq, "-", i);
     ph.name = StrCat("gpusched-reservation-", pod.gang, "-", seq, "-", i);
@@ -127,18 +158,58 @@ std::string QueueManager::ClaimOrReserveLocked(const PodRequest& pod,
     ph.phase = PodPhase::kPending;
     ph.start_unix = Now() / 1000;
     ph.reservation = true;
-    absl::Status s = deps_.state->Assume(ph, picks[i].first, picks[i].second);
+    absl::Status s = deps_.state->Assume(ph, place.picks[i].first, place.picks[i].second);
     if (!s.ok()) {
       ReleaseLocked(r);
       return StrCat("gpusched: gang ", pod.gang, " reservation failed: ", FromAbsl(s.message()));
     }
-    r.slots.push_back({ph.uid, picks[i].first, picks[i].second, "", false});
+    r.slots.push_back({ph.uid, place.picks[i].first, place.picks[i].second, "", false});
   }
   r.slots.front().member_uid = pod.uid;
-  Log(StrCat("gpusched: reserved ", picks.size(), " device sets for gang ", pod.ns, "/", pod.gang,
-             " for ", options_.gang.reservation_seconds, "s"));
+  Log(StrCat("gpusched: reserved ", place.picks.size(), " device sets for gang ", pod.ns, "/",
+             pod.gang, " for ", options_.gang.reservation_seconds, "s"));
   reservations_[GangKey(pod.ns, pod.gang)] = std::move(r);
   return "";
+}
+
+std::string QueueManager::ReserveForGang(const std::string& uid, const ClusterSnapshot& snapshot,
+                                         const policy::Framework& fw, const std::string& position,
+                                         std::string* reserved_node) {
+  GangPlacement place;
+  // The first placement is on the request's snapshot (as the filter saw the
+  // nodes); one redone because the cluster changed meanwhile is on the
+  // cluster as it is then.
+  std::shared_ptr<const ClusterSnapshot> latest;
+  for (int attempt = 0;; ++attempt) {
+    {
+      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "gang-reserve");
+      auto current = deps_.state->Snapshot();
+      SyncLocked(current);
+      const Entry* e = FindEntryLocked(uid);
+      if (e == nullptr) return "";  // bound or gone meanwhile
+      std::string why;
+      if (!PlacementCurrentLocked(place, e->pod)) {
+        why = ClaimOrPrepareLocked(e->pod, &place);
+        if (attempt > 0) latest = std::move(current);
+        // Bounded: after kUnlockedPlacements stale tries, place under the
+        // mutex (the answer the unlocked placement would have given).
+        if (why.empty() && place.missing > 0 && attempt >= kUnlockedPlacements) {
+          PlaceGang(latest != nullptr ? *latest : snapshot, fw, &place);
+        }
+      }
+      if (why.empty() && place.missing > 0 && place.placed) why = CommitGangLocked(place);
+      if (why.empty() && (place.missing == 0 || place.placed)) {
+        *reserved_node = ReservedNodeLocked(e->pod);
+        return "";
+      }
+      if (!why.empty()) {
+        if (!position.empty()) StrAppend(&why, "; ", position);
+        return why;
+      }
+    }
+    PlaceGang(latest != nullptr ? *latest : snapshot, fw, &place);  // without the mutex
+    if (deps_.after_unlocked_placement) deps_.after_unlocked_placement(place.picks);
+  }
 }
 
 void QueueManager::ReleaseLocked(Reservation& r) {

@@ -282,7 +282,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
   } work;
   BehindScan scan;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt");
     SyncLocked(deps_.state->Snapshot());
     // The source's pod when it waits in a queue; a pod not shown yet gets an
     // answer for what the request says (kube-scheduler evicts, not we).
@@ -335,7 +335,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
       auto plan = PlanNode(in, work.pod, *node, snapshot, fw, rules);
       if (plan.has_value()) plans.emplace_back(&c, std::move(*plan));
     }
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt-commit");
     for (const auto& [c, plan] : plans) {
       if (auto nv = AnswerNodeLocked(work.pod, *c, *snapshot.Find(c->node), plan)) {
         out.nodes.push_back(std::move(*nv));
@@ -345,7 +345,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
   }
   const std::string key = GangKey(work.pod.ns, work.pod.gang);
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt-commit");
     if (GangPlan* current = CurrentGangPlanLocked(key)) {  // planned meanwhile
       return counted(AnswerFromGangPlanLocked(*current, work.pod, args, snapshot), work.pod.ns);
     }
@@ -353,7 +353,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
   auto plan =
       PlanGang(in, work.pod, work.missing, snapshot, fw, /*reclaim=*/false, work.quota_demand);
   if (!plan.has_value()) return out;
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt");
   GangPlan* current = CurrentGangPlanLocked(key);  // another member's call may have planned
   if (current == nullptr) {
     plan->at_ms = Now();

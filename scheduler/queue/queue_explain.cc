@@ -43,7 +43,7 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
   std::unique_ptr<QuotaLedger> ledger;
   int64_t now = 0;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "report");
     SyncLocked(snapshot);
     now = Now();
     options = options_;
@@ -151,7 +151,7 @@ std::vector<QueuedPod> QueueManager::Positions(int32_t explained) {
   }
   const int64_t now = Now();
   for (const std::string& ns : namespaces) {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "positions");
     std::vector<Unit> units = UnitsLocked(ns);
     for (size_t i = 0; i < units.size(); ++i) {
       for (const Entry* e : units[i].members) {
@@ -170,7 +170,7 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   auto pod = deps_.state->FindPodByName(ns, name);
   if (!pod.has_value()) return std::nullopt;
   auto fw = deps_.framework();
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "explain");
   auto snapshot = deps_.state->Snapshot();
   SyncLocked(snapshot);
   PodReport r;
@@ -239,33 +239,58 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
 }
 
 void QueueManager::CollectMetrics(GaugeWriter& w) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
-  SyncLocked(deps_.state->Snapshot());
-  const QuotaLedger& ledger = LedgerLocked();
-  std::set<std::string> names;
-  for (const std::string& ns : ledger.Namespaces()) names.insert(ns);
-  for (const auto& [ns, q] : order_) names.insert(ns);
-  for (const auto& [ns, h] : waits_) names.insert(ns);
-  for (const std::string& ns : names) {
-    const Labels labels = {{"namespace", ns}};
-    auto q = order_.find(ns);
+  // Copied under the mutex, rendered after (500 namespaces are thousands of
+  // lines of text).
+  struct Row {
+    std::string ns;
+    size_t pending = 0;
+    int64_t usage = 0, guaranteed = 0, limit = 0, borrowed = 0;
+  };
+  std::vector<Row> rows;
+  std::vector<std::pair<std::string, WaitHistogram>> waits;
+  bool quotas = false;
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "metrics");
+    SyncLocked(deps_.state->Snapshot());
+    const QuotaLedger& ledger = LedgerLocked();
+    std::set<std::string> names;
+    for (const std::string& ns : ledger.Namespaces()) names.insert(ns);
+    for (const auto& [ns, q] : order_) names.insert(ns);
+    for (const auto& [ns, h] : waits_) names.insert(ns);
+    quotas = options_.quotas.enabled;
+    rows.reserve(names.size());
+    for (const std::string& ns : names) {
+      Row r{ns};
+      auto q = order_.find(ns);
+      r.pending = q == order_.end() ? 0 : q->second.size();
+      if (quotas) {
+        r.usage = ledger.Usage(ns);
+        r.guaranteed = ledger.Guaranteed(ns);
+        r.limit = ledger.Limit(ns);
+        r.borrowed = ledger.Borrowed(ns);
+      }
+      rows.push_back(std::move(r));
+    }
+    waits.assign(waits_.begin(), waits_.end());
+  }
+  for (const Row& r : rows) {
+    const Labels labels = {{"namespace", r.ns}};
     w.Gauge("gpusched_queue_pending_pods", "Pending GPU pods in the namespace's queue.", labels,
-            q == order_.end() ? 0.0 : static_cast<double>(q->second.size()));
-    if (options_.quotas.enabled) {
-      w.Gauge("gpusched_quota_usage_gpus", "GPUs held by the namespace.", labels,
-              ledger.Usage(ns) / 1000.0);
+            static_cast<double>(r.pending));
+    if (quotas) {
+      w.Gauge("gpusched_quota_usage_gpus", "GPUs held by the namespace.", labels, r.usage / 1000.0);
       w.Gauge("gpusched_quota_guaranteed_gpus", "GPUs guaranteed to the namespace.", labels,
-              ledger.Guaranteed(ns) / 1000.0);
+              r.guaranteed / 1000.0);
       w.Gauge("gpusched_quota_limit_gpus", "Most GPUs the namespace may hold.", labels,
-              ledger.Limit(ns) / 1000.0);
+              r.limit / 1000.0);
       w.Gauge("gpusched_quota_borrowed_gpus", "GPUs held above the guarantee.", labels,
-              ledger.Borrowed(ns) / 1000.0);
+              r.borrowed / 1000.0);
     }
   }
   // Wait histogram (cumulative buckets, observed at bind), rendered at
   // scrape time as a Prometheus histogram; bounds as in NoteWaitLocked.
   static const std::vector<double> kBounds = {1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
-  for (const auto& [ns, h] : waits_) {
+  for (const auto& [ns, h] : waits) {
     w.Histogram("gpusched_queue_wait_seconds", "Time from first sight to bind.",
                 {{"namespace", ns}}, kBounds, h.buckets, h.count, h.sum);
   }

@@ -67,7 +67,7 @@ void QueueManager::Log(const std::string& line) const {
 }
 
 void QueueManager::SetOptions(QueueOptions options) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "options");
   options_ = std::move(options);
   ledger_.reset();
   reclaim_backoff_.clear();  // new quotas or rules: plan again at once
@@ -171,7 +171,7 @@ void QueueManager::SyncLocked(std::shared_ptr<const ClusterSnapshot> snapshot) {
 }
 
 void QueueManager::Resync() {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "resync");
   full_sync_ = true;
   SyncLocked(deps_.state->Snapshot());
 }
@@ -376,13 +376,14 @@ Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& 
   // reservation under it again.
   BehindScan scan;
   Admission yes;
+  std::optional<std::string> reserve;  // a gang member's reservation is due
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "admit");
     SyncLocked(deps_.state->Snapshot());
     Entry* e = FindEntryLocked(request.uid);
     std::string why;
     if (e != nullptr) {
-      why = AdmitLocked(*e, snapshot, fw, &scan);
+      why = AdmitLocked(*e, snapshot, fw, &scan, &reserve);
     } else if (!deps_.state->FindPod(request.uid).has_value()) {
       why = AdmitUnconfirmedLocked(request, snapshot, fw, &scan);
     }  // else known but not waiting: bound or finished
@@ -391,27 +392,26 @@ Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& 
     // request says).
     e = FindEntryLocked(request.uid);
     yes.held_nodes = HeldForReclaimLocked(e != nullptr ? e->pod : request);
-    if (scan.heads.empty()) {
+    if (scan.heads.empty() && !reserve.has_value()) {
       yes.reserved_node = ReservedNodeLocked(request);
       return yes;
     }
   }
-  Evaluation ev;
-  ScanBehind(scan, snapshot, fw, &ev);
-  if (!ev.reason.empty()) return Admission::No(std::move(ev.reason));
-  if (!IsGang(scan.pod)) return yes;
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
-  SyncLocked(deps_.state->Snapshot());
-  Entry* e = FindEntryLocked(request.uid);
-  if (e == nullptr) return yes;  // bound or gone meanwhile
-  std::string why = ReserveForGangLocked(e->pod, snapshot, fw, scan.position);
+  if (!scan.heads.empty()) {
+    Evaluation ev;
+    ScanBehind(scan, snapshot, fw, &ev);
+    if (!ev.reason.empty()) return Admission::No(std::move(ev.reason));
+    if (!IsGang(scan.pod)) return yes;
+    reserve = scan.position;
+  }
+  std::string why = ReserveForGang(request.uid, snapshot, fw, *reserve, &yes.reserved_node);
   if (!why.empty()) return Admission::No(std::move(why));
-  yes.reserved_node = ReservedNodeLocked(request);
   return yes;
 }
 
 std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
-                                      const policy::Framework& fw, BehindScan* deferred) {
+                                      const policy::Framework& fw, BehindScan* deferred,
+                                      std::optional<std::string>* reserve) {
   NoteAskedLocked(e);
   const PodRequest& pod = e.pod;  // the source's pod, not the request's
   if (pod.gang_size == kGangSizeUnknown) {
@@ -424,22 +424,13 @@ std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
   Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/false, deferred);
   if (!ev.reason.empty()) return ev.reason;
   if (!IsGang(pod) || !deferred->heads.empty()) return "";  // the caller goes on after the scan
-  return ReserveForGangLocked(pod, snapshot, fw,
-                              ev.position > 0 ? StrCat("position ", ev.position, " in queue") : "");
-}
-
-std::string QueueManager::ReserveForGangLocked(const PodRequest& pod,
-                                               const ClusterSnapshot& snapshot,
-                                               const policy::Framework& fw,
-                                               const std::string& position) {
-  std::string why = ClaimOrReserveLocked(pod, snapshot, fw);
-  if (!why.empty() && !position.empty()) StrAppend(&why, "; ", position);
-  return why;
+  *reserve = ev.position > 0 ? StrCat("position ", ev.position, " in queue") : "";
+  return "";
 }
 
 std::string QueueManager::AdmitNode(const PodRequest& pod, const NodeInfo& node,
                                     const ClusterSnapshot& snapshot) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "admit-node");
   if (!options_.quotas.enabled) return "";
   SyncLocked(deps_.state->Snapshot());
   return LedgerLocked().CheckModels(pod.ns, snapshot.product(node), DemandMilli(pod.gpu));
@@ -476,7 +467,7 @@ void QueueManager::NoteWaitLocked(const std::string& ns, double seconds) {
 }
 
 void QueueManager::OnBound(const PodRequest& pod) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "bound");
   Entry* e = FindEntryLocked(pod.uid);
   if (e == nullptr) return;
   NoteWaitLocked(pod.ns, static_cast<double>(Now() - e->first_seen_ms) / 1000.0);
@@ -485,7 +476,7 @@ void QueueManager::OnBound(const PodRequest& pod) {
 
 std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& pod,
                                         std::string_view node, DeviceMask* devices) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "assume-bind");
   if (Slot* slot = SlotOfLocked(pod.uid); slot != nullptr && !slot->bound) {
     if (slot->node != node) {
       return StrCat("gpusched: gang ", pod.gang, " reserved GPUs for ", pod.Key(), " on ",
@@ -613,7 +604,7 @@ int QueueManager::Tick() {
   std::optional<PlanBatch> done;  // planned by the planner: committed here
   const bool evicts = deps_.writer != nullptr;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-sync");
     auto snapshot = deps_.state->Snapshot();
     SyncLocked(snapshot);
     ExpireReservationsLocked();
@@ -660,14 +651,14 @@ int QueueManager::Tick() {
   if (done.has_value()) {
     std::vector<std::pair<PodRequest, std::string>> send;
     {
-      TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-commit");
       send = CommitReclaimsLocked(done->jobs, done->snapshot->generation());
     }
     evictions += SendEvictions(send, "reclaim");
   }
   std::vector<std::pair<PodRequest, std::string>> over, gangs;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics);
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-followup");
     SyncLocked(deps_.state->Snapshot());
     if (evicts) gangs = GangFollowupEvictionsLocked();
     if (options_.quotas.enabled && evicts && options_.reclaim.evict_over_limit) {

@@ -120,6 +120,11 @@ struct QueueDeps {
   // Where the queue's log lines go (reservations, evictions); stderr if
   // unset. The simulator drops them (virtual time).
   std::function<void(const std::string&)> log;
+  // Tests only: runs between a gang placement found without the mutex and
+  // its commit, with the (node, devices) it picked (to change the cluster
+  // meanwhile).
+  std::function<void(const std::vector<std::pair<std::string, DeviceMask>>&)>
+      after_unlocked_placement;
 };
 
 // A pod chosen for eviction: enough to evict it and to take it out of a
@@ -406,18 +411,15 @@ class QueueManager final : public PodGate {
                                   bool all_checks, BehindScan* deferred);
   // The reason the source's pod `e` waits, or "" (Admit under the mutex).
   // When `deferred` comes back with heads, the answer so far is "" and the
-  // caller still owes the scan and, for a gang, ReserveForGangLocked.
+  // caller still owes the scan and, for a gang, ReserveForGang; without
+  // heads, `reserve` is set (to its position) when a gang member is due one.
   std::string AdmitLocked(Entry& e, const ClusterSnapshot& snapshot, const policy::Framework& fw,
-                          BehindScan* deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                          BehindScan* deferred, std::optional<std::string>* reserve)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Admission of a pod the source has not shown (yet): evaluated at its
   // place in the queue, then taken out again.
   std::string AdmitUnconfirmedLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
                                      const policy::Framework& fw, BehindScan* deferred)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // An admitted gang member: claims its slot or reserves for its gang; the
-  // reason it waits (with `position` appended) or "".
-  std::string ReserveForGangLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
-                                   const policy::Framework& fw, const std::string& position)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The ledger of the usage last synced (SyncLocked), with current claims.
   const QuotaLedger& LedgerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -427,13 +429,40 @@ class QueueManager final : public PodGate {
   // Gangs (gang_reservations.cc).
   Slot* SlotOfLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string ReservedNodeLocked(const PodRequest& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Places up to `missing` members of `pod`'s gang one after another on
-  // hypothetical copies of the nodes (best score first). Appends (node,
-  // devices) per placed member to `picks`; returns how many were placed.
-  int32_t PlaceGangLocked(const PodRequest& pod, int32_t missing, const ClusterSnapshot& snapshot,
-                          const policy::Framework& fw,
-                          std::vector<std::pair<std::string, DeviceMask>>* picks)
+  // A gang reservation being made: what it was prepared from under the
+  // mutex (ClaimOrPrepareLocked), then the placement found without it.
+  struct GangPlacement {
+    PodRequest pod;                     // the source's member
+    int32_t missing = 0;                // members to place; 0: nothing to do
+    std::optional<QuotaLedger> ledger;  // as prepared (with its claims)
+    uint64_t usage_generation = 0;
+    uint64_t config_version = 0;
+    bool placed = false;
+    std::vector<std::pair<std::string, DeviceMask>> picks;  // (node, devices) per member
+  };
+  // Stale unlocked placements before ReserveForGang places under the mutex.
+  static constexpr int kUnlockedPlacements = 2;
+  // An admitted gang member (the source's pod `uid`): claims its slot or
+  // reserves for its gang, placing without the mutex and committing only
+  // if nothing the placement read has changed. The reason it waits (with
+  // `position` appended) or "" (then `reserved_node` is its slot's node).
+  std::string ReserveForGang(const std::string& uid, const ClusterSnapshot& snapshot,
+                             const policy::Framework& fw, const std::string& position,
+                             std::string* reserved_node) ABSL_LOCKS_EXCLUDED(mu_);
+  // Claims a slot of the gang's reservation, or leaves in `place` what
+  // placing the missing members needs (missing 0: the gang has started).
+  std::string ClaimOrPrepareLocked(const PodRequest& pod, GangPlacement* place)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `place` is placed and everything it read is unchanged.
+  bool PlacementCurrentLocked(const GangPlacement& place, const PodRequest& pod)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Holds the placed devices with placeholder pods, or says why it cannot.
+  std::string CommitGangLocked(const GangPlacement& place) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Places the missing members one after another on hypothetical copies of
+  // the nodes (best score first), within the prepared ledger: sets picks.
+  // Pure: reads only its arguments.
+  static void PlaceGang(const ClusterSnapshot& snapshot, const policy::Framework& fw,
+                        GangPlacement* place);
   // The node with room for `pod` as is (filter, per-model quota, a device
   // set) and the best score: its index in snapshot.nodes() (SIZE_MAX if
   // none) and devices. `view(k)` is node k as the caller sees it (after
@@ -447,8 +476,6 @@ class QueueManager final : public PodGate {
                        const QuotaLedger& ledger,
                        const std::function<const NodeInfo&(size_t)>& view,
                        const std::function<bool(size_t)>& fits);
-  std::string ClaimOrReserveLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
-                                   const policy::Framework& fw) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int32_t HeldGangMembersLocked(const PodRequest& pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireReservationsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseLocked(Reservation& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

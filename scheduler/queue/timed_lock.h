@@ -1,10 +1,16 @@
 // TimedLock: a scoped exclusive lock on an absl::Mutex that reports how long
-// it was held: to a Prometheus histogram (`name`, seconds) and to a running
-// maximum. The queue manager wraps every acquisition of its mutex in one, so
-// /metrics shows whether a request could ever wait long on background work.
+// it was held, per call site: to Prometheus histograms of the wall time
+// (`gpusched_queue_lock_hold_seconds{site}`) and of the holder's own CPU time
+// over the same span (`gpusched_queue_lock_hold_cpu_seconds{site}`), and to a
+// running maximum. A hold whose wall time is far above its CPU time was a
+// thread descheduled inside it, not work done under the lock. The queue
+// manager wraps every acquisition of its mutex in one, so /metrics shows
+// whether a request could ever wait long on background work, and on which.
 // Thread-safe; LockHoldStats is shared by all holders.
 #ifndef GPUSCHED_QUEUE_TIMED_LOCK_H_
 #define GPUSCHED_QUEUE_TIMED_LOCK_H_
+
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -27,24 +33,39 @@ struct LockHoldStats {
   }
 };
 
+// CPU time the calling thread has used, in nanoseconds.
+inline int64_t ThreadCpuNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 class ABSL_SCOPED_LOCKABLE TimedLock {
  public:
-  TimedLock(absl::Mutex* mu, LockHoldStats* stats, Metrics* metrics)
+  // `site` names the caller in the histograms (a string literal).
+  TimedLock(absl::Mutex* mu, LockHoldStats* stats, Metrics* metrics, const char* site)
       ABSL_EXCLUSIVE_LOCK_FUNCTION(mu)
-      : mu_(mu), stats_(stats), metrics_(metrics) {
+      : mu_(mu), stats_(stats), metrics_(metrics), site_(site) {
     mu_->Lock();
     start_ = std::chrono::steady_clock::now();
+    cpu_start_ns_ = ThreadCpuNanos();
   }
   ~TimedLock() ABSL_UNLOCK_FUNCTION() {
+    const int64_t cpu_ns = ThreadCpuNanos() - cpu_start_ns_;
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::steady_clock::now() - start_)
                            .count();
     mu_->Unlock();
     stats_->Record(ns);
     if (metrics_ != nullptr) {
+      const Labels labels = {{"site", site_}};
       metrics_->Observe("gpusched_queue_lock_hold_seconds",
-                        "How long the queue manager's mutex was held at a time.", {},
-                        static_cast<double>(ns) / 1e9);
+                        "How long the queue manager's mutex was held at a time, by call site.",
+                        labels, static_cast<double>(ns) / 1e9);
+      metrics_->Observe("gpusched_queue_lock_hold_cpu_seconds",
+                        "CPU time the holder of the queue manager's mutex used while holding "
+                        "it, by call site (wall time far above it: the holder was descheduled).",
+                        labels, static_cast<double>(cpu_ns) / 1e9);
     }
   }
   TimedLock(const TimedLock&) = delete;
@@ -54,7 +75,9 @@ class ABSL_SCOPED_LOCKABLE TimedLock {
   absl::Mutex* mu_;
   LockHoldStats* stats_;
   Metrics* metrics_;
+  const char* site_;
   std::chrono::steady_clock::time_point start_;
+  int64_t cpu_start_ns_ = 0;
 };
 
 }  // namespace gpusched::queue

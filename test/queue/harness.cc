@@ -50,6 +50,9 @@ void Harness::Restart() {
   deps.writer = &writer;
   deps.framework = [svc = service.get()] { return svc->framework(); };
   deps.now_ms = [this] { return now_ms; };
+  deps.after_unlocked_placement = [this](const auto& picks) {
+    if (after_unlocked_placement) after_unlocked_placement(picks);
+  };
   queue = std::make_unique<QueueManager>(std::move(deps), options);
   queue->Resync();
   service->SetGate(queue.get());

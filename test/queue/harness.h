@@ -4,6 +4,7 @@
 #ifndef GPUSCHED_TEST_QUEUE_HARNESS_H_
 #define GPUSCHED_TEST_QUEUE_HARNESS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,10 @@ struct Harness {
   StateWriter writer{&state_ptr};
   std::unique_ptr<ExtenderService> service;
   std::unique_ptr<QueueManager> queue;
+  // Called between a gang placement found without the queue mutex and its
+  // commit (QueueDeps::after_unlocked_placement), when set.
+  std::function<void(const std::vector<std::pair<std::string, DeviceMask>>&)>
+      after_unlocked_placement;
 };
 
 // `n` HGX H100 nodes named h0, h1, ...

@@ -258,6 +258,60 @@ TEST(GangTest, ReservesDevicesForAllMembersBeforeTheFirstPasses) {
   EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 16000);
 }
 
+TEST(GangTest, UnlockedPlacementIsRedoneWhenTheClusterChangedBeforeItsCommit) {
+  Harness h(H100s(3), {}, QueueOptions{});
+  int placements = 0;
+  std::string taken;
+  h.after_unlocked_placement = [&](const auto& picks) {
+    if (placements++ > 0) return;
+    ASSERT_THAT(picks, SizeIs(2));
+    // Meanwhile another namespace's pod binds on the first node picked.
+    taken = picks.front().first;
+    h.Submit(PodBuilder("intruder", "team-z").Gpus(8).OnNode(taken, 0xff).Build());
+  };
+  ASSERT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build()), SizeIs(1));
+  EXPECT_EQ(placements, 2);  // placed again on the changed cluster, then committed
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), SizeIs(2));
+  for (const auto& node : h.state().Snapshot()->nodes()) {
+    if (node->name != taken) continue;
+    for (const PodOnNode& p : node->pods) EXPECT_FALSE(p.reservation) << p.uid;
+  }
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 24000);  // no device twice
+}
+
+TEST(GangTest, UnlockedPlacementThatLosesItsNodesCommitsNothing) {
+  Harness h(H100s(2), {}, QueueOptions{});
+  int placements = 0;
+  h.after_unlocked_placement = [&](const auto& picks) {
+    if (placements++ > 0) return;
+    h.Submit(PodBuilder("intruder", "team-z").Gpus(8).OnNode(picks.back().first, 0xff).Build());
+  };
+  std::string reason;
+  EXPECT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build(), &reason),
+              IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("gang g needs 2 x 8 GPUs at once; only 1 fit now"));
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 8000);
+}
+
+TEST(GangTest, PlacementHoldsTheMutexAfterTwoStaleUnlockedTries) {
+  Harness h(H100s(3), {}, QueueOptions{});
+  int placements = 0;
+  h.after_unlocked_placement = [&](const auto&) {
+    // Every placement made without the mutex goes stale: a pod binds
+    // elsewhere meanwhile. The third is made under the mutex.
+    h.Submit(PodBuilder("busy-" + std::to_string(placements), "team-z")
+                 .Gpus(1)
+                 .OnNode("h2", DeviceMask{1} << placements)
+                 .Build());
+    ++placements;
+  };
+  ASSERT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build()), SizeIs(1));
+  EXPECT_EQ(placements, 2);
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), SizeIs(2));
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 18000);
+}
+
 TEST(GangTest, ReservationExpiresAndReleasesDevices) {
   Harness h(H100s(2), {}, QueueOptions{});
   PodRequest m0 = PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build();
