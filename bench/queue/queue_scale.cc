@@ -496,10 +496,10 @@ int main(int argc, char** argv) {
     const std::string match = "site=\"" + site + "\"";
     const double longest = HistogramQuantile(metrics_at_start, metrics, hold, 1.0, match);
     if (std::isnan(longest)) continue;
-    std::printf("queue lock site %-14s p99 <= %.3f ms, longest <= %.3f ms, CPU longest <= %.3f ms\n",
-                site.c_str(), HistogramQuantile(metrics_at_start, metrics, hold, 0.99, match) * 1000,
-                longest * 1000,
-                HistogramQuantile(metrics_at_start, metrics, hold_cpu, 1.0, match) * 1000);
+    std::printf(
+        "queue lock site %-14s p99 <= %.3f ms, longest <= %.3f ms, CPU longest <= %.3f ms\n",
+        site.c_str(), HistogramQuantile(metrics_at_start, metrics, hold, 0.99, match) * 1000,
+        longest * 1000, HistogramQuantile(metrics_at_start, metrics, hold_cpu, 1.0, match) * 1000);
   }
   std::printf("tick: p50 <= %.3f ms, p99 <= %.3f ms, %g ticks\n",
               HistogramQuantile(metrics_at_start, metrics, tick, 0.5) * 1000,

@@ -131,14 +131,32 @@ std::string QueueManager::ClaimOrPrepareLocked(const PodRequest& pod, GangPlacem
   return "";
 }
 
-bool QueueManager::PlacementCurrentLocked(const GangPlacement& place, const PodRequest& pod) {
-  return place.placed && place.usage_generation == usage_.generation() &&
-         place.config_version == config_version_ && SamePlacementInputs(place.pod, pod) &&
-         !reservations_.contains(GangKey(pod.ns, pod.gang)) &&
-         LedgerLocked().claims() == place.ledger->claims();
+bool QueueManager::PlacementValidLocked(const GangPlacement& place, const PodRequest& pod,
+                                        const ClusterSnapshot& current, bool exact) {
+  if (!place.placed || place.config_version != config_version_ ||
+      !SamePlacementInputs(place.pod, pod) || reservations_.contains(GangKey(pod.ns, pod.gang)) ||
+      pod.gang_size - HeldGangMembersLocked(pod) != place.missing) {
+    return false;
+  }
+  const QuotaLedger& now = LedgerLocked();
+  if (now.claims() != place.ledger->claims()) return false;
+  if (place.usage_generation == usage_.generation()) return true;  // nothing it read changed
+  if (exact) return false;
+  // Usage moved meanwhile: the picks stand if each still passes the
+  // per-model quota as usage is now (their devices are checked by Assume).
+  QuotaLedger ledger = now;
+  const int64_t demand = DemandMilli(pod.gpu);
+  for (const auto& [name, devices] : place.picks) {
+    const NodeInfo* node = current.Find(name);
+    if (node == nullptr) return false;
+    const std::string& product = current.product(*node);
+    if (!ledger.CheckModels(pod.ns, product, demand).empty()) return false;
+    ledger.Add(pod.ns, product, demand);
+  }
+  return true;
 }
 
-std::string QueueManager::CommitGangLocked(const GangPlacement& place) {
+std::string QueueManager::CommitGangLocked(const GangPlacement& place, bool* conflict) {
   const PodRequest& pod = place.pod;
   const auto placed = static_cast<int32_t>(place.picks.size());
   if (placed < place.missing) {
@@ -161,6 +179,7 @@ std::string QueueManager::CommitGangLocked(const GangPlacement& place) {
     absl::Status s = deps_.state->Assume(ph, place.picks[i].first, place.picks[i].second);
     if (!s.ok()) {
       ReleaseLocked(r);
+      *conflict = true;
       return StrCat("gpusched: gang ", pod.gang, " reservation failed: ", FromAbsl(s.message()));
     }
     r.slots.push_back({ph.uid, place.picks[i].first, place.picks[i].second, "", false});
@@ -181,6 +200,8 @@ std::string QueueManager::ReserveForGang(const std::string& uid, const ClusterSn
   // cluster as it is then.
   std::shared_ptr<const ClusterSnapshot> latest;
   for (int attempt = 0;; ++attempt) {
+    // Bounded: the last try places under the mutex unless nothing changed.
+    const bool last = attempt >= kUnlockedPlacements;
     {
       TimedLock l(&mu_, &lock_stats_, deps_.metrics, "gang-reserve");
       auto current = deps_.state->Snapshot();
@@ -188,16 +209,21 @@ std::string QueueManager::ReserveForGang(const std::string& uid, const ClusterSn
       const Entry* e = FindEntryLocked(uid);
       if (e == nullptr) return "";  // bound or gone meanwhile
       std::string why;
-      if (!PlacementCurrentLocked(place, e->pod)) {
+      if (!PlacementValidLocked(place, e->pod, *current, /*exact=*/last)) {
         why = ClaimOrPrepareLocked(e->pod, &place);
-        if (attempt > 0) latest = std::move(current);
-        // Bounded: after kUnlockedPlacements stale tries, place under the
-        // mutex (the answer the unlocked placement would have given).
-        if (why.empty() && place.missing > 0 && attempt >= kUnlockedPlacements) {
+        if (attempt > 0) latest = current;
+        if (why.empty() && place.missing > 0 && last) {
           PlaceGang(latest != nullptr ? *latest : snapshot, fw, &place);
         }
       }
-      if (why.empty() && place.missing > 0 && place.placed) why = CommitGangLocked(place);
+      if (why.empty() && place.placed) {
+        bool conflict = false;
+        why = CommitGangLocked(place, &conflict);
+        if (conflict && !last) {  // devices taken meanwhile: place again
+          latest = current;
+          why = ClaimOrPrepareLocked(e->pod, &place);
+        }
+      }
       if (why.empty() && (place.missing == 0 || place.placed)) {
         *reserved_node = ReservedNodeLocked(e->pod);
         return "";

@@ -440,11 +440,12 @@ class QueueManager final : public PodGate {
     bool placed = false;
     std::vector<std::pair<std::string, DeviceMask>> picks;  // (node, devices) per member
   };
-  // Stale unlocked placements before ReserveForGang places under the mutex.
+  // Placements ReserveForGang makes without the mutex before it places
+  // under it (when the cluster changed before each could be committed).
   static constexpr int kUnlockedPlacements = 2;
   // An admitted gang member (the source's pod `uid`): claims its slot or
   // reserves for its gang, placing without the mutex and committing only
-  // if nothing the placement read has changed. The reason it waits (with
+  // while the placement is still valid (PlacementValidLocked). The reason it waits (with
   // `position` appended) or "" (then `reserved_node` is its slot's node).
   std::string ReserveForGang(const std::string& uid, const ClusterSnapshot& snapshot,
                              const policy::Framework& fw, const std::string& position,
@@ -453,11 +454,17 @@ class QueueManager final : public PodGate {
   // placing the missing members needs (missing 0: the gang has started).
   std::string ClaimOrPrepareLocked(const PodRequest& pod, GangPlacement* place)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether `place` is placed and everything it read is unchanged.
-  bool PlacementCurrentLocked(const GangPlacement& place, const PodRequest& pod)
+  // Whether `place` is placed and may be committed: the member, config,
+  // claims, held members and reservations are unchanged, and the usage too
+  // or (unless `exact`) the picks still pass the per-model quota on
+  // `current`. Devices taken meanwhile are caught by CommitGangLocked.
+  bool PlacementValidLocked(const GangPlacement& place, const PodRequest& pod,
+                            const ClusterSnapshot& current, bool exact)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Holds the placed devices with placeholder pods, or says why it cannot.
-  std::string CommitGangLocked(const GangPlacement& place) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Holds the placed devices with placeholder pods, or says why it cannot
+  // (`conflict`: a picked device was taken meanwhile; nothing is held).
+  std::string CommitGangLocked(const GangPlacement& place, bool* conflict)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Places the missing members one after another on hypothetical copies of
   // the nodes (best score first), within the prepared ledger: sets picks.
   // Pure: reads only its arguments.

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "scheduler/queue/queue_wiring.h"
 #include "test/queue/harness.h"
 
@@ -294,22 +297,42 @@ TEST(GangTest, UnlockedPlacementThatLosesItsNodesCommitsNothing) {
   EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 8000);
 }
 
-TEST(GangTest, PlacementHoldsTheMutexAfterTwoStaleUnlockedTries) {
+TEST(GangTest, UnlockedPlacementStandsWhenTheClusterChangedElsewhere) {
   Harness h(H100s(3), {}, QueueOptions{});
   int placements = 0;
-  h.after_unlocked_placement = [&](const auto&) {
-    // Every placement made without the mutex goes stale: a pod binds
-    // elsewhere meanwhile. The third is made under the mutex.
-    h.Submit(PodBuilder("busy-" + std::to_string(placements), "team-z")
-                 .Gpus(1)
-                 .OnNode("h2", DeviceMask{1} << placements)
-                 .Build());
+  h.after_unlocked_placement = [&](const auto& picks) {
     ++placements;
+    // A pod binds on a node the placement did not pick.
+    for (const NodeSpec& n : h.nodes) {
+      if (n.name != picks[0].first && n.name != picks[1].first) {
+        h.Submit(PodBuilder("other", "team-z").Gpus(1).OnNode(n.name, 0x01).Build());
+      }
+    }
   };
   ASSERT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build()), SizeIs(1));
-  EXPECT_EQ(placements, 2);
+  EXPECT_EQ(placements, 1);  // committed as placed
   EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), SizeIs(2));
-  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 18000);
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 17000);
+}
+
+TEST(GangTest, PlacementHoldsTheMutexAfterTwoConflictingUnlockedTries) {
+  Harness h(H100s(4), {}, QueueOptions{});
+  std::set<std::string> taken;
+  h.after_unlocked_placement = [&](const auto& picks) {
+    // Every placement made without the mutex loses its first node
+    // meanwhile. The third is made under the mutex.
+    const std::string node = picks.front().first;
+    taken.insert(node);
+    h.Submit(PodBuilder("intruder-" + node, "team-z").Gpus(8).OnNode(node, 0xff).Build());
+  };
+  ASSERT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build()), SizeIs(1));
+  EXPECT_THAT(taken, SizeIs(2));
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), SizeIs(2));
+  for (const auto& node : h.state().Snapshot()->nodes()) {
+    if (!taken.contains(node->name)) continue;
+    for (const PodOnNode& p : node->pods) EXPECT_FALSE(p.reservation) << p.uid;
+  }
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 32000);  // no device twice
 }
 
 TEST(GangTest, ReservationExpiresAndReleasesDevices) {
