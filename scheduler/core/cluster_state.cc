@@ -215,45 +215,65 @@ void ClusterState::Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> po
 
 absl::Status ClusterState::Assume(const PodRequest& pod, std::string_view node,
                                   DeviceMask devices) {
-  absl::MutexLock l(&mu_);
+  return AssumeAll({{pod, std::string(node), devices}});
+}
+
+absl::Status ClusterState::CheckAssumableLocked(const PodRequest& pod, const std::string& node,
+                                                DeviceMask devices,
+                                                std::map<std::pair<std::string, int>, int>* taken) {
   auto known = pods_.find(pod.uid);
   if (known != pods_.end() && known->second.HoldsGpus()) {
     return absl::FailedPreconditionError(
         StrCat("pod ", pod.Key(), " is already bound to ", known->second.node_name));
   }
-  if (!nodes_.contains(ToAbsl(node))) {
-    return absl::NotFoundError(StrCat("node '", node, "' is not known"));
-  }
-  CommitLocked();  // so the check below sees every earlier mutation
-  const NodeInfo* info = current_->Find(node);
+  const NodeInfo* info = nodes_.contains(node) ? current_->Find(node) : nullptr;
   if (info == nullptr) return absl::NotFoundError(StrCat("node '", node, "' is not known"));
-  if (pod.gpu.count > 0) {
-    if (PopCount(devices) != pod.gpu.count || (devices & ~info->healthy) != 0) {
-      return absl::InvalidArgumentError(
-          StrCat("device set ", FormatMask(devices), " does not fit node '", node, "'"));
-    }
-    for (DeviceMask m = devices; m != 0; m &= m - 1) {
-      int d = std::countr_zero(m);
-      int need = pod.gpu.shared() ? pod.gpu.milli_per_gpu : 1000;
-      if (info->used_milli[d] + need > 1000) {
-        return absl::FailedPreconditionError(
-            StrCat("GPU ", d, " on ", node, " is already allocated"));
-      }
-    }
+  if (pod.gpu.count == 0) return absl::OkStatus();
+  if (PopCount(devices) != pod.gpu.count || (devices & ~info->healthy) != 0) {
+    return absl::InvalidArgumentError(
+        StrCat("device set ", FormatMask(devices), " does not fit node '", node, "'"));
   }
-  PodRequest bound = pod;
-  bound.node_name = std::string(node);
-  if (bound.phase == PodPhase::kPending || bound.phase == PodPhase::kUnknown) {
-    bound.phase = PodPhase::kRunning;
+  for (DeviceMask m = devices; m != 0; m &= m - 1) {
+    const int d = std::countr_zero(m);
+    const int need = pod.gpu.shared() ? pod.gpu.milli_per_gpu : 1000;
+    int& more = (*taken)[{node, d}];  // by the earlier pods of the same call
+    if (info->used_milli[d] + more + need > 1000) {
+      return absl::FailedPreconditionError(
+          StrCat("GPU ", d, " on ", node, " is already allocated"));
+    }
+    more += need;
   }
-  bound.has_gpu_ids = pod.gpu.count > 0;
-  bound.gpu_ids = devices;
-  if (known != pods_.end()) UnlinkPod(known->second);
-  pods_by_node_[bound.node_name].insert(bound.uid);
-  Touch(bound.node_name);
-  uid_by_key_[bound.Key()] = bound.uid;
-  NoteChanged(bound.uid);
-  pods_[bound.uid] = std::move(bound);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::AssumeAll(const std::vector<Assumption>& pods) {
+  absl::MutexLock l(&mu_);
+  CommitLocked();  // so the checks below see every earlier mutation
+  std::map<std::pair<std::string, int>, int> taken;
+  absl::flat_hash_set<std::string> uids;
+  for (const Assumption& a : pods) {
+    if (!uids.insert(a.pod.uid).second) {
+      return absl::InvalidArgumentError(StrCat("pod ", a.pod.Key(), " is assumed twice"));
+    }
+    absl::Status s = CheckAssumableLocked(a.pod, a.node, a.devices, &taken);
+    if (!s.ok()) return s;
+  }
+  for (const Assumption& a : pods) {
+    PodRequest bound = a.pod;
+    bound.node_name = a.node;
+    if (bound.phase == PodPhase::kPending || bound.phase == PodPhase::kUnknown) {
+      bound.phase = PodPhase::kRunning;
+    }
+    bound.has_gpu_ids = a.pod.gpu.count > 0;
+    bound.gpu_ids = a.devices;
+    auto known = pods_.find(bound.uid);
+    if (known != pods_.end()) UnlinkPod(known->second);
+    pods_by_node_[bound.node_name].insert(bound.uid);
+    Touch(bound.node_name);
+    uid_by_key_[bound.Key()] = bound.uid;
+    NoteChanged(bound.uid);
+    pods_[bound.uid] = std::move(bound);
+  }
   CommitLocked();
   return absl::OkStatus();
 }

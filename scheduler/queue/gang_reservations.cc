@@ -168,6 +168,7 @@ std::string QueueManager::CommitGangLocked(const GangPlacement& place, bool* con
   r.gang = pod.gang;
   r.deadline_ms = Now() + int64_t{options_.gang.reservation_seconds} * 1000;
   const uint64_t seq = ++reservation_seq_;
+  std::vector<ClusterState::Assumption> holders;
   for (size_t i = 0; i < place.picks.size(); ++i) {
     PodRequest ph = pod;
     ph.uid = StrCat(kReservationUidPrefix, pod.ns, "/", pod.gang, "/", seq, "-", i);
@@ -176,13 +177,14 @@ std::string QueueManager::CommitGangLocked(const GangPlacement& place, bool* con
     ph.phase = PodPhase::kPending;
     ph.start_unix = Now() / 1000;
     ph.reservation = true;
-    absl::Status s = deps_.state->Assume(ph, place.picks[i].first, place.picks[i].second);
-    if (!s.ok()) {
-      ReleaseLocked(r);
-      *conflict = true;
-      return StrCat("gpusched: gang ", pod.gang, " reservation failed: ", FromAbsl(s.message()));
-    }
     r.slots.push_back({ph.uid, place.picks[i].first, place.picks[i].second, "", false});
+    holders.push_back({std::move(ph), place.picks[i].first, place.picks[i].second});
+  }
+  // All placeholders in one commit, or none.
+  absl::Status s = deps_.state->AssumeAll(holders);
+  if (!s.ok()) {
+    *conflict = true;
+    return StrCat("gpusched: gang ", pod.gang, " reservation failed: ", FromAbsl(s.message()));
   }
   r.slots.front().member_uid = pod.uid;
   Log(StrCat("gpusched: reserved ", place.picks.size(), " device sets for gang ", pod.ns, "/",

@@ -144,6 +144,35 @@ TEST(ClusterStateTest, SnapshotsAreImmutable) {
   EXPECT_EQ(s1->Find("a"), s2->Find("a"));  // untouched node shared, not copied
 }
 
+TEST(ClusterStateTest, AssumeAllBindsEveryPodInOneCommitOrNone) {
+  auto state = MakeState({testing::Pcie4xT4("t4"), testing::Pcie4xT4("t4b")},
+                         {PodBuilder("held").Gpus(1).OnNode("t4b", Devices({3})).Build()});
+  const uint64_t before = state->Snapshot()->generation();
+  const PodRequest a = PodBuilder("a").Gpus(2).Build();
+  const PodRequest b = PodBuilder("b").Gpus(2).Build();
+  const PodRequest c = PodBuilder("c").Gpus(2).Build();
+  // b overlaps a on t4 (against each other, not the cluster): none is bound.
+  EXPECT_FALSE(state->AssumeAll({{a, "t4", Devices({0, 1})}, {b, "t4", Devices({1, 2})}}).ok());
+  // c takes a device held on t4b: none is bound.
+  EXPECT_FALSE(state->AssumeAll({{a, "t4", Devices({0, 1})}, {c, "t4b", Devices({2, 3})}}).ok());
+  // The same pod twice, an unknown node: none is bound.
+  EXPECT_FALSE(state->AssumeAll({{a, "t4", Devices({0, 1})}, {a, "t4b", Devices({0, 1})}}).ok());
+  EXPECT_FALSE(state->AssumeAll({{a, "t4", Devices({0, 1})}, {b, "nope", Devices({0, 1})}}).ok());
+  EXPECT_EQ(state->Snapshot()->generation(), before);
+  EXPECT_EQ(state->Snapshot()->AllocatedGpuMilli(), 1000);
+  EXPECT_FALSE(state->FindPod(a.uid)->HoldsGpus());
+
+  ASSERT_TRUE(
+      state
+          ->AssumeAll(
+              {{a, "t4", Devices({0, 1})}, {b, "t4", Devices({2, 3})}, {c, "t4b", Devices({0, 1})}})
+          .ok());
+  EXPECT_EQ(state->Snapshot()->generation(), before + 1);  // one commit
+  EXPECT_EQ(state->Snapshot()->Find("t4")->free_count(), 0);
+  EXPECT_EQ(state->Snapshot()->Find("t4b")->free_count(), 1);
+  EXPECT_EQ(state->FindPod(c.uid)->node_name, "t4b");
+}
+
 TEST(ClusterStateTest, AnnotationTopologyWinsOverTemplate) {
   NodeSpec spec = testing::Pcie4xT4("t4");
   spec.topology_codes = {{"X", "NV1", "SYS", "SYS"},

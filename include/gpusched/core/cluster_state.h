@@ -19,10 +19,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -64,6 +66,16 @@ class ClusterState {
   absl::Status Assume(const PodRequest& pod, std::string_view node, DeviceMask devices)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // One pod of AssumeAll: bound to `node` with `devices`.
+  struct Assumption {
+    PodRequest pod;
+    std::string node;
+    DeviceMask devices = 0;
+  };
+  // Assume for several pods at once (a gang's placeholders): all of them or,
+  // if any would fail (also against each other), none; one commit.
+  absl::Status AssumeAll(const std::vector<Assumption>& pods) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Rolls back an assumption: the pod is pending again, its devices free.
   void Forget(std::string_view uid) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -101,6 +113,13 @@ class ClusterState {
   void Touch(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteChanged(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UnlinkPod(const PodRequest& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `pod` may be assumed onto `node` with `devices` on top of the
+  // current snapshot and `taken` (milli per (node, device) of the pods of
+  // the same AssumeAll checked before it; added to).
+  absl::Status CheckAssumableLocked(const PodRequest& pod, const std::string& node,
+                                    DeviceMask devices,
+                                    std::map<std::pair<std::string, int>, int>* taken)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ClusterSnapshot> CommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
