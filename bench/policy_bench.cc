@@ -93,6 +93,32 @@ void BM_SnapshotPublishAfterBind(benchmark::State& st) {
 }
 BENCHMARK(BM_SnapshotPublishAfterBind)->Unit(benchmark::kMicrosecond);
 
+// Publishing after a bind onto a node and after its release (two patched
+// snapshots), while the previous snapshots stay referenced as the queue's
+// usage index and in-flight requests keep them.
+void BM_SnapshotPatchAfterAssume(benchmark::State& st) {
+  Fixture f(static_cast<int>(st.range(0)));
+  const auto& nodes = f.state->Snapshot()->nodes();
+  std::vector<std::string> free_on;
+  for (const NodeInfo* n : nodes) {
+    if (n->whole_free != 0) free_on.push_back(n->name);
+  }
+  std::vector<std::shared_ptr<const ClusterSnapshot>> kept(8);
+  int i = 0;
+  for (auto _ : st) {
+    const std::string& node = free_on[i % free_on.size()];
+    const NodeInfo* n = f.state->Snapshot()->Find(node);
+    const DeviceMask device = n->whole_free & (~n->whole_free + 1);
+    PodRequest p = testing::PodBuilder("p" + std::to_string(i)).Gpus(1).Build();
+    if (!f.state->Assume(p, node, device).ok()) st.SkipWithError("assume failed");
+    kept[i % kept.size()] = f.state->Snapshot();
+    f.state->RemovePod(p.uid);
+    kept[(i + 4) % kept.size()] = f.state->Commit();
+    ++i;
+  }
+}
+BENCHMARK(BM_SnapshotPatchAfterAssume)->Arg(5000)->Arg(20000)->Unit(benchmark::kMicrosecond);
+
 void BM_CacheBytesPerNode(benchmark::State& st) {
   Fixture f(5000);
   size_t bytes = 0;

@@ -189,6 +189,18 @@ void ClusterState::RemovePod(std::string_view uid) {
   pods_.erase(it);
 }
 
+void ClusterState::RemovePodsAndCommit(const std::vector<std::string>& uids) {
+  absl::MutexLock l(&mu_);
+  for (const std::string& uid : uids) {
+    auto it = pods_.find(uid);
+    if (it == pods_.end()) continue;
+    UnlinkPod(it->second);
+    NoteChanged(it->first);
+    pods_.erase(it);
+  }
+  CommitLocked();
+}
+
 void ClusterState::Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> pods) {
   absl::MutexLock l(&mu_);
   nodes_.clear();
@@ -335,6 +347,7 @@ std::shared_ptr<const ClusterSnapshot> ClusterState::CommitLocked() {
     topology_changed_ = false;
     dirty_.clear();
     current_ = std::make_shared<const ClusterSnapshot>(++generation_, order_, index_, products_);
+    published_.store(current_, std::memory_order_release);
     return current_;
   }
   std::vector<std::pair<int32_t, std::shared_ptr<const NodeInfo>>> changed;
@@ -350,12 +363,12 @@ std::shared_ptr<const ClusterSnapshot> ClusterState::CommitLocked() {
   } else {
     current_ = ClusterSnapshot::Patched(*current_, ++generation_, std::move(changed), products_);
   }
+  published_.store(current_, std::memory_order_release);
   return current_;
 }
 
 std::shared_ptr<const ClusterSnapshot> ClusterState::Snapshot() const {
-  absl::MutexLock l(&mu_);
-  return current_;
+  return published_.load(std::memory_order_acquire);
 }
 
 std::optional<PodRequest> ClusterState::FindPod(std::string_view uid) const {

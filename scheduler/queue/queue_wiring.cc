@@ -4,6 +4,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <iterator>
+#include <utility>
+#include <vector>
+
 #include "gpusched/util/strings.h"
 
 namespace gpusched::queue {
@@ -171,18 +175,20 @@ void AsyncClusterWriter::Drain() {
 
 void AsyncClusterWriter::Run() {
   while (true) {
-    std::pair<PodRequest, std::string> next;
+    std::vector<std::pair<PodRequest, std::string>> batch;
     {
       absl::MutexLock l(&mu_);
       auto ready = [this]()
                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
       mu_.Await(absl::Condition(&ready));
       if (queue_.empty()) return;  // stopping, and everything handed over is sent
-      next = std::move(queue_.front());
-      queue_.pop_front();
+      // Everything handed over so far, together (a burst of evictions is
+      // one commit for a writer that applies them itself).
+      batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+      queue_.clear();
       sending_ = true;
     }
-    (void)inner_->Evict(next.first, next.second);  // the wrapped writer reports failures
+    inner_->EvictAll(batch);  // the wrapped writer reports failures
     absl::MutexLock l(&mu_);
     sending_ = false;
   }

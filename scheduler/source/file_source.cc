@@ -35,11 +35,21 @@ absl::Status FileClusterSource::Start(ClusterState* state, std::function<void(bo
 
 absl::Status FileClusterSource::Evict(const PodRequest& pod, const std::string& reason) {
   if (state_ == nullptr) return absl::FailedPreconditionError("cluster source not started");
-  std::cerr << "gpusched: evict " << pod.Key() << " from " << pod.node_name << ": " << reason
-            << " (applied to the in-memory cluster)\n";
-  state_->RemovePod(pod.uid);
-  state_->Commit();
+  EvictAll({{pod, reason}});
   return absl::OkStatus();
+}
+
+void FileClusterSource::EvictAll(const std::vector<std::pair<PodRequest, std::string>>& pods) {
+  if (state_ == nullptr || pods.empty()) return;
+  std::string log;
+  std::vector<std::string> uids;
+  for (const auto& [pod, reason] : pods) {
+    StrAppend(&log, "gpusched: evict ", pod.Key(), " from ", pod.node_name, ": ", reason,
+              " (applied to the in-memory cluster)\n");
+    uids.push_back(pod.uid);
+  }
+  std::cerr << log;
+  state_->RemovePodsAndCommit(uids);
 }
 
 }  // namespace gpusched

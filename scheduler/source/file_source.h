@@ -18,6 +18,8 @@ class FileClusterSource final : public ClusterSource, public ClusterWriter {
   absl::Status Start(ClusterState* state, std::function<void(bool)> on_synced) override;
   void Stop() override {}
   absl::Status Evict(const PodRequest& pod, const std::string& reason) override;
+  // Applies every eviction, then commits once.
+  void EvictAll(const std::vector<std::pair<PodRequest, std::string>>& pods) override;
 
  private:
   std::string path_;

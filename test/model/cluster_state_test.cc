@@ -173,6 +173,21 @@ TEST(ClusterStateTest, AssumeAllBindsEveryPodInOneCommitOrNone) {
   EXPECT_EQ(state->FindPod(c.uid)->node_name, "t4b");
 }
 
+TEST(ClusterStateTest, RemovePodsAndCommitPublishesOnce) {
+  const PodRequest a = PodBuilder("a").Gpus(1).OnNode("t4", Devices({0})).Build();
+  const PodRequest b = PodBuilder("b").Gpus(1).OnNode("t4", Devices({1})).Build();
+  const PodRequest c = PodBuilder("c").Gpus(1).OnNode("t4", Devices({2})).Build();
+  auto state = MakeState({testing::Pcie4xT4("t4")}, {a, b, c});
+  const auto before = state->Snapshot();
+  state->RemovePodsAndCommit({a.uid, c.uid, "unknown"});
+  const auto after = state->Snapshot();
+  EXPECT_EQ(after->generation(), before->generation() + 1);
+  EXPECT_EQ(after->Find("t4")->free_count(), 3);
+  EXPECT_EQ(before->Find("t4")->free_count(), 1);  // snapshots are immutable
+  EXPECT_FALSE(state->FindPod(a.uid).has_value());
+  EXPECT_TRUE(state->FindPod(b.uid).has_value());
+}
+
 TEST(ClusterStateTest, AnnotationTopologyWinsOverTemplate) {
   NodeSpec spec = testing::Pcie4xT4("t4");
   spec.topology_codes = {{"X", "NV1", "SYS", "SYS"},

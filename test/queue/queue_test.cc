@@ -460,6 +460,46 @@ TEST(ReclaimTest, AsyncWriterSendsEveryEvictionInOrder) {
   EXPECT_EQ(recorder.uids.size(), 5u);
 }
 
+// Evictions handed over while the writer is busy go to the wrapped writer
+// together, in order (one commit for a writer that applies them itself).
+TEST(ReclaimTest, AsyncWriterHandsOverWhatQueuedMeanwhileAsOneBatch) {
+  struct Recorder final : ClusterWriter {
+    absl::Status Evict(const PodRequest&, const std::string&) override {
+      return absl::InternalError("EvictAll expected");
+    }
+    void EvictAll(const std::vector<std::pair<PodRequest, std::string>>& pods) override {
+      absl::MutexLock l(&mu);
+      std::vector<std::string> uids;
+      for (const auto& [pod, reason] : pods) uids.push_back(pod.uid);
+      batches.push_back(uids);
+      mu.Await(absl::Condition(&release));  // busy until the test says so
+    }
+    absl::Mutex mu;
+    bool release = false;
+    std::vector<std::vector<std::string>> batches;
+  } recorder;
+  auto pod = [](const std::string& uid) {
+    PodRequest p = PodBuilder(uid, "team-a").Gpus(1).Build();
+    p.uid = uid;
+    return p;
+  };
+  AsyncClusterWriter async(&recorder);
+  EXPECT_TRUE(async.Evict(pod("a0"), "first").ok());
+  {
+    absl::MutexLock l(&recorder.mu);
+    auto started = [&] { return !recorder.batches.empty(); };
+    recorder.mu.Await(absl::Condition(&started));
+  }
+  for (const char* uid : {"a1", "a2", "a3"}) EXPECT_TRUE(async.Evict(pod(uid), "more").ok());
+  {
+    absl::MutexLock l(&recorder.mu);
+    recorder.release = true;
+  }
+  async.Drain();
+  absl::MutexLock l(&recorder.mu);
+  EXPECT_EQ(recorder.batches, (std::vector<std::vector<std::string>>{{"a0"}, {"a1", "a2", "a3"}}));
+}
+
 // The GPUs reclaim frees for a namespace below its guarantee are held for
 // it: another borrower may not take them first (its idle guarantee is
 // claimed, not lendable), until the pod they are for binds or goes away.

@@ -9,6 +9,9 @@
 #define GPUSCHED_CORE_CLUSTER_SOURCE_H_
 
 #include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "gpusched/core/cluster_state.h"
@@ -22,6 +25,12 @@ class ClusterWriter {
  public:
   virtual ~ClusterWriter() = default;
   virtual absl::Status Evict(const PodRequest& pod, const std::string& reason) = 0;
+  // Several evictions handed over together, in order; failures are reported
+  // by the writer as for Evict. By default one Evict each; a writer that
+  // applies them to a ClusterState itself may do so in one commit.
+  virtual void EvictAll(const std::vector<std::pair<PodRequest, std::string>>& pods) {
+    for (const auto& [pod, reason] : pods) (void)Evict(pod, reason);
+  }
 };
 
 class ClusterSource {

@@ -17,6 +17,7 @@
 #ifndef GPUSCHED_CORE_CLUSTER_STATE_H_
 #define GPUSCHED_CORE_CLUSTER_STATE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -56,6 +57,9 @@ class ClusterState {
   void RemoveNode(std::string_view name) ABSL_LOCKS_EXCLUDED(mu_);
   void UpsertPod(PodRequest pod) ABSL_LOCKS_EXCLUDED(mu_);
   void RemovePod(std::string_view uid) ABSL_LOCKS_EXCLUDED(mu_);
+  // RemovePod for each of `uids`, under one acquisition of the mutex, and
+  // commits (a batch of evictions applied to an in-memory cluster).
+  void RemovePodsAndCommit(const std::vector<std::string>& uids) ABSL_LOCKS_EXCLUDED(mu_);
   // Replaces everything (a full relist or a file reload).
   void Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> pods) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -81,8 +85,9 @@ class ClusterState {
 
   // Publishes pending mutations and returns the new snapshot.
   std::shared_ptr<const ClusterSnapshot> Commit() ABSL_LOCKS_EXCLUDED(mu_);
-  // Returns the last published snapshot (never null).
-  std::shared_ptr<const ClusterSnapshot> Snapshot() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Returns the last published snapshot (never null). Does not take the
+  // mutex: readers never wait on a writer applying a burst of changes.
+  std::shared_ptr<const ClusterSnapshot> Snapshot() const;
 
   // Returns a copy of the pod known under `uid`.
   std::optional<PodRequest> FindPod(std::string_view uid) const ABSL_LOCKS_EXCLUDED(mu_);
@@ -141,6 +146,8 @@ class ClusterState {
   std::vector<std::shared_ptr<const NodeInfo>> order_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<const ClusterSnapshot> current_ ABSL_GUARDED_BY(mu_);
+  // current_, published for Snapshot() (stored under mu_, read without it).
+  std::atomic<std::shared_ptr<const ClusterSnapshot>> published_;
 };
 
 }  // namespace gpusched
