@@ -160,7 +160,7 @@ TEST(ClusterStateTest, AssumeAllBindsEveryPodInOneCommitOrNone) {
   EXPECT_FALSE(state->AssumeAll({{a, "t4", Devices({0, 1})}, {b, "nope", Devices({0, 1})}}).ok());
   EXPECT_EQ(state->Snapshot()->generation(), before);
   EXPECT_EQ(state->Snapshot()->AllocatedGpuMilli(), 1000);
-  EXPECT_FALSE(state->FindPod(a.uid)->HoldsGpus());
+  EXPECT_FALSE(state->FindPod(a.uid).has_value());  // never bound, never seen
 
   ASSERT_TRUE(
       state
