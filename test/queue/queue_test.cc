@@ -315,6 +315,31 @@ TEST(GangTest, UnlockedPlacementStandsWhenTheClusterChangedElsewhere) {
   EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 17000);
 }
 
+TEST(GangTest, UnlockedPlacementOverAModelQuotaThatFilledMeanwhileIsNotCommitted) {
+  QueueOptions o;
+  NamespaceQuota a = Quota(32, 32);
+  a.models["H100"] = {16, 16};
+  o.quotas = Quotas({{"team-a", a}});
+  Harness h(H100s(4), {}, o);
+  int placements = 0;
+  h.after_unlocked_placement = [&](const auto& picks) {
+    if (placements++ > 0) return;
+    // Meanwhile a pod of the same namespace takes 8 of its 16 H100s, on a
+    // node the placement did not pick: the picks would overrun the quota.
+    for (const NodeSpec& n : h.nodes) {
+      if (n.name == picks[0].first || n.name == picks[1].first) continue;
+      h.Submit(PodBuilder("solo", "team-a").Gpus(8).OnNode(n.name, 0xff).Build());
+      return;
+    }
+  };
+  std::string reason;
+  EXPECT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build(), &reason),
+              IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("gang g needs 2 x 8 GPUs at once; only 1 fit now"));
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 8000);
+}
+
 TEST(GangTest, PlacementHoldsTheMutexAfterTwoConflictingUnlockedTries) {
   Harness h(H100s(4), {}, QueueOptions{});
   std::set<std::string> taken;
