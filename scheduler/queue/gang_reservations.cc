@@ -1,9 +1,9 @@
 // QueueManager: gang reservations. Devices for every missing member of a gang
 // are found on hypothetical copies of the nodes, without the queue mutex
-// (ReserveForGang: placed on a copy of the ledger, committed only if nothing
-// it read has changed meanwhile), and then held in ClusterState by
-// placeholder pods (PodRequest::reservation) until the members bind or the
-// reservation expires (gang.reservationSeconds).
+// (ReserveForGang: placed on a copy of the ledger, committed while the
+// placement is still valid, PlacementValidLocked), and then held in
+// ClusterState by placeholder pods (PodRequest::reservation) until the
+// members bind or the reservation expires (gang.reservationSeconds).
 #include <algorithm>
 #include <bit>
 #include <iostream>
