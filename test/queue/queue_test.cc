@@ -282,6 +282,17 @@ TEST(GangTest, UnlockedPlacementIsRedoneWhenTheClusterChangedBeforeItsCommit) {
   EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 24000);  // no device twice
 }
 
+// Gang g of team-a, 2 x 8 GPUs, is refused because only one member fits
+// now; nothing is reserved and only the 8 GPUs taken meanwhile are in use.
+void ExpectGangOfTwoRefusedWithOneFit(Harness& h) {
+  std::string reason;
+  EXPECT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build(), &reason),
+              IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("gang g needs 2 x 8 GPUs at once; only 1 fit now"));
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 8000);
+}
+
 TEST(GangTest, UnlockedPlacementThatLosesItsNodesCommitsNothing) {
   Harness h(H100s(2), {}, QueueOptions{});
   int placements = 0;
@@ -289,12 +300,7 @@ TEST(GangTest, UnlockedPlacementThatLosesItsNodesCommitsNothing) {
     if (placements++ > 0) return;
     h.Submit(PodBuilder("intruder", "team-z").Gpus(8).OnNode(picks.back().first, 0xff).Build());
   };
-  std::string reason;
-  EXPECT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build(), &reason),
-              IsEmpty());
-  EXPECT_THAT(reason, HasSubstr("gang g needs 2 x 8 GPUs at once; only 1 fit now"));
-  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
-  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 8000);
+  ExpectGangOfTwoRefusedWithOneFit(h);
 }
 
 TEST(GangTest, UnlockedPlacementStandsWhenTheClusterChangedElsewhere) {
@@ -332,12 +338,7 @@ TEST(GangTest, UnlockedPlacementOverAModelQuotaThatFilledMeanwhileIsNotCommitted
       return;
     }
   };
-  std::string reason;
-  EXPECT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build(), &reason),
-              IsEmpty());
-  EXPECT_THAT(reason, HasSubstr("gang g needs 2 x 8 GPUs at once; only 1 fit now"));
-  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
-  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 8000);
+  ExpectGangOfTwoRefusedWithOneFit(h);
 }
 
 TEST(GangTest, PlacementHoldsTheMutexAfterTwoConflictingUnlockedTries) {
