@@ -14,6 +14,7 @@
 #include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/queue/queue_manager.h"
+#include "scheduler/queue/room_finder.h"
 
 namespace gpusched::queue {
 namespace {
@@ -97,11 +98,11 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
   GangPlan plan;
   for (int32_t i = 0; i < missing; ++i) {
     // A node with room as is: the best score.
-    const Room room = BestRoom(
+    const Room room = FindRoomByScan(
         member, ctx, snapshot, fw, ledger,
         [&](size_t k) -> const NodeInfo& { return view(*nodes[k]); },
         [&](size_t k) { return filter(k).fits(); });
-    if (room.index != SIZE_MAX) {
+    if (room.found()) {
       const std::string name = nodes[room.index]->name;
       changed[name] = policy::WithPod(view(*nodes[room.index]), member, room.devices);
       plan.steps.push_back({name, {}, ""});

@@ -12,6 +12,7 @@
 #include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/queue/queue_manager.h"
+#include "scheduler/queue/room_finder.h"
 
 namespace gpusched::queue {
 
@@ -34,52 +35,10 @@ std::string QueueManager::ReservedNodeLocked(const PodRequest& pod) {
   return s != nullptr && !s->bound ? s->node : "";
 }
 
-QueueManager::Room QueueManager::BestRoom(const PodRequest& pod, const policy::PodContext& ctx,
-                                          const ClusterSnapshot& snapshot,
-                                          const policy::Framework& fw, const QuotaLedger& ledger,
-                                          const std::function<const NodeInfo&(size_t)>& view,
-                                          const std::function<bool(size_t)>& fits) {
-  Room best;
-  int64_t best_score = -1;
-  const int64_t demand = DemandMilli(pod.gpu);
-  for (size_t k = 0; k < snapshot.nodes().size(); ++k) {
-    if (!fits(k)) continue;
-    const NodeInfo& n = view(k);
-    if (!ledger.CheckModels(pod.ns, snapshot.product(n), demand).empty()) continue;
-    auto placement = policy::ChoosePlacement(pod.gpu, n);
-    if (!placement.has_value()) continue;
-    const int64_t score = fw.Score(ctx, n);
-    if (score > best_score) {
-      best = {k, placement->devices};
-      best_score = score;
-    }
-  }
-  return best;
-}
-
 void QueueManager::PlaceGang(const ClusterSnapshot& snapshot, const policy::Framework& fw,
                              GangPlacement* place) {
-  const PodRequest& pod = place->pod;
-  policy::PodContext ctx = fw.Prepare(pod, snapshot);
-  QuotaLedger ledger = *place->ledger;
-  const int64_t demand = DemandMilli(pod.gpu);
-  const auto& nodes = snapshot.nodes();
-  std::map<std::string, NodeInfo> changed;
-  auto view = [&](size_t k) -> const NodeInfo& {
-    auto c = changed.find(nodes[k]->name);
-    return c == changed.end() ? *nodes[k] : c->second;
-  };
-  auto fits = [&](size_t k) { return fw.Filter(ctx, view(k)).fits(); };
-  place->picks.clear();
-  for (int32_t i = 0; i < place->missing; ++i) {
-    const Room room = BestRoom(pod, ctx, snapshot, fw, ledger, view, fits);
-    if (room.index == SIZE_MAX) break;
-    const std::string name = nodes[room.index]->name;
-    NodeInfo next = policy::WithPod(view(room.index), pod, room.devices);
-    ledger.Add(pod.ns, snapshot.product(next), demand);
-    changed[name] = std::move(next);
-    place->picks.emplace_back(name, room.devices);
-  }
+  place->picks =
+      PlaceMembers(snapshot, fw, place->pod, *place->ledger, place->missing, place->by_scan);
   place->placed = true;
 }
 
@@ -128,6 +87,7 @@ std::string QueueManager::ClaimOrPrepareLocked(const PodRequest& pod, GangPlacem
   place->ledger = LedgerLocked();
   place->usage_generation = usage_.generation();
   place->config_version = config_version_;
+  place->by_scan = options_.recompute_from_scratch;
   return "";
 }
 

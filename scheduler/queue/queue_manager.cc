@@ -181,7 +181,7 @@ void QueueManager::Resync() {
 const QuotaLedger& QueueManager::LedgerLocked() {
   if (ledger_ == nullptr || ledger_generation_ != usage_.generation() ||
       ledger_version_ != config_version_) {
-    ledger_ = std::make_unique<QuotaLedger>(options_.quotas, usage_.use());
+    ledger_ = std::make_unique<QuotaLedger>(options_.quotas, usage_.Table());
     ledger_generation_ = usage_.generation();
     ledger_version_ = config_version_;
   }

@@ -437,6 +437,7 @@ class QueueManager final : public PodGate {
     std::optional<QuotaLedger> ledger;  // as prepared (with its claims)
     uint64_t usage_generation = 0;
     uint64_t config_version = 0;
+    bool by_scan = false;  // the reference placement (recompute_from_scratch)
     bool placed = false;
     std::vector<std::pair<std::string, DeviceMask>> picks;  // (node, devices) per member
   };
@@ -470,19 +471,6 @@ class QueueManager final : public PodGate {
   // Pure: reads only its arguments.
   static void PlaceGang(const ClusterSnapshot& snapshot, const policy::Framework& fw,
                         GangPlacement* place);
-  // The node with room for `pod` as is (filter, per-model quota, a device
-  // set) and the best score: its index in snapshot.nodes() (SIZE_MAX if
-  // none) and devices. `view(k)` is node k as the caller sees it (after
-  // hypothetical changes), `fits(k)` its filter verdict there. Pure.
-  struct Room {
-    size_t index = SIZE_MAX;
-    DeviceMask devices = 0;
-  };
-  static Room BestRoom(const PodRequest& pod, const policy::PodContext& ctx,
-                       const ClusterSnapshot& snapshot, const policy::Framework& fw,
-                       const QuotaLedger& ledger,
-                       const std::function<const NodeInfo&(size_t)>& view,
-                       const std::function<bool(size_t)>& fits);
   int32_t HeldGangMembersLocked(const PodRequest& pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireReservationsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseLocked(Reservation& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -26,16 +26,15 @@ QuotaLedger::QuotaLedger(const QuotaConfig& config, const ClusterSnapshot& snaps
       ++u.pods;
     }
   }
-  base_ = std::make_shared<const std::map<std::string, Use>>(std::move(use));
+  base_ = UsageTable::Of(std::move(use));
 }
 
-QuotaLedger::QuotaLedger(const QuotaConfig& config, const std::map<std::string, NamespaceUse>& use)
-    : config_(&config), base_(std::make_shared<const std::map<std::string, Use>>(use)) {}
+QuotaLedger::QuotaLedger(const QuotaConfig& config, std::shared_ptr<const UsageTable> use)
+    : config_(&config), base_(std::move(use)) {}
 
 const QuotaLedger::Use* QuotaLedger::Find(const std::string& ns) const {
   if (auto it = changed_.find(ns); it != changed_.end()) return &it->second;
-  auto it = base_->find(ns);
-  return it == base_->end() ? nullptr : &it->second;
+  return base_->Find(ns);
 }
 
 QuotaLedger::Use& QuotaLedger::Mutable(const std::string& ns) {
@@ -48,8 +47,8 @@ QuotaLedger::Use& QuotaLedger::Mutable(const std::string& ns) {
 template <typename Fn>
 void QuotaLedger::ForEachNamespace(Fn fn) const {
   for (const auto& [ns, q] : config_->namespaces) fn(ns);
-  for (const auto& [ns, u] : *base_) {
-    if (!config_->namespaces.contains(ns)) fn(ns);
+  for (const UsageTable::Row& u : base_->rows()) {
+    if (!config_->namespaces.contains(u->ns)) fn(u->ns);
   }
   for (const auto& [ns, u] : changed_) {
     if (!config_->namespaces.contains(ns) && !base_->contains(ns)) fn(ns);

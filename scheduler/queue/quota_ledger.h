@@ -58,7 +58,8 @@ struct QuotaVerdict {
 class QuotaLedger {
  public:
   QuotaLedger(const QuotaConfig& config, const ClusterSnapshot& snapshot);
-  QuotaLedger(const QuotaConfig& config, const std::map<std::string, NamespaceUse>& use);
+  // Shares `use` (a UsageIndex's table): nothing is copied.
+  QuotaLedger(const QuotaConfig& config, std::shared_ptr<const UsageTable> use);
 
   // Adds `milli` (negative to remove) to `ns` on a node of `product`.
   void Add(const std::string& ns, const std::string& product, int64_t milli);
@@ -107,7 +108,7 @@ class QuotaLedger {
   // Usage by namespace: `base_` is shared by copies (a ledger is copied per
   // victim set tried), `changed_` holds the namespaces Add() touched in
   // this copy and shadows base_.
-  std::shared_ptr<const std::map<std::string, Use>> base_;
+  std::shared_ptr<const UsageTable> base_;
   std::map<std::string, Use> changed_;
   std::map<std::string, int64_t> claims_;
   // Per cohort: the sum over its members of guaranteed - usage - held back

@@ -1,5 +1,7 @@
 #include "scheduler/queue/usage_index.h"
 
+#include <algorithm>
+
 #include "gpusched/util/strings.h"
 
 namespace gpusched::queue {
@@ -19,8 +21,47 @@ void AddOrErase(Map& m, const std::string& key, int64_t by) {
 
 }  // namespace
 
+std::shared_ptr<const UsageTable> UsageTable::Of(std::map<std::string, NamespaceUse> use) {
+  std::vector<Row> rows;
+  rows.reserve(use.size());
+  for (auto& [ns, u] : use) {
+    u.ns = ns;
+    rows.push_back(std::make_shared<const NamespaceUse>(std::move(u)));
+  }
+  return std::make_shared<const UsageTable>(std::move(rows));
+}
+
+const NamespaceUse* UsageTable::Find(const std::string& ns) const {
+  auto it = std::lower_bound(rows_.begin(), rows_.end(), ns,
+                             [](const Row& r, const std::string& name) { return r->ns < name; });
+  return it != rows_.end() && (*it)->ns == ns ? it->get() : nullptr;
+}
+
+std::shared_ptr<const UsageTable> UsageIndex::Table() const {
+  if (table_ == nullptr) {
+    std::vector<UsageTable::Row> rows;
+    rows.reserve(use_.size());
+    for (const auto& [ns, u] : use_) rows.push_back(u);
+    table_ = std::make_shared<const UsageTable>(std::move(rows));
+  }
+  return table_;
+}
+
+NamespaceUse& UsageIndex::Mutable(const std::string& ns) {
+  table_.reset();
+  std::shared_ptr<NamespaceUse>& row = use_[ns];
+  if (row == nullptr) {
+    row = std::make_shared<NamespaceUse>();
+    row->ns = ns;
+  } else if (row.use_count() > 1) {
+    row = std::make_shared<NamespaceUse>(*row);  // a table still reads the old sums
+  }
+  return *row;
+}
+
 void UsageIndex::Clear() {
   last_.reset();
+  table_.reset();
   use_.clear();
   gang_held_.clear();
   gang_nodes_.clear();
@@ -29,7 +70,7 @@ void UsageIndex::Clear() {
 void UsageIndex::Apply(const NodeInfo& node, const std::string& product, int sign) {
   for (const PodOnNode& p : node.pods) {
     const int64_t milli = int64_t{p.gpus} * p.milli_per_gpu * sign;
-    NamespaceUse& u = use_[p.ns];
+    NamespaceUse& u = Mutable(p.ns);
     u.total += milli;
     u.pods += sign;
     u.by_product[product] += milli;
@@ -57,6 +98,7 @@ void UsageIndex::Update(std::shared_ptr<const ClusterSnapshot> snapshot) {
     }
   } else {
     use_.clear();
+    table_.reset();
     gang_held_.clear();
     gang_nodes_.clear();
     for (const auto& n : nodes) Apply(*n, snapshot->product(*n), +1);

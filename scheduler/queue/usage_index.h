@@ -9,7 +9,12 @@
 // namespace or product appears while at least one pod of it is on a node,
 // even one holding 0 GPUs.
 //
-// Owned by QueueManager under its mutex; thread-compatible.
+// QuotaLedgers are built from it without copying the sums: Table() is a
+// sorted list of pointers to immutable per-namespace sums, shared until a
+// namespace changes (copy on write, one namespace at a time).
+//
+// Owned by QueueManager under its mutex; thread-compatible. A UsageTable is
+// immutable and may be read from any thread.
 #ifndef GPUSCHED_QUEUE_USAGE_INDEX_H_
 #define GPUSCHED_QUEUE_USAGE_INDEX_H_
 
@@ -27,10 +32,30 @@ namespace gpusched::queue {
 // GPUs one namespace holds: milli-GPUs and pod counts, in total and by the
 // product of the node they are on.
 struct NamespaceUse {
+  std::string ns;
   int64_t total = 0;
   int64_t pods = 0;
   std::map<std::string, int64_t> by_product;       // milli
   std::map<std::string, int64_t> pods_by_product;  // counts (keys live while > 0)
+};
+
+// Every namespace holding pods on nodes, sorted by name. Immutable; copies
+// share the sums.
+class UsageTable {
+ public:
+  using Row = std::shared_ptr<const NamespaceUse>;
+  UsageTable() = default;
+  // REQUIRES: rows sorted by ns, no namespace twice.
+  explicit UsageTable(std::vector<Row> rows) : rows_(std::move(rows)) {}
+  // From sums made some other way (the from-scratch walk).
+  static std::shared_ptr<const UsageTable> Of(std::map<std::string, NamespaceUse> use);
+
+  const NamespaceUse* Find(const std::string& ns) const;
+  bool contains(const std::string& ns) const { return Find(ns) != nullptr; }
+  const std::vector<Row>& rows() const { return rows_; }
+
+ private:
+  std::vector<Row> rows_;
 };
 
 class UsageIndex {
@@ -41,7 +66,9 @@ class UsageIndex {
   // Forgets everything; the next Update reads every node.
   void Clear();
 
-  const std::map<std::string, NamespaceUse>& use() const { return use_; }
+  // The sums as they are now: O(namespaces) pointer copies after a change,
+  // free while nothing changes.
+  std::shared_ptr<const UsageTable> Table() const;
   // Generation of the snapshot the sums are for (0 before the first Update).
   uint64_t generation() const { return last_ == nullptr ? 0 : last_->generation(); }
   // Pods of gang `gang` of `ns` on nodes (members and reservation holders).
@@ -54,7 +81,11 @@ class UsageIndex {
   void Apply(const NodeInfo& node, const std::string& product, int sign);
 
   std::shared_ptr<const ClusterSnapshot> last_;  // keeps its nodes alive
-  std::map<std::string, NamespaceUse> use_;
+  // Writable sums: a row a Table still shares is copied before it changes.
+  NamespaceUse& Mutable(const std::string& ns);
+
+  std::map<std::string, std::shared_ptr<NamespaceUse>> use_;
+  mutable std::shared_ptr<const UsageTable> table_;      // for use_ as it is; null: make again
   absl::flat_hash_map<std::string, int32_t> gang_held_;  // "ns/gang" -> pods
   // "ns/gang" -> node name -> pods there.
   absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, int32_t>> gang_nodes_;

@@ -410,7 +410,7 @@ class QueueReplay {
     // Usage summed over the snapshot by an index of the check's own (not the
     // queue's), re-reading only the nodes that changed.
     checked_usage_.Update(snapshot);
-    queue::QuotaLedger ledger(quotas_, checked_usage_.use());
+    queue::QuotaLedger ledger(quotas_, checked_usage_.Table());
     const std::vector<int>& waiting = waiting_;
     owed_since_.resize(names_.size(), -1);
     for (size_t n = 0; n < names_.size(); ++n) {
