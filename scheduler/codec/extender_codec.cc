@@ -206,6 +206,7 @@ absl::StatusOr<ClusterObjects> RequestDecoder::DecodeClusterList(std::string& bo
   if (!items) return out;
   simdjson::dom::array arr;
   if (items->get_array().get(arr) != simdjson::SUCCESS) return TypeError("List.items", "array");
+  out.pods.reserve(arr.size());  // an upper bound: items are mostly pods
   size_t i = 0;
   for (Element item : arr) {
     std::string path = StrCat("List.items[", i++, "]");

@@ -212,6 +212,12 @@ void ClusterState::Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> po
   built_.clear();
   dirty_.clear();
   topology_changed_ = true;
+  // Sized once: growing these one rehash at a time moves every pod again.
+  nodes_.reserve(nodes.size());
+  dirty_.reserve(nodes.size());
+  pods_.reserve(pods.size());
+  uid_by_key_.reserve(pods.size());
+  pods_by_node_.reserve(nodes.size());
   for (NodeSpec& n : nodes) {
     std::string name = n.name;
     nodes_[name] = std::move(n);
@@ -404,6 +410,7 @@ ClusterState::PodChanges ClusterState::TakePodChanges(
   PodChanges out;
   if (all || pods_reset_) {
     out.full = true;
+    out.pods.reserve(pods_.size());
     for (const auto& [uid, p] : pods_) {
       if (keep(p)) out.pods.emplace_back(uid, p);
     }

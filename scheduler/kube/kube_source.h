@@ -44,7 +44,12 @@
 namespace gpusched::kube {
 
 struct SourceOptions {
-  int64_t page_size = 500;
+  // Items per list request. Every page is a request under the client's QPS
+  // limit (50/s after a burst of 100 by default): pages of 5,000 list
+  // 200,000 pods in 40 requests, inside the burst, where pages of 500 took
+  // 400 and about 7 s of waiting on the limit. (One unpaginated answer is no
+  // better: decoding 300 MB at once cost more than the 40 pages together.)
+  int64_t page_size = 5000;
   int watch_timeout_seconds = 300;  // randomised in [t, 2t) per watch, as client-go does
   std::chrono::milliseconds backoff_initial{250};
   std::chrono::milliseconds backoff_max{30000};

@@ -148,7 +148,9 @@ void QueueManager::SyncLocked(std::shared_ptr<const ClusterSnapshot> snapshot) {
   ClusterState::PodChanges changes = deps_.state->TakePodChanges(Waiting, full_sync_ || scratch);
   full_sync_ = false;
   if (changes.full) {
+    entries_.reserve(changes.pods.size());
     absl::flat_hash_set<std::string> keep;
+    keep.reserve(changes.pods.size());
     for (const auto& [uid, pod] : changes.pods) keep.insert(uid);
     std::vector<std::string> gone;
     for (const auto& [uid, e] : entries_) {

@@ -2,19 +2,32 @@
 
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/extender_codec.h"
 
 namespace gpusched {
+namespace {
+
+// Spare capacity for the JSON parser's padding (it reallocates without it).
+constexpr size_t kReadPadding = 64;
+
+}  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return absl::NotFoundError(StrCat(path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // One read into a buffer sized once, with room for the JSON parser's
+  // padding (a stream copy of a 30 MB cluster file took a quarter of
+  // start-up).
+  const std::streamoff size = in.tellg();
+  if (size < 0) return absl::NotFoundError(StrCat(path, ": cannot read"));
+  std::string text;
+  text.reserve(static_cast<size_t>(size) + kReadPadding);
+  text.resize(static_cast<size_t>(size));
+  in.seekg(0);
+  if (!in.read(text.data(), size)) return absl::NotFoundError(StrCat(path, ": cannot read"));
+  return text;
 }
 
 absl::Status FileClusterSource::Start(ClusterState* state, std::function<void(bool)> on_synced) {

@@ -126,7 +126,7 @@ TEST_F(KubeSourceTest, ListThenWatchFeedsState) {
 
 // Cold start at production size: 20,000 nodes and 200,000 pods (140,000
 // running, 7 per node with their gpu-ids; 60,000 pending over 500
-// namespaces) listed in pages of 500 from the API server: the source becomes
+// namespaces) listed from the API server in pages of the default size: the source becomes
 // ready holding every node and pod, the devices assigned as annotated. The
 // time it took is printed (not asserted: bench/queue/scale.sh measures the
 // server's cold start). Sanitizer builds list a tenth of it.
@@ -145,7 +145,7 @@ TEST_F(KubeSourceTest, ColdStartAtProductionSize) {
   for (int p = 0; p < pending; ++p)
     api_->Put("pods", PodJson(ns(p), "wait-" + std::to_string(p), 1));
   ClusterState state(ShippedTemplates());
-  kube::SourceOptions o;  // pages of 500, as kube-scheduler's informers list
+  kube::SourceOptions o;  // the default page size
   kube::KubeClusterSource src(client_.get(), o, &metrics_,
                               [](const PodRequest&, const std::string&) {});
   std::atomic<bool> synced{false};
