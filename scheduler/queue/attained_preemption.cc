@@ -17,16 +17,19 @@ int8_t QueueManager::LevelLocked(const PodRequest& pod) {
   return run >= static_cast<double>(a.demote_after_gpu_seconds) ? 1 : 0;
 }
 
-void QueueManager::RelevelLocked() {
-  for (auto& [uid, e] : entries_) {
-    const int8_t level = LevelLocked(e.pod);
-    if (level == e.level) continue;
-    Order& q = order_[e.pod.ns];
-    q.erase(&e);
-    e.level = level;
-    q.insert(&e);
-    unit_index_.erase(e.pod.ns);
+void QueueManager::RelevelLocked(const std::string& ns) {
+  auto q = order_.find(ns);
+  if (q == order_.end()) return;
+  std::vector<Entry*> moved;  // collected first: the order changes as they move
+  for (const Entry* e : q->second) {
+    if (LevelLocked(e->pod) != e->level) moved.push_back(FindEntryLocked(e->pod.uid));
   }
+  for (Entry* e : moved) {
+    q->second.erase(e);
+    e->level = LevelLocked(e->pod);
+    q->second.insert(e);
+  }
+  if (!moved.empty()) unit_index_.erase(ns);
 }
 
 QueueManager::PreemptionBudget& QueueManager::BudgetLocked(const std::string& ns, int32_t per_hour,

@@ -590,8 +590,9 @@ class QueueManager final : public PodGate {
   std::map<std::string, PreemptionBudget> attained_budget_ ABSL_GUARDED_BY(mu_);
   // The entry's level under the current options and attained service.
   int8_t LevelLocked(const PodRequest& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Re-levels every entry (after a config change), re-sorting those that move.
-  void RelevelLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Re-levels the entries of `ns` (its attained-service settings changed),
+  // re-sorting those that move.
+  void RelevelLocked(const std::string& ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The budget of `ns` brought to now (tokens never above one hour's).
   PreemptionBudget& BudgetLocked(const std::string& ns, int32_t per_hour, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -178,6 +178,27 @@ TEST(AttainedOrderTest, DemotedWorkloadQueuesBehindFreshOneOfTheSamePriority) {
   EXPECT_THAT(fifo.Filter(old), IsEmpty());
 }
 
+// A config change re-levels only the namespaces whose attained-service
+// settings it changes: a quota edit elsewhere leaves the queue order alone,
+// even for a pod whose workload has run past the threshold since it queued.
+TEST(AttainedOrderTest, ConfigChangeRelevelsOnlyNamespacesWhoseSettingsChange) {
+  Harness h(H100s(2), {RunningSince("long-0", "long", 1, "h0", 0x1, kNowS - 100)}, Attained(0));
+  h.Submit(Waiting("long-1", "long", 8, 10));
+  auto level = [&h] {
+    return h.queue->Report({"team-a", 50}).namespaces[0].queue[0].attained_level;
+  };
+  EXPECT_EQ(level(), 0);  // 100 GPU-seconds, threshold 360
+  h.now_ms += 400'000;    // 500 GPU-seconds now
+  QueueOptions elsewhere = Attained(0);
+  elsewhere.quotas.namespaces["team-b"] = Quota(4, 8);
+  h.queue->SetOptions(elsewhere);
+  EXPECT_EQ(level(), 0);
+  QueueOptions lower = elsewhere;
+  lower.quotas.namespaces["team-a"].attained.demote_after_gpu_seconds = 300;
+  h.queue->SetOptions(lower);
+  EXPECT_EQ(level(), 1);
+}
+
 // A higher priority still goes first whatever it has run.
 TEST(AttainedOrderTest, PriorityComesBeforeLevel) {
   Harness h(H100s(2), {RunningSince("long-0", "long", 8, "h0", 0xff, kNowS - 100)}, Attained(0));
