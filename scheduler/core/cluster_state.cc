@@ -168,6 +168,10 @@ void ClusterState::UnlinkPod(const PodRequest& pod) {
 
 void ClusterState::UpsertPod(PodRequest pod) {
   absl::MutexLock l(&mu_);
+  UpsertPodLocked(std::move(pod));
+}
+
+void ClusterState::UpsertPodLocked(PodRequest pod) {
   auto it = pods_.find(pod.uid);
   if (it != pods_.end()) UnlinkPod(it->second);
   if (!pod.node_name.empty()) {
@@ -182,6 +186,10 @@ void ClusterState::UpsertPod(PodRequest pod) {
 
 void ClusterState::RemovePod(std::string_view uid) {
   absl::MutexLock l(&mu_);
+  RemovePodLocked(uid);
+}
+
+void ClusterState::RemovePodLocked(std::string_view uid) {
   auto it = pods_.find(ToAbsl(uid));
   if (it == pods_.end()) return;
   UnlinkPod(it->second);
@@ -191,12 +199,18 @@ void ClusterState::RemovePod(std::string_view uid) {
 
 void ClusterState::RemovePodsAndCommit(const std::vector<std::string>& uids) {
   absl::MutexLock l(&mu_);
-  for (const std::string& uid : uids) {
-    auto it = pods_.find(uid);
-    if (it == pods_.end()) continue;
-    UnlinkPod(it->second);
-    NoteChanged(it->first);
-    pods_.erase(it);
+  for (const std::string& uid : uids) RemovePodLocked(uid);
+  CommitLocked();
+}
+
+void ClusterState::ApplyPodsAndCommit(std::vector<PodUpdate> updates) {
+  absl::MutexLock l(&mu_);
+  for (PodUpdate& u : updates) {
+    if (u.pod.has_value()) {
+      UpsertPodLocked(*std::move(u.pod));
+    } else {
+      RemovePodLocked(u.uid);
+    }
   }
   CommitLocked();
 }

@@ -244,7 +244,8 @@ absl::StatusOr<HttpResult> KubeHttpClient::Do(std::string_view method, std::stri
 
 absl::StatusOr<int> KubeHttpClient::Stream(std::string_view target, std::chrono::milliseconds idle,
                                            const std::function<bool(std::string&)>& on_line,
-                                           std::string* error_body, StreamCanceller* canceller) {
+                                           std::string* error_body, StreamCanceller* canceller,
+                                           const std::function<void()>& on_read) {
   bucket_.Take();
   auto conn = Connect(std::min(idle, options_.timeout));
   if (!conn.ok()) return conn.status();
@@ -306,6 +307,7 @@ absl::StatusOr<int> KubeHttpClient::Stream(std::string_view target, std::chrono:
       }
     }
     pending.erase(0, start);
+    if (on_read) on_read();
   }
   if (status != 200) {
     if (error_body != nullptr) *error_body = std::move(pending);

@@ -90,10 +90,13 @@ class KubeHttpClient {
   // `error_body`. For 200, calls `on_line` with each non-empty line until the
   // server ends the response (returns 200), `on_line` returns false (200), or
   // the stream fails (transport error, CancelledError after Cancel). `idle`
-  // bounds each wait for data.
+  // bounds each wait for data. `on_read`, if given, is called after the lines
+  // of each read from the socket were passed to `on_line` (a caller batching
+  // what arrived together applies it there).
   absl::StatusOr<int> Stream(std::string_view target, std::chrono::milliseconds idle,
                              const std::function<bool(std::string&)>& on_line,
-                             std::string* error_body, StreamCanceller* canceller);
+                             std::string* error_body, StreamCanceller* canceller,
+                             const std::function<void()>& on_read = nullptr);
 
   const KubeConfig& config() const { return config_; }
 

@@ -256,6 +256,9 @@ void KubeClusterSource::WatchLoop(codec::ObjectKind kind, std::string rv, Watch*
                                 "&timeoutSeconds=", timeout);
     bool gone = false;
     std::string error_event;
+    // Pod events of one read from the socket: one ClusterState commit (a
+    // burst of deletions used to publish as many snapshots).
+    std::vector<codec::WatchEvent> pod_events;
     auto on_line = [&](std::string& line) {
       auto ev = dec.DecodeWatchEvent(line, kind);
       if (!ev.ok()) {
@@ -280,13 +283,14 @@ void KubeClusterSource::WatchLoop(codec::ObjectKind kind, std::string rv, Watch*
       if (kind == codec::ObjectKind::kNode) {
         ApplyNode(*ev);
       } else {
-        ApplyPod(*ev);
+        pod_events.push_back(*std::move(ev));  // applied with the rest of its read
       }
       return true;
     };
     std::string error_body;
     auto status = client_->Stream(target, std::chrono::seconds(timeout + 30), on_line, &error_body,
-                                  &w->canceller);
+                                  &w->canceller, [&] { ApplyPods(pod_events); });
+    ApplyPods(pod_events);  // what arrived before the stream ended or failed
     if (!status.ok() && status.status().code() == absl::StatusCode::kCancelled) return;
     if ((status.ok() && *status == 410) || gone) {
       RequestRelist(StrCat(kNames[k], " watch: resource version ", rv, " expired").c_str());
@@ -323,15 +327,12 @@ PodRequest KubeClusterSource::Merge(const PodRequest& api, const PodRequest& ass
   return p;
 }
 
-void KubeClusterSource::ApplyPod(codec::WatchEvent& ev) {
+std::optional<ClusterState::PodUpdate> KubeClusterSource::PodUpdateLocked(codec::WatchEvent& ev) {
   if (!ev.pod.has_value()) {
     if (ev.type == codec::WatchEvent::Type::kDeleted && !ev.uid.empty()) {
-      absl::MutexLock lock(&mu_);
       assumed_.erase(ev.uid);
       api_node_.erase(ev.uid);
-      state_->RemovePod(ev.uid);
-      state_->Commit();
-      return;
+      return ClusterState::PodUpdate{ev.uid, std::nullopt};
     }
     std::cerr << "gpusched: kube: pod " << ev.ns << "/" << ev.name
               << " not decodable, keeping the last version: " << ev.decode_error << "\n";
@@ -339,32 +340,41 @@ void KubeClusterSource::ApplyPod(codec::WatchEvent& ev) {
       metrics_->Inc("gpusched_kube_decode_errors_total", "Objects that could not be decoded.",
                     {{"resource", "pods"}});
     }
-    return;
+    return std::nullopt;
   }
   PodRequest& pod = ev.pod->pod;
+  // Under mu_, so a RefillGangs after a size change cannot be overtaken.
+  if (gang_sizes_ != nullptr) gang_sizes_->Fill(pod);
+  if (ev.type == codec::WatchEvent::Type::kDeleted) {
+    assumed_.erase(pod.uid);
+    api_node_.erase(pod.uid);
+    return ClusterState::PodUpdate{pod.uid, std::nullopt};
+  }
+  api_node_[pod.uid] = pod.node_name;
+  auto it = assumed_.find(pod.uid);
+  if (it == assumed_.end()) return ClusterState::PodUpdate{pod.uid, pod};
+  if (!pod.node_name.empty() || pod.deleting) {
+    assumed_.erase(it);
+    return ClusterState::PodUpdate{pod.uid, pod};
+  }
+  return ClusterState::PodUpdate{pod.uid, Merge(pod, it->second)};
+}
+
+void KubeClusterSource::ApplyPods(std::vector<codec::WatchEvent>& events) {
+  if (events.empty()) return;
   {
     absl::MutexLock lock(&mu_);
-    // Under mu_, so a RefillGangs after a size change cannot be overtaken.
-    if (gang_sizes_ != nullptr) gang_sizes_->Fill(pod);
-    if (ev.type == codec::WatchEvent::Type::kDeleted) {
-      assumed_.erase(pod.uid);
-      api_node_.erase(pod.uid);
-      state_->RemovePod(pod.uid);
-    } else {
-      api_node_[pod.uid] = pod.node_name;
-      auto it = assumed_.find(pod.uid);
-      if (it == assumed_.end()) {
-        state_->UpsertPod(pod);
-      } else if (!pod.node_name.empty() || pod.deleting) {
-        assumed_.erase(it);
-        state_->UpsertPod(pod);
-      } else {
-        state_->UpsertPod(Merge(pod, it->second));
-      }
+    std::vector<ClusterState::PodUpdate> updates;
+    updates.reserve(events.size());
+    for (codec::WatchEvent& ev : events) {
+      if (auto u = PodUpdateLocked(ev)) updates.push_back(*std::move(u));
     }
-    state_->Commit();
+    state_->ApplyPodsAndCommit(std::move(updates));
   }
-  if (ev.type != codec::WatchEvent::Type::kDeleted) CheckIds(*ev.pod);
+  for (const codec::WatchEvent& ev : events) {
+    if (ev.type != codec::WatchEvent::Type::kDeleted && ev.pod.has_value()) CheckIds(*ev.pod);
+  }
+  events.clear();
 }
 
 void KubeClusterSource::ApplyNode(codec::WatchEvent& ev) {

@@ -91,7 +91,12 @@ class KubeClusterSource final : public ClusterSource {
   bool ListAll(std::string* node_rv, std::string* pod_rv);
   absl::StatusOr<codec::ListPage> List(codec::KubeDecoder& dec, codec::ObjectKind kind);
   void WatchLoop(codec::ObjectKind kind, std::string rv, Watch* w);
-  void ApplyPod(codec::WatchEvent& ev) ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies watch events of pods in order, in one commit; empties `events`.
+  void ApplyPods(std::vector<codec::WatchEvent>& events) ABSL_LOCKS_EXCLUDED(mu_);
+  // What one event changes in the cluster state (nullopt: nothing, an
+  // undecodable pod keeps its last version).
+  std::optional<ClusterState::PodUpdate> PodUpdateLocked(codec::WatchEvent& ev)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyNode(codec::WatchEvent& ev);
   void CheckIds(const codec::PodItem& item) ABSL_LOCKS_EXCLUDED(report_mu_);
   PodRequest Merge(const PodRequest& api, const PodRequest& assumed) const;

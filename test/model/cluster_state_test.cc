@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "gpusched/util/strings.h"
 #include "test/testing/builders.h"
@@ -186,6 +187,39 @@ TEST(ClusterStateTest, RemovePodsAndCommitPublishesOnce) {
   EXPECT_EQ(before->Find("t4")->free_count(), 1);  // snapshots are immutable
   EXPECT_FALSE(state->FindPod(a.uid).has_value());
   EXPECT_TRUE(state->FindPod(b.uid).has_value());
+}
+
+// A burst of watch events: applied in order (a pod added then removed in
+// the same burst is gone; one moved twice ends where the last says), with one
+// commit, and the change feed names every pod touched.
+TEST(ClusterStateTest, ApplyPodsAndCommitAppliesInOrderAndPublishesOnce) {
+  const PodRequest a = PodBuilder("a").Gpus(1).OnNode("t4", Devices({0})).Build();
+  const PodRequest b = PodBuilder("b").Gpus(1).OnNode("t4", Devices({1})).Build();
+  auto state = MakeState({testing::Pcie4xT4("t4"), testing::Pcie4xT4("t4b")}, {a, b});
+  state->TakePodChanges([](const PodRequest&) { return true; }, true);
+  const auto before = state->Snapshot();
+  const PodRequest c = PodBuilder("c").Gpus(2).OnNode("t4", Devices({2, 3})).Build();
+  const PodRequest moved = PodBuilder("b").Gpus(1).OnNode("t4b", Devices({0})).Build();
+  const PodRequest moved_again = PodBuilder("b").Gpus(1).OnNode("t4b", Devices({3})).Build();
+  const PodRequest brief = PodBuilder("brief").Gpus(1).OnNode("t4b", Devices({1})).Build();
+  state->ApplyPodsAndCommit({{c.uid, c},
+                             {a.uid, std::nullopt},
+                             {b.uid, moved},
+                             {brief.uid, brief},
+                             {b.uid, moved_again},
+                             {brief.uid, std::nullopt}});
+  const auto after = state->Snapshot();
+  EXPECT_EQ(after->generation(), before->generation() + 1);
+  EXPECT_EQ(after->Find("t4")->free_count(), 2);   // c only
+  EXPECT_EQ(after->Find("t4b")->free_count(), 3);  // b on device 3
+  EXPECT_EQ(state->FindPod(b.uid)->gpu_ids, Devices({3}));
+  EXPECT_FALSE(state->FindPod(a.uid).has_value());
+  EXPECT_FALSE(state->FindPod(brief.uid).has_value());
+  EXPECT_EQ(before->Find("t4")->free_count(), 2);  // snapshots are immutable
+  auto changes = state->TakePodChanges([](const PodRequest&) { return true; }, false);
+  std::set<std::string> touched;
+  for (const auto& [uid, pod] : changes.pods) touched.insert(uid);
+  EXPECT_EQ(touched, (std::set<std::string>{a.uid, b.uid, c.uid, brief.uid}));
 }
 
 TEST(ClusterStateTest, AnnotationTopologyWinsOverTemplate) {

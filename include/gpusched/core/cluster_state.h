@@ -60,6 +60,14 @@ class ClusterState {
   // RemovePod for each of `uids`, under one acquisition of the mutex, and
   // commits (a batch of evictions applied to an in-memory cluster).
   void RemovePodsAndCommit(const std::vector<std::string>& uids) ABSL_LOCKS_EXCLUDED(mu_);
+  // One pod change: the pod as it now is, or (nullopt) gone.
+  struct PodUpdate {
+    std::string uid;
+    std::optional<PodRequest> pod;
+  };
+  // UpsertPod or RemovePod for each update in order, under one acquisition
+  // of the mutex, then one commit (a burst of watch events, one snapshot).
+  void ApplyPodsAndCommit(std::vector<PodUpdate> updates) ABSL_LOCKS_EXCLUDED(mu_);
   // Replaces everything (a full relist or a file reload).
   void Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> pods) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -118,6 +126,8 @@ class ClusterState {
   void Touch(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteChanged(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UnlinkPod(const PodRequest& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpsertPodLocked(PodRequest pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemovePodLocked(std::string_view uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `pod` may be assumed onto `node` with `devices` on top of the
   // current snapshot and `taken` (milli per (node, device) of the pods of
   // the same AssumeAll checked before it; added to).
