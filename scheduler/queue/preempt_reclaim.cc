@@ -273,7 +273,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
   // (a gang's plan: every node; a single pod's: kube-scheduler's candidates).
   struct Work {
     std::unique_ptr<QuotaLedger> ledger;
-    QueueOptions options;
+    std::shared_ptr<const QueueOptions> options;
     absl::flat_hash_map<std::string, int64_t> evicted;
     UsageIndex usage;
     PodRequest pod;
@@ -308,9 +308,9 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
         }
       }
     }
-    work.options = options_;
+    work.options = shared_options_;
     work.ledger = std::make_unique<QuotaLedger>(LedgerLocked());
-    work.ledger->RebindConfig(work.options.quotas);
+    work.ledger->RebindConfig(work.options->quotas);
     work.evicted = evicted_;
     work.usage = usage_;
     work.pod = pod;
@@ -322,7 +322,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
     ScanBehind(scan, snapshot, fw, &behind);
     if (behind.behind_earlier) return out;
   }
-  const PlanInputs in{work.ledger.get(), &work.options, &work.evicted, &work.usage};
+  const PlanInputs in{work.ledger.get(), work.options.get(), &work.evicted, &work.usage};
   if (work.missing <= 0) {
     // One plan per candidate node, answered under the mutex.
     std::vector<std::pair<const PreemptionArgs::Candidate*, NodePlan>> plans;

@@ -39,16 +39,16 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
   std::deque<Entry> entries;
   std::vector<std::vector<Unit>> units;
   std::vector<std::set<std::string>> reserved;
-  QueueOptions options;
+  std::shared_ptr<const QueueOptions> options;
   std::unique_ptr<QuotaLedger> ledger;
   int64_t now = 0;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "report");
     SyncLocked(snapshot);
     now = Now();
-    options = options_;
+    options = shared_options_;
     ledger = std::make_unique<QuotaLedger>(LedgerLocked());
-    ledger->RebindConfig(options.quotas);
+    ledger->RebindConfig(options->quotas);
     report.quotas_enabled = options_.quotas.enabled;
     report.quota_source = options_.quota_source;
     std::set<std::string> names;
@@ -120,14 +120,14 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
     for (size_t i = 0; i < us.size(); ++i) {
       for (const Entry* e : us[i].members) {
         QueuedPod qp = Listed(e->pod, static_cast<int32_t>(i + 1), now - e->first_seen_ms);
-        if (AttainedOf(options.quotas, ns).enabled) qp.attained_level = e->level;
-        EvalInputs in{ledger.get(), &options, IsGang(e->pod) && reserved[n].contains(e->pod.gang),
-                      now};
+        if (AttainedOf(options->quotas, ns).enabled) qp.attained_level = e->level;
+        EvalInputs in{ledger.get(), options.get(),
+                      IsGang(e->pod) && reserved[n].contains(e->pod.gang), now};
         qp.reason = EvaluateUnits(us, i, e->pod, in, *snapshot, *fw, false).reason;
         nq.queue.push_back(std::move(qp));
       }
     }
-    if (options.quotas.enabled || nq.pending_pods > 0 || !query.ns.empty()) {
+    if (options->quotas.enabled || nq.pending_pods > 0 || !query.ns.empty()) {
       shown.push_back(std::move(nq));
     }
   }

@@ -49,7 +49,9 @@ bool QueueManager::EarlierEntry::operator()(const Entry* a, const Entry* b) cons
 }
 
 QueueManager::QueueManager(QueueDeps deps, QueueOptions options)
-    : deps_(std::move(deps)), options_(std::move(options)) {}
+    : deps_(std::move(deps)),
+      options_(std::move(options)),
+      shared_options_(std::make_shared<const QueueOptions>(options_)) {}
 
 int64_t QueueManager::Now() const {
   if (deps_.now_ms) return deps_.now_ms();
@@ -75,6 +77,7 @@ void QueueManager::SetOptions(QueueOptions options) {
     if (!(AttainedOf(options_.quotas, ns) == AttainedOf(options.quotas, ns))) relevel.push_back(ns);
   }
   options_ = std::move(options);
+  shared_options_ = std::make_shared<const QueueOptions>(options_);
   ledger_.reset();
   reclaim_backoff_.clear();  // new quotas or rules: plan again at once
   ++config_version_;
@@ -558,7 +561,7 @@ QueueManager::PlanBatch QueueManager::ReclaimBatchLocked(
   if (b.jobs.empty()) return b;
   // Copies for planning without the mutex (a few namespaces' worth).
   b.snapshot = std::move(snapshot);
-  b.options = options_;
+  b.options = shared_options_;
   b.ledger = std::make_unique<QuotaLedger>(LedgerLocked());  // bound to b.options when planned
   b.evicted = evicted_;
   b.usage = usage_;
@@ -569,8 +572,8 @@ QueueManager::PlanBatch QueueManager::ReclaimBatchLocked(
 
 void QueueManager::PlanBatchJobs(PlanBatch& b,
                                  std::optional<std::chrono::steady_clock::time_point> deadline) {
-  b.ledger->RebindConfig(b.options.quotas);  // the batch may have moved since it was made
-  PlanInputs in{b.ledger.get(), &b.options, &b.evicted, &b.usage};
+  b.ledger->RebindConfig(b.options->quotas);  // the batch may have moved since it was made
+  PlanInputs in{b.ledger.get(), b.options.get(), &b.evicted, &b.usage};
   const int64_t now = Now();
   for (ReclaimJob& job : b.jobs) {
     if (deadline && std::chrono::steady_clock::now() > *deadline) break;
@@ -652,7 +655,7 @@ int QueueManager::Tick() {
   }
   int evictions = 0;
   if (!batch.jobs.empty()) {
-    const auto budget = std::chrono::milliseconds(batch.options.reclaim_plan_budget_ms);
+    const auto budget = std::chrono::milliseconds(batch.options->reclaim_plan_budget_ms);
     PlanBatchJobs(batch, budget.count() > 0 ? std::optional(started + budget) : std::nullopt);
     done = std::move(batch);
   }

@@ -297,7 +297,7 @@ class QueueManager final : public PodGate {
     std::shared_ptr<const ClusterSnapshot> snapshot;
     std::unique_ptr<QuotaLedger> ledger;
     absl::flat_hash_map<std::string, int64_t> evicted;
-    QueueOptions options;
+    std::shared_ptr<const QueueOptions> options;
     UsageIndex usage;
     std::shared_ptr<const policy::Framework> fw;
     uint64_t config_version = 0;
@@ -534,6 +534,9 @@ class QueueManager final : public PodGate {
   mutable absl::Mutex mu_;
   mutable LockHoldStats lock_stats_;
   QueueOptions options_ ABSL_GUARDED_BY(mu_);
+  // options_ as one immutable copy, shared by what plans or reports without
+  // the mutex (a pointer copy under it, not every namespace's quotas).
+  std::shared_ptr<const QueueOptions> shared_options_ ABSL_GUARDED_BY(mu_);
   // Pending entries by uid (node map: Order holds pointers into it).
   absl::node_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   // Per namespace, its entries in queue order.
