@@ -94,6 +94,9 @@ void QuotaObjectWatcher::Stop() {
 
 bool QuotaObjectWatcher::settled() const {
   absl::MutexLock l(&mu_);
+  // Listed is not enough: until Publish returns, Current() is not yet
+  // what the lists say (a reader right after settled() saw nullopt).
+  if (!applied_) return false;
   for (const KindState& k : kinds_) {
     if (k.served == Served::kUnknown || (k.served == Served::kYes && !k.listed)) return false;
   }
@@ -308,6 +311,7 @@ void QuotaObjectWatcher::Publish() {
   last_ = next;
   absl::MutexLock l(&mu_);
   current_ = std::move(next);  // after on_change: Current() is what is applied
+  applied_ = true;
 }
 
 }  // namespace gpusched::kube

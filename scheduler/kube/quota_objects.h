@@ -60,6 +60,8 @@ class QuotaObjectWatcher {
   void Start(OnChange on_change) ABSL_LOCKS_EXCLUDED(mu_);
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Every served kind listed and a resolution published (on_change
+  // returned): from then on Current() is what the queue enforces.
   bool settled() const ABSL_LOCKS_EXCLUDED(mu_);
   // The last resolution published, set once on_change has returned (so it
   // is what the queue enforces); nullopt: the CRD is not installed, or
@@ -98,7 +100,8 @@ class QuotaObjectWatcher {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::array<KindState, 2> kinds_ ABSL_GUARDED_BY(mu_);
   std::optional<queue::ResolvedQuotas> current_ ABSL_GUARDED_BY(mu_);
-  absl::Mutex publish_mu_;  // one on_change at a time, in order
+  bool applied_ ABSL_GUARDED_BY(mu_) = false;  // current_ set by a Publish
+  absl::Mutex publish_mu_;                     // one on_change at a time, in order
   bool published_ ABSL_GUARDED_BY(publish_mu_) = false;
   std::optional<queue::ResolvedQuotas> last_ ABSL_GUARDED_BY(publish_mu_);
 };
