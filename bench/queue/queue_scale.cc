@@ -37,6 +37,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -208,29 +209,40 @@ class Conn {
       if (n <= 0) return -1;
       off += static_cast<size_t>(n);
     }
-    char tmp[1 << 16];
     size_t end;
     while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
-      ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
-      if (n <= 0) return -1;
-      buf_.append(tmp, static_cast<size_t>(n));
+      if (!Receive()) return -1;
     }
     const int status = std::atoi(buf_.c_str() + 9);
     size_t length = 0;
     const size_t cl = buf_.find("Content-Length: ");
     if (cl != std::string::npos && cl < end)
       length = std::strtoul(buf_.c_str() + cl + 16, nullptr, 10);
-    while (buf_.size() < end + 4 + length) {
-      ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
-      if (n <= 0) return -1;
-      buf_.append(tmp, static_cast<size_t>(n));
+    const size_t total = end + 4 + length;
+    if (buf_.capacity() < total) buf_.reserve(total);
+    while (buf_.size() < total) {
+      if (!Receive()) return -1;
     }
-    *out = buf_.substr(end + 4, length);
-    buf_.erase(0, end + 4 + length);
+    // The body is moved out, not copied (responses run to ~1 MB and the
+    // client shares the server's cores): the rest of the buffer stays.
+    std::string rest = buf_.substr(total);
+    buf_.erase(0, end + 4);
+    buf_.resize(length);
+    out->swap(buf_);
+    buf_.assign(rest);  // into the previous body's room
     return status;
   }
 
  private:
+  // Appends what one recv gives to buf_, straight into its spare room.
+  bool Receive() {
+    const size_t have = buf_.size();
+    buf_.resize(have + (size_t{1} << 16));
+    ssize_t n = recv(fd_, buf_.data() + have, buf_.size() - have, 0);
+    buf_.resize(have + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    return n > 0;
+  }
+
   int fd_ = -1;
   std::string buf_;
 };
@@ -449,7 +461,9 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     if (c.Call("POST", "/scheduler/filter", args, &body) != 200) break;
     filter.Add(t0);
-    const size_t nn = body.find("\"NodeNames\":[\"");
+    // NodeNames follows "Nodes":null at the start: search only there (a
+    // rejection's body is ~1 MB of FailedNodes).
+    const size_t nn = std::string_view(body).substr(0, 64).find("\"NodeNames\":[\"");
     std::string first;
     if (nn != std::string::npos) {
       const size_t b = nn + 14;
