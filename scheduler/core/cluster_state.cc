@@ -128,6 +128,7 @@ void ClusterState::Touch(const std::string& node) {
 }
 
 void ClusterState::NoteChanged(const std::string& uid) {
+  pods_changed_.store(true, std::memory_order_release);
   if (pods_reset_) return;  // the next read is a full one anyway
   changed_pods_.insert(uid);
   // Without a reader the set would only grow (the removed pods' uids): past
@@ -221,6 +222,7 @@ void ClusterState::Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> po
   pods_.clear();
   changed_pods_.clear();
   pods_reset_ = true;
+  pods_changed_.store(true, std::memory_order_release);
   uid_by_key_.clear();
   pods_by_node_.clear();
   built_.clear();
@@ -420,8 +422,11 @@ std::vector<PodRequest> ClusterState::Pods() const {
 
 ClusterState::PodChanges ClusterState::TakePodChanges(
     const std::function<bool(const PodRequest&)>& keep, bool all) {
-  absl::MutexLock l(&mu_);
   PodChanges out;
+  // Nothing changed since the last call: answered without the mutex, which
+  // a writer may hold for a while (the reader usually holds its own).
+  if (!all && !pods_changed_.load(std::memory_order_acquire)) return out;
+  absl::MutexLock l(&mu_);
   if (all || pods_reset_) {
     out.full = true;
     out.pods.reserve(pods_.size());
@@ -441,6 +446,7 @@ ClusterState::PodChanges ClusterState::TakePodChanges(
   }
   changed_pods_.clear();
   pods_reset_ = false;
+  pods_changed_.store(false, std::memory_order_relaxed);  // under mu_: no change is lost
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -132,6 +133,44 @@ TEST(ClusterStateTest, PodChangesReportEachChangedPodOnceThenNothing) {
   EXPECT_TRUE(relisted.full);
   ASSERT_EQ(relisted.pods.size(), 1u);
   EXPECT_EQ(relisted.pods[0].first, c.uid);
+}
+
+// TakePodChanges answers "nothing changed" without the mutex: each kind of
+// change alone, right after an empty read, must still be seen.
+TEST(ClusterStateTest, EveryKindOfChangeAloneEndsAnEmptyStretch) {
+  auto pending = [](const PodRequest& p) { return !p.HoldsGpus(); };
+  const PodRequest a = PodBuilder("a").Gpus(1).Build();
+  struct Case {
+    const char* name;
+    std::function<void(ClusterState&)> change;
+    bool full;
+  };
+  const std::vector<Case> cases = {
+      {"upsert", [](ClusterState& s) { s.UpsertPod(PodBuilder("n").Gpus(1).Build()); }, false},
+      {"remove", [&a](ClusterState& s) { s.RemovePod(a.uid); }, false},
+      {"assume", [&a](ClusterState& s) { ASSERT_TRUE(s.Assume(a, "t4", Devices({0})).ok()); },
+       false},
+      {"assume then forget",
+       [&a](ClusterState& s) {
+         ASSERT_TRUE(s.Assume(a, "t4", Devices({0})).ok());
+         s.Forget(a.uid);
+       },
+       false},
+      {"reset", [&a](ClusterState& s) { s.Reset({testing::Pcie4xT4("t4")}, {a}); }, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto state = MakeState({testing::Pcie4xT4("t4")});
+    state->UpsertPod(a);
+    ASSERT_TRUE(state->TakePodChanges(pending).full);
+    ASSERT_TRUE(state->TakePodChanges(pending).pods.empty());
+    ASSERT_TRUE(state->TakePodChanges(pending).pods.empty());
+    c.change(*state);
+    ClusterState::PodChanges next = state->TakePodChanges(pending);
+    EXPECT_FALSE(next.pods.empty());
+    EXPECT_EQ(next.full, c.full);
+    EXPECT_TRUE(state->TakePodChanges(pending).pods.empty());
+  }
 }
 
 TEST(ClusterStateTest, SnapshotsAreImmutable) {

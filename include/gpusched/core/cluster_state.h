@@ -110,7 +110,8 @@ class ClusterState {
   // manager). Each changed uid comes with the pod as it is now if `keep`
   // accepts it, else nullopt (gone, or no longer of interest). `all` (and
   // the first call, and the first call after Reset) returns every pod
-  // `keep` accepts with `full` set: the reader starts over. O(changes).
+  // `keep` accepts with `full` set: the reader starts over. O(changes), and
+  // without the mutex when nothing changed (the reader may hold its own).
   struct PodChanges {
     bool full = false;
     std::vector<std::pair<std::string, std::optional<PodRequest>>> pods;
@@ -148,6 +149,9 @@ class ClusterState {
   // Pods changed since the last TakePodChanges (uids); all of them after Reset.
   absl::flat_hash_set<std::string> changed_pods_ ABSL_GUARDED_BY(mu_);
   bool pods_reset_ ABSL_GUARDED_BY(mu_) = true;
+  // Whether changed_pods_ or pods_reset_ holds anything: set under mu_ by
+  // every change, cleared under mu_ by TakePodChanges, read without it.
+  std::atomic<bool> pods_changed_{true};
   bool topology_changed_ ABSL_GUARDED_BY(mu_) = true;
   absl::flat_hash_map<std::string, std::shared_ptr<const NodeInfo>> built_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> product_names_ ABSL_GUARDED_BY(mu_);
