@@ -36,6 +36,10 @@ void AttainedService::Remove(const std::string& uid, int64_t now_s) {
   w.running_milli_start -= r.milli * r.start_s;
   std::erase_if(w.running, [&](const RunningPod& p) { return p.uid == uid; });
   w.last_left_s = now_s;
+  if (w.running.empty() && !w.awaits_forget) {
+    w.awaits_forget = true;
+    left_.emplace(now_s, r.ns, r.workload);
+  }
   pods_.erase(it);
 }
 
@@ -84,17 +88,40 @@ const absl::flat_hash_map<std::string, AttainedService::Workload>* AttainedServi
   return n == workloads_.end() ? nullptr : &n->second;
 }
 
-void AttainedService::Forget(int64_t now_s, int64_t forget_after_s) {
-  for (auto n = workloads_.begin(); n != workloads_.end();) {
-    absl::erase_if(n->second, [&](const auto& kv) {
-      return kv.second.running.empty() && now_s - kv.second.last_left_s > forget_after_s;
-    });
-    if (n->second.empty()) {
-      workloads_.erase(n++);
-    } else {
-      ++n;
+size_t AttainedService::Forget(int64_t now_s, int64_t forget_after_s, size_t max_forgets) {
+  size_t forgotten = 0;
+  while (!left_.empty() && forgotten < max_forgets) {
+    const auto& [left_s, ns, workload] = left_.top();
+    if (now_s - left_s <= forget_after_s) break;  // neither it nor any later one is due
+    auto n = workloads_.find(ns);
+    if (n == workloads_.end()) {
+      left_.pop();
+      continue;
     }
+    auto it = n->second.find(workload);
+    if (it == n->second.end()) {
+      left_.pop();
+      continue;
+    }
+    Workload& work = it->second;
+    work.awaits_forget = false;
+    if (!work.running.empty()) {  // back on a node: queued again when it empties
+      left_.pop();
+      continue;
+    }
+    if (left_s != work.last_left_s) {  // emptied again since: queued by that time
+      LeftEntry again{work.last_left_s, ns, workload};
+      left_.pop();
+      work.awaits_forget = true;
+      left_.push(std::move(again));
+      continue;
+    }
+    left_.pop();
+    n->second.erase(it);
+    if (n->second.empty()) workloads_.erase(n);
+    ++forgotten;
   }
+  return forgotten;
 }
 
 }  // namespace gpusched::queue

@@ -7,7 +7,9 @@
 //
 // A pod counts from status.startTime (or from when it was first seen on a
 // node, if it has none yet) until it is seen gone. Sums of workloads with no
-// pod on a node are forgotten `forget_after_s` after their last pod left.
+// pod on a node are forgotten `forget_after_s` after their last pod left;
+// the workloads whose last pod left are kept in order of when it did, so
+// forgetting costs the forgotten ones, not every workload.
 // The sums live in memory: a restarted scheduler counts from zero.
 //
 // Owned by QueueManager under its mutex; thread-compatible.
@@ -15,8 +17,12 @@
 #define GPUSCHED_QUEUE_ATTAINED_SERVICE_H_
 
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <memory>
+#include <queue>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -44,6 +50,7 @@ class AttainedService {
     int64_t running_milli = 0;        // milli-GPUs its pods on nodes hold
     int64_t running_milli_start = 0;  // sum of milli * start_s over them
     int64_t last_left_s = 0;          // when its last pod left a node
+    bool awaits_forget = false;       // in the forget order (at most once)
     std::vector<RunningPod> running;
     int64_t MilliSeconds(int64_t now_s) const {
       return banked + running_milli * now_s - running_milli_start;
@@ -59,8 +66,11 @@ class AttainedService {
   // The workloads of `ns` (null if none).
   const absl::flat_hash_map<std::string, Workload>* Of(const std::string& ns) const;
   // Drops workloads with no pod on a node whose last pod left before
-  // now_s - forget_after_s.
-  void Forget(int64_t now_s, int64_t forget_after_s);
+  // now_s - forget_after_s, at most `max_forgets` of them (the earliest
+  // first; the rest on the next call). O(forgotten x log workloads).
+  // Returns how many were dropped.
+  size_t Forget(int64_t now_s, int64_t forget_after_s,
+                size_t max_forgets = std::numeric_limits<size_t>::max());
   // The workload of a pod on a node (null if not tracked).
   const std::string* WorkloadOf(const std::string& uid) const;
   size_t size() const { return pods_.size(); }
@@ -74,6 +84,10 @@ class AttainedService {
   };
   void Add(const PodOnNode& p, int64_t now_s);
   void Remove(const std::string& uid, int64_t now_s);
+  // (last_left_s, ns, workload) of workloads whose pods all left, earliest
+  // first; an entry is checked against the workload when it comes up.
+  using LeftEntry = std::tuple<int64_t, std::string, std::string>;
+  std::priority_queue<LeftEntry, std::vector<LeftEntry>, std::greater<>> left_;
 
   std::shared_ptr<const ClusterSnapshot> last_;
   absl::flat_hash_map<std::string, PodRecord> pods_;  // uid -> record (pods on nodes)

@@ -611,9 +611,23 @@ bool QueueManager::PlanReclaims(absl::Duration wait) {
 int QueueManager::Tick() {
   const auto started = std::chrono::steady_clock::now();
   const double cpu_started = ThreadCpuSeconds();
-  PlanBatch batch;                // planned here (no planner attached)
-  std::optional<PlanBatch> done;  // planned by the planner: committed here
+  PlanBatch batch;                 // planned here (no planner attached)
+  std::optional<PlanBatch> done;   // planned by the planner: committed here
+  std::optional<PlanBatch> stale;  // planned under an older config: dropped after the mutex
   const bool evicts = deps_.writer != nullptr;
+  // The planner's side first, never under mu_: a planner descheduled while
+  // holding plan_mu_ (it runs at the lowest priority) must not stretch a
+  // hold of the mutex every request needs. Only the tick hands batches
+  // over, so what is read here can only move on (to_plan_ taken, planned)
+  // until the hand-over below.
+  bool attached = false, planner_busy = false;
+  {
+    absl::MutexLock p(&plan_mu_);
+    done = std::move(planned_);
+    planned_.reset();
+    attached = planner_attached_;
+    planner_busy = to_plan_.has_value() || planning_;
+  }
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-sync");
     auto snapshot = deps_.state->Snapshot();
@@ -634,23 +648,20 @@ int QueueManager::Tick() {
         ++it;
       }
     }
-    if (now / 1000 - attained_forgot_s_ >= 60) {
-      attained_.Forget(now / 1000, options_.attained_forget_after_s);
-      attained_forgot_s_ = now / 1000;
-    }
-    absl::MutexLock p(&plan_mu_);
-    if (planned_.has_value()) {
-      if (planned_->config_version == config_version_) done = std::move(planned_);
-      planned_.reset();
-    }
-    const bool idle = !planner_attached_ || (!to_plan_ && !planning_ && !done);
+    attained_.Forget(now / 1000, options_.attained_forget_after_s, kForgetsPerTick);
+    if (done.has_value() && done->config_version != config_version_) stale.swap(done);
+    const bool idle = !attached || (!planner_busy && !done);
     const bool plans = options_.reclaim.enabled || AnyAttained(options_.quotas);
     if (options_.quotas.enabled && evicts && plans && idle) {
       batch = ReclaimBatchLocked(std::move(snapshot));
-      if (planner_attached_) {
-        if (!batch.jobs.empty()) to_plan_ = std::move(batch);
-        batch = PlanBatch{};
-      }
+    }
+  }
+  stale.reset();
+  if (attached && !batch.jobs.empty()) {
+    absl::MutexLock p(&plan_mu_);
+    if (planner_attached_) {  // else (detached since) planned here
+      to_plan_ = std::move(batch);
+      batch = PlanBatch{};
     }
   }
   int evictions = 0;

@@ -585,7 +585,9 @@ class QueueManager final : public PodGate {
   // Attained service per workload and each opted-in namespace's preemption
   // budget (a token bucket of preemptions_per_hour; attained_service.cc).
   AttainedService attained_ ABSL_GUARDED_BY(mu_);
-  int64_t attained_forgot_s_ ABSL_GUARDED_BY(mu_) = 0;
+  // Workloads forgotten per tick at most (the rest on the next ticks), so a
+  // burst of finished workloads never lengthens one hold of the mutex.
+  static constexpr size_t kForgetsPerTick = 2048;
   struct PreemptionBudget {
     double tokens = 0;
     int64_t at_ms = 0;

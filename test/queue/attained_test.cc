@@ -4,8 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "scheduler/queue/attained_service.h"
 #include "test/queue/harness.h"
@@ -137,6 +141,83 @@ TEST(AttainedServiceTest, IncrementalEqualsRecount) {
       EXPECT_LE(scratch.GpuSeconds("team-a", w2, t), inc.GpuSeconds("team-a", w2, t));
     }
   }
+}
+
+// Forgetting in order of when workloads emptied drops exactly what a walk
+// over every workload with the rule (no pod on a node, last pod left more
+// than forget_after_s ago) drops, over random comings and goings, restarts
+// of emptied workloads and clocks; a bounded call drops the earliest due
+// and leaves the rest for the next.
+TEST(AttainedServiceTest, ForgettingInOrderEqualsTheFullWalk) {
+  auto state = gpusched::testing::MakeState(H100s(4), {});
+  AttainedService s;
+  std::map<std::string, std::string> on;  // uid -> workload
+  uint32_t seed = 11;
+  auto rnd = [&](uint32_t n) {
+    seed = seed * 1103515245 + 12345;
+    return (seed >> 16) % n;
+  };
+  auto known = [&] {
+    std::set<std::string> out;
+    if (const auto* w = s.Of("team-a"); w != nullptr) {
+      for (const auto& [name, work] : *w) out.insert(name);
+    }
+    return out;
+  };
+  int forgot = 0;
+  for (int64_t t = 1; t <= 1500; ++t) {
+    const std::string node = "h" + std::to_string(rnd(4));
+    const std::string w = "w" + std::to_string(rnd(12));
+    if (rnd(2) == 0 && on.size() < 24) {
+      const std::string name = "p" + std::to_string(t);
+      const NodeInfo* n = state->Snapshot()->Find(node);
+      const DeviceMask free = n->whole_free & n->healthy;
+      if (free != 0) {
+        state->UpsertPod(RunningSince(name, w, 1, node, free & (~free + 1), t));
+        on["uid-team-a-" + name] = w;
+      }
+    } else if (!on.empty()) {
+      auto it = std::next(on.begin(), rnd(static_cast<uint32_t>(on.size())));
+      state->RemovePod(it->first);
+      on.erase(it);
+    }
+    state->Commit();
+    s.Update(state->Snapshot(), t);
+    if (rnd(4) != 0) continue;
+    const int64_t after = 1 + rnd(40);
+    // What the full walk keeps.
+    std::set<std::string> keep;
+    std::vector<std::pair<int64_t, std::string>> due;  // (last left, workload)
+    const absl::flat_hash_map<std::string, AttainedService::Workload> none;
+    const auto* all = s.Of("team-a");
+    for (const auto& [name, work] : all != nullptr ? *all : none) {
+      if (work.running.empty() && t - work.last_left_s > after) {
+        due.emplace_back(work.last_left_s, name);
+      } else {
+        keep.insert(name);
+      }
+    }
+    if (rnd(3) == 0 && due.size() > 1) {
+      // Bounded: the earliest-left go first, the others stay until the next call.
+      std::sort(due.begin(), due.end());
+      const size_t limit = 1 + rnd(static_cast<uint32_t>(due.size() - 1));
+      ASSERT_EQ(s.Forget(t, after, limit), limit) << "at " << t;
+      std::set<std::string> left_over = keep;
+      for (size_t i = limit; i < due.size(); ++i) left_over.insert(due[i].second);
+      // Equal times may go in either order: compare counts and membership of the strictly earlier.
+      EXPECT_EQ(known().size(), left_over.size()) << "at " << t;
+      for (size_t i = 0; i < limit; ++i) {
+        if (due[i].first < due[limit].first) {
+          EXPECT_FALSE(known().contains(due[i].second));
+        }
+      }
+    }
+    const size_t before = known().size();
+    EXPECT_EQ(s.Forget(t, after), before - keep.size()) << "at " << t;
+    EXPECT_EQ(known(), keep) << "at " << t;
+    forgot += static_cast<int>(due.size());
+  }
+  EXPECT_GT(forgot, 20);  // the walk had something to forget, often
 }
 
 // Within a priority, a workload past the threshold queues behind one below
