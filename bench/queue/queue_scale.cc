@@ -14,8 +14,15 @@
 // and memory per pending pod (RSS with P pending minus RSS of the same
 // cluster with none, over P).
 //
+// First, for --stall-seconds (default 20), it measures the machine itself:
+// one thread spinning on the clock with nothing else running, reporting the
+// longest time it made no progress. On a virtual machine that is the
+// hypervisor's pauses; any lock hold or request can be stretched by as much,
+// whatever the code does, so the figures below are read against it.
+//
 // Usage: queue_scale GPUSCHED_BINARY [--nodes N] [--pending P]
-//        [--namespaces K] [--gangs G] [--names M] [--seconds S] [--dir DIR]
+//        [--namespaces K] [--gangs G] [--names M] [--seconds S]
+//        [--stall-seconds T] [--dir DIR]
 // Loopback only; bounded in time; kills its server on exit.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -53,6 +60,7 @@ struct Options {
   int gangs = 1000;
   int names = 5000;
   int seconds = 60;
+  int stall_seconds = 20;
   std::string dir = "/tmp/gpusched-queue-scale";
 };
 
@@ -394,6 +402,29 @@ struct Latencies {
   }
 };
 
+// The machine alone: a thread spinning on the monotonic clock for `seconds`;
+// every gap between two consecutive reads is time it was not running.
+struct Stalls {
+  double longest_ms = 0;
+  int over_1ms = 0;
+  int over_5ms = 0;
+};
+
+Stalls MeasureStalls(int seconds) {
+  Stalls s;
+  const auto end = Clock::now() + std::chrono::seconds(seconds);
+  auto last = Clock::now();
+  while (last < end) {
+    const auto now = Clock::now();
+    const double gap = std::chrono::duration<double, std::milli>(now - last).count();
+    s.longest_ms = std::max(s.longest_ms, gap);
+    s.over_1ms += gap > 1;
+    s.over_5ms += gap > 5;
+    last = now;
+  }
+  return s;
+}
+
 bool Flag(int argc, char** argv, int& i, const char* name, int* out) {
   if (std::strcmp(argv[i], name) != 0 || i + 1 >= argc) return false;
   *out = std::atoi(argv[++i]);
@@ -406,7 +437,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: queue_scale GPUSCHED_BINARY [--nodes N] [--pending P] [--namespaces K] "
-                 "[--gangs G] [--names M] [--seconds S] [--dir DIR]\n");
+                 "[--gangs G] [--names M] [--seconds S] [--stall-seconds T] [--dir DIR]\n");
     return 2;
   }
   Options o;
@@ -415,7 +446,8 @@ int main(int argc, char** argv) {
     if (Flag(argc, argv, i, "--nodes", &o.nodes) || Flag(argc, argv, i, "--pending", &o.pending) ||
         Flag(argc, argv, i, "--namespaces", &o.namespaces) ||
         Flag(argc, argv, i, "--gangs", &o.gangs) || Flag(argc, argv, i, "--names", &o.names) ||
-        Flag(argc, argv, i, "--seconds", &o.seconds)) {
+        Flag(argc, argv, i, "--seconds", &o.seconds) ||
+        Flag(argc, argv, i, "--stall-seconds", &o.stall_seconds)) {
       continue;
     }
     if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
@@ -428,6 +460,11 @@ int main(int argc, char** argv) {
   o.names = std::min(o.names, o.nodes);
   std::string mkdir = "mkdir -p '" + o.dir + "'";
   if (std::system(mkdir.c_str()) != 0) return 1;
+  const Stalls stalls = MeasureStalls(o.stall_seconds);
+  std::printf(
+      "machine alone: a spinning thread stopped for up to %.2f ms (%d stops > 1 ms, %d > 5 ms "
+      "in %d s)\n",
+      stalls.longest_ms, stalls.over_1ms, stalls.over_5ms, o.stall_seconds);
   std::vector<PendingPod> pending = WriteInputs(o);
   std::printf("cluster: %d nodes, %d pending pods over %d namespaces, %d gangs; %d names/request\n",
               o.nodes, o.pending, o.namespaces, o.gangs, o.names);
