@@ -543,9 +543,10 @@ class QueueManager final : public PodGate {
   std::map<std::string, Order> order_ ABSL_GUARDED_BY(mu_);
   // Background planning (AttachPlanner): the batch waiting for the planner,
   // whether it is planning one, and the planned batch waiting for a tick.
-  // Under a mutex of their own (taken after mu_ when both are held): the
-  // planner runs at the lowest CPU priority and must never hold mu_, or a
-  // request could wait for it to be scheduled again.
+  // Under a mutex of their own, never taken while mu_ is held (Tick reads
+  // and hands over batches before and after its hold): the planner runs at
+  // the lowest CPU priority and holds plan_mu_, so a request could otherwise
+  // wait for it to be scheduled again.
   absl::Mutex plan_mu_ ABSL_ACQUIRED_AFTER(mu_);
   bool planner_attached_ ABSL_GUARDED_BY(plan_mu_) = false;
   std::optional<PlanBatch> to_plan_ ABSL_GUARDED_BY(plan_mu_);
