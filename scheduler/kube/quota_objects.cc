@@ -104,6 +104,9 @@ bool QuotaObjectWatcher::settled() const {
 }
 
 std::optional<queue::ResolvedQuotas> QuotaObjectWatcher::Current() const {
+  // Waits out a publication in progress: once the queue has applied a
+  // resolution (inside on_change), no reader gets an older one.
+  absl::MutexLock p(&publish_mu_);
   absl::MutexLock l(&mu_);
   return current_;
 }

@@ -64,9 +64,10 @@ class QuotaObjectWatcher {
   // returned): from then on Current() is what the queue enforces.
   bool settled() const ABSL_LOCKS_EXCLUDED(mu_);
   // The last resolution published, set once on_change has returned (so it
-  // is what the queue enforces); nullopt: the CRD is not installed, or
-  // nothing is settled yet.
-  std::optional<queue::ResolvedQuotas> Current() const ABSL_LOCKS_EXCLUDED(mu_);
+  // is what the queue enforces; a call during a publication waits for it,
+  // so it is never older than what the queue applies); nullopt: the CRD is
+  // not installed, or nothing is settled yet.
+  std::optional<queue::ResolvedQuotas> Current() const ABSL_LOCKS_EXCLUDED(mu_, publish_mu_);
 
  private:
   enum class Served : uint8_t { kUnknown, kYes, kNo };
@@ -101,7 +102,7 @@ class QuotaObjectWatcher {
   std::array<KindState, 2> kinds_ ABSL_GUARDED_BY(mu_);
   std::optional<queue::ResolvedQuotas> current_ ABSL_GUARDED_BY(mu_);
   bool applied_ ABSL_GUARDED_BY(mu_) = false;  // current_ set by a Publish
-  absl::Mutex publish_mu_;                     // one on_change at a time, in order
+  mutable absl::Mutex publish_mu_;             // one on_change at a time, in order
   bool published_ ABSL_GUARDED_BY(publish_mu_) = false;
   std::optional<queue::ResolvedQuotas> last_ ABSL_GUARDED_BY(publish_mu_);
 };

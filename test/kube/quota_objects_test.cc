@@ -14,6 +14,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "gpusched/policy/framework.h"
 #include "scheduler/codec/quota_object_codec.h"
@@ -637,6 +638,30 @@ class QuotaObjectsApiTest : public ::testing::Test {
   std::mutex log_mu_;
   std::vector<std::string> log_;
 };
+
+// A reader during a publication (the queue applying it, here slowly) waits
+// for it: once the queue has applied a resolution, Current() is never the
+// one before (a status writer or test reading it then saw the old one).
+TEST_F(QuotaObjectsApiTest, CurrentIsNeverOlderThanWhatTheQueueApplied) {
+  api_->ServeApiGroup(kGpuQuotaApi);
+  kube::QuotaObjectsOptions qo;
+  qo.discovery_retry = std::chrono::milliseconds(100);
+  qo.watch_timeout_seconds = 2;
+  qo.backoff_initial = std::chrono::milliseconds(20);
+  kube::QuotaObjectWatcher w(client_.get(), qo, &metrics_);
+  std::atomic<int> applying{0};
+  w.Start([&](const auto&) {
+    applying.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a slow apply
+  });
+  ASSERT_TRUE(WaitFor([&] { return w.settled(); }));  // the first: no objects
+  api_->Put(kGpuQuotas, GpuQuotaJson("team-b", "q", {{"guaranteed", 4}}));
+  ASSERT_TRUE(WaitFor([&] { return applying.load() == 2; }));  // inside the second apply
+  auto c = w.Current();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->namespaces.count("team-b"), 1u);
+  w.Stop();
+}
 
 TEST_F(QuotaObjectsApiTest, WithoutTheCrdThePolicyFileIsTheSource) {
   api_->Put("pods", PodJson("team-a", "p8", 8));
