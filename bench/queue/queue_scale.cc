@@ -547,10 +547,22 @@ int main(int argc, char** argv) {
     const std::string match = "site=\"" + site + "\"";
     const double longest = HistogramQuantile(metrics_at_start, metrics, hold, 1.0, match);
     if (std::isnan(longest)) continue;
+    // Holds of 5 ms or more during the run, by whether the holder ran.
+    auto long_holds = [&](const char* holder) {
+      const std::string series =
+          "gpusched_queue_lock_long_holds_total{" + match + ",holder=\"" + holder + "\"}";
+      auto value = [&](const std::string& text) {
+        const double v = Metric(text, series);
+        return std::isnan(v) ? 0.0 : v;
+      };
+      return value(metrics) - value(metrics_at_start);
+    };
     std::printf(
-        "queue lock site %-14s p99 <= %.3f ms, longest <= %.3f ms, CPU longest <= %.3f ms\n",
+        "queue lock site %-14s p99 <= %.3f ms, longest <= %.3f ms, CPU longest <= %.3f ms; "
+        ">= 5 ms: %g holder ran, %g holder waited\n",
         site.c_str(), HistogramQuantile(metrics_at_start, metrics, hold, 0.99, match) * 1000,
-        longest * 1000, HistogramQuantile(metrics_at_start, metrics, hold_cpu, 1.0, match) * 1000);
+        longest * 1000, HistogramQuantile(metrics_at_start, metrics, hold_cpu, 1.0, match) * 1000,
+        long_holds("ran"), long_holds("waited"));
   }
   std::printf("tick: p50 <= %.3f ms, p99 <= %.3f ms, %g ticks\n",
               HistogramQuantile(metrics_at_start, metrics, tick, 0.5) * 1000,

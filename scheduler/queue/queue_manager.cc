@@ -628,6 +628,10 @@ int QueueManager::Tick() {
     attached = planner_attached_;
     planner_busy = to_plan_.has_value() || planning_;
   }
+  // Evictions sent by the last tick may still be on their way: the file
+  // source commits them under ClusterState's mutex, which a sync that finds
+  // pod changes takes. Waited for here, not inside the queue mutex.
+  if (evicts) (void)deps_.writer->AwaitSent(kWriterWait);
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-sync");
     auto snapshot = deps_.state->Snapshot();
@@ -679,6 +683,7 @@ int QueueManager::Tick() {
     evictions += SendEvictions(send, "reclaim");
   }
   std::vector<std::pair<PodRequest, std::string>> over, gangs;
+  if (evictions > 0) (void)deps_.writer->AwaitSent(kWriterWait);  // as before tick-sync
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-followup");
     SyncLocked(deps_.state->Snapshot());

@@ -589,6 +589,10 @@ class QueueManager final : public PodGate {
   // Workloads forgotten per tick at most (the rest on the next ticks), so a
   // burst of finished workloads never lengthens one hold of the mutex.
   static constexpr size_t kForgetsPerTick = 2048;
+  // How long a tick waits, before taking the mutex, for evictions still in
+  // the writer's hands (Tick): bounded, since against the API a writer may
+  // be retrying with back-off.
+  static constexpr std::chrono::milliseconds kWriterWait{10};
   struct PreemptionBudget {
     double tokens = 0;
     int64_t at_ms = 0;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "gpusched/util/strings.h"
 
 namespace gpusched::queue {
@@ -165,6 +166,12 @@ absl::Status AsyncClusterWriter::Evict(const PodRequest& pod, const std::string&
   absl::MutexLock l(&mu_);
   queue_.emplace_back(pod, reason);
   return absl::OkStatus();
+}
+
+bool AsyncClusterWriter::AwaitSent(std::chrono::milliseconds within) {
+  absl::MutexLock l(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty() && !sending_; };
+  return mu_.AwaitWithTimeout(absl::Condition(&idle), absl::FromChrono(within));
 }
 
 void AsyncClusterWriter::Drain() {

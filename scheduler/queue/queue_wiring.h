@@ -103,6 +103,10 @@ class AsyncClusterWriter final : public ClusterWriter {
 
   absl::Status Evict(const PodRequest& pod, const std::string& reason) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The queue's tick waits here (outside its mutex) for the evictions it
+  // just sent: the file source commits them under ClusterState's mutex, which
+  // the tick's next sync needs.
+  bool AwaitSent(std::chrono::milliseconds within) override ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until every eviction handed over so far has been sent (tests).
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
 

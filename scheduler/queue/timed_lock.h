@@ -3,7 +3,10 @@
 // (`gpusched_queue_lock_hold_seconds{site}`) and of the holder's own CPU time
 // over the same span (`gpusched_queue_lock_hold_cpu_seconds{site}`), and to a
 // running maximum. A hold whose wall time is far above its CPU time was a
-// thread descheduled inside it, not work done under the lock. The queue
+// thread descheduled inside it, not work done under the lock; holds of
+// kLongHold or more are also counted by which it was
+// (`gpusched_queue_lock_long_holds_total{site,holder="ran"|"waited"}`:
+// "waited" when the holder used under half the hold's wall time). The queue
 // manager wraps every acquisition of its mutex in one, so /metrics shows
 // whether a request could ever wait long on background work, and on which.
 // Thread-safe; LockHoldStats is shared by all holders.
@@ -40,8 +43,17 @@ inline int64_t ThreadCpuNanos() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+// How a hold of `wall_ns` in which the holder used `cpu_ns` of CPU is
+// counted: "waited" when the holder ran for under half of it (it waited
+// for another lock or was descheduled), else "ran" (work under the lock).
+inline const char* LongHoldHolder(int64_t wall_ns, int64_t cpu_ns) {
+  return 2 * cpu_ns < wall_ns ? "waited" : "ran";
+}
+
 class ABSL_SCOPED_LOCKABLE TimedLock {
  public:
+  static constexpr int64_t kLongHold = 5'000'000;  // ns: the longest a verb should wait
+
   // `site` names the caller in the histograms (a string literal).
   TimedLock(absl::Mutex* mu, LockHoldStats* stats, Metrics* metrics, const char* site)
       ABSL_EXCLUSIVE_LOCK_FUNCTION(mu)
@@ -66,6 +78,13 @@ class ABSL_SCOPED_LOCKABLE TimedLock {
                         "CPU time the holder of the queue manager's mutex used while holding "
                         "it, by call site (wall time far above it: the holder was descheduled).",
                         labels, static_cast<double>(cpu_ns) / 1e9);
+      if (ns >= kLongHold) {
+        metrics_->Inc("gpusched_queue_lock_long_holds_total",
+                      "Holds of the queue manager's mutex of 5 ms or more, by call site and by "
+                      "whether the holder ran for most of it or waited (for another lock, or "
+                      "descheduled).",
+                      {{"site", site_}, {"holder", LongHoldHolder(ns, cpu_ns)}});
+      }
     }
   }
   TimedLock(const TimedLock&) = delete;

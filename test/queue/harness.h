@@ -4,6 +4,7 @@
 #ifndef GPUSCHED_TEST_QUEUE_HARNESS_H_
 #define GPUSCHED_TEST_QUEUE_HARNESS_H_
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,9 +24,15 @@ class StateWriter final : public ClusterWriter {
     (*state_)->RemovePod(pod.uid);
     (*state_)->Commit();
     evicted.push_back(pod.uid);
+    calls.push_back("evict " + pod.uid);
     return absl::OkStatus();
   }
+  bool AwaitSent(std::chrono::milliseconds) override {
+    calls.push_back("await");
+    return true;
+  }
   std::vector<std::string> evicted;
+  std::vector<std::string> calls;  // Evict and AwaitSent, in order
 
  private:
   ClusterState** state_;

@@ -410,6 +410,51 @@ TEST(ReclaimTest, NamespaceBelowGuaranteeEvictsLowerPriorityBorrowers) {
   EXPECT_EQ(h.queue->Tick(), 0);  // team-a is back at its guarantee
 }
 
+// The tick waits for evictions still in the writer's hands before each of
+// its holds of the queue mutex (the file source commits them under the
+// state's mutex, which the hold's sync would otherwise wait for inside).
+TEST(ReclaimTest, TickWaitsForTheWriterBeforeItsHoldsNotInside) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}});
+  Harness h(
+      H100s(2),
+      {Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
+       Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)},
+      o);
+  PodRequest b = PodBuilder("b", "team-b").Gpus(4).Build();
+  EXPECT_THAT(h.Filter(b), IsEmpty());
+  ASSERT_EQ(h.queue->Tick(), 1);
+  ASSERT_THAT(h.writer.evicted, SizeIs(1));
+  EXPECT_EQ(h.writer.calls,
+            (std::vector<std::string>{"await", "evict " + h.writer.evicted[0], "await"}));
+  h.writer.calls.clear();
+  EXPECT_EQ(h.queue->Tick(), 0);  // nothing sent: one wait, before the sync
+  EXPECT_EQ(h.writer.calls, (std::vector<std::string>{"await"}));
+}
+
+// AwaitSent returns once the batch in flight is sent, and no later than
+// asked while the wrapped writer is still busy.
+TEST(ReclaimTest, AsyncWriterAwaitSentIsBounded) {
+  struct Stuck final : ClusterWriter {
+    absl::Status Evict(const PodRequest&, const std::string&) override {
+      absl::MutexLock l(&mu);
+      mu.Await(absl::Condition(&release));
+      return absl::OkStatus();
+    }
+    absl::Mutex mu;
+    bool release = false;
+  } stuck;
+  AsyncClusterWriter async(&stuck);
+  EXPECT_TRUE(async.AwaitSent(std::chrono::milliseconds(0)));  // nothing handed over
+  EXPECT_TRUE(async.Evict(PodBuilder("a0", "team-a").Gpus(1).Build(), "test").ok());
+  EXPECT_FALSE(async.AwaitSent(std::chrono::milliseconds(20)));
+  {
+    absl::MutexLock l(&stuck.mu);
+    stuck.release = true;
+  }
+  EXPECT_TRUE(async.AwaitSent(std::chrono::minutes(1)));
+}
+
 // With a planner attached (serving), the tick hands reclaim planning over
 // and commits the plan at the next tick: the same victims as when the tick
 // plans itself; a plan made under an older config is dropped, not applied.

@@ -8,6 +8,7 @@
 #ifndef GPUSCHED_CORE_CLUSTER_SOURCE_H_
 #define GPUSCHED_CORE_CLUSTER_SOURCE_H_
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <utility>
@@ -30,6 +31,14 @@ class ClusterWriter {
   // applies them to a ClusterState itself may do so in one commit.
   virtual void EvictAll(const std::vector<std::pair<PodRequest, std::string>>& pods) {
     for (const auto& [pod, reason] : pods) (void)Evict(pod, reason);
+  }
+  // Waits until every eviction handed over so far has been sent (and, for a
+  // writer that applies them to a ClusterState itself, committed), at most
+  // `within`; true if nothing is left in flight. A writer that sends as it
+  // is called has nothing in flight.
+  virtual bool AwaitSent(std::chrono::milliseconds within) {
+    (void)within;
+    return true;
   }
 };
 
