@@ -1,5 +1,7 @@
 #include "scheduler/queue/queue_wiring.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -123,11 +125,23 @@ TickThread::~TickThread() {
 
 namespace gpusched::queue {
 
+void LowerToIdlePriority() {
+  // SCHED_IDLE (Linux; any thread may lower itself to it): a thread of any
+  // other policy that wakes takes the core at once. A nice-19 thread, once
+  // it has the core, keeps it for its slice, up to a scheduler tick of
+  // several milliseconds, while a request's thread waits for it.
+  sched_param param{};
+  param.sched_priority = 0;
+  if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &param) != 0) {
+    // Linux: a thread's nice value is its own; 19 is the lowest priority.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+  }
+}
+
 ReclaimPlannerThread::ReclaimPlannerThread(QueueManager* queue) : queue_(queue) {
   queue_->AttachPlanner(true);
   thread_ = std::thread([this] {
-    // Linux: a thread's nice value is its own; 19 is the lowest priority.
-    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+    LowerToIdlePriority();
     while (true) {
       {
         absl::MutexLock l(&mu_);

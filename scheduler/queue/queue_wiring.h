@@ -121,10 +121,14 @@ class AsyncClusterWriter final : public ClusterWriter {
   std::thread thread_;
 };
 
+// Puts the calling thread at the lowest CPU priority: SCHED_IDLE, so any
+// other thread that wakes preempts it at once (nice 19 where that fails).
+void LowerToIdlePriority();
+
 // Plans reclaim on a thread of its own at the lowest CPU priority
-// (QueueManager::AttachPlanner): the tick stays short, and on a busy
-// machine the verbs' threads get the CPU first. Plans land at the next
-// tick after they are done. Detaches and joins on destruction.
+// (QueueManager::AttachPlanner, LowerToIdlePriority): the tick stays short,
+// and the verbs' threads get a core the moment they wake. Plans land at the
+// next tick after they are done. Detaches and joins on destruction.
 class ReclaimPlannerThread {
  public:
   explicit ReclaimPlannerThread(QueueManager* queue);

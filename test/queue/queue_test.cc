@@ -2,9 +2,18 @@
 // bind correctness, gangs, reclaim and hot reload.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "scheduler/queue/queue_wiring.h"
 #include "test/queue/harness.h"
@@ -430,6 +439,53 @@ TEST(ReclaimTest, TickWaitsForTheWriterBeforeItsHoldsNotInside) {
   h.writer.calls.clear();
   EXPECT_EQ(h.queue->Tick(), 0);  // nothing sent: one wait, before the sync
   EXPECT_EQ(h.writer.calls, (std::vector<std::string>{"await"}));
+}
+
+// The scheduling policy of each of this process's threads (field 41 of
+// /proc/self/task/<tid>/stat).
+std::vector<int> ThreadPolicies() {
+  std::vector<int> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t comm_end = stat.rfind(')');
+    if (comm_end == std::string::npos) continue;
+    std::istringstream fields(stat.substr(comm_end + 2));  // from field 3 (state)
+    std::string field;
+    for (int i = 3; i <= 41 && fields >> field; ++i) {
+      if (i == 41) out.push_back(std::stoi(field));
+    }
+  }
+  return out;
+}
+
+// The reclaim planner runs as SCHED_IDLE: a request's thread that wakes
+// takes the core from it at once.
+TEST(ReclaimTest, PlannerThreadRunsAtIdlePriority) {
+  std::thread t([] {
+    LowerToIdlePriority();
+    EXPECT_EQ(sched_getscheduler(0), SCHED_IDLE);
+  });
+  t.join();
+  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);  // only the thread that asked
+
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}});
+  Harness h(H100s(1), {}, o);
+  auto idle_threads = [] {
+    auto p = ThreadPolicies();
+    return std::count(p.begin(), p.end(), SCHED_IDLE);
+  };
+  const auto before = idle_threads();
+  {
+    ReclaimPlannerThread planner(h.queue.get());
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (idle_threads() == before && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(idle_threads(), before + 1);
+  }
+  EXPECT_EQ(idle_threads(), before);
 }
 
 // AwaitSent returns once the batch in flight is sent, and no later than
