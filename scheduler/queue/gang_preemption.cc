@@ -78,7 +78,7 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
   // nodes, the ledger and the candidates) and their members placed.
   QuotaLedger ledger = *in.ledger;
   absl::flat_hash_map<std::string, int64_t> gone = *in.evicted;
-  const PlanInputs local{&ledger, in.options, &gone, in.usage, in.only};
+  const PlanInputs local{&ledger, in.options, &gone, in.usage, in.only, in.yield};
   std::map<std::string, NodeInfo> changed;
   auto view = [&](const NodeInfo& n) -> const NodeInfo& {
     auto it = changed.find(n.name);
@@ -101,7 +101,10 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
     const Room room = FindRoomByScan(
         member, ctx, snapshot, fw, ledger,
         [&](size_t k) -> const NodeInfo& { return view(*nodes[k]); },
-        [&](size_t k) { return filter(k).fits(); });
+        [&](size_t k) {
+          in.Pace();
+          return filter(k).fits();
+        });
     if (room.found()) {
       const std::string name = nodes[room.index]->name;
       changed[name] = policy::WithPod(view(*nodes[room.index]), member, room.devices);
@@ -117,6 +120,7 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
     rules.check_quota = i + 1 == missing;
     std::vector<NodeBound> bounds;
     for (size_t k = 0; k < nodes.size(); ++k) {
+      in.Pace();
       NodeBound b = Bound(k, view(*nodes[k]), member, reclaim, gone, in.only);
       if (b.could_free == 0 || (!member.gpu.shared() && b.could_free < count)) continue;
       bounds.push_back(b);
@@ -127,6 +131,7 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
     std::optional<NodePlan> cheapest;
     const NodeInfo* where = nullptr;
     for (const NodeBound& b : bounds) {
+      in.Pace();
       if (cheapest.has_value() && std::make_tuple(cheapest->MaxPriority(), cheapest->Milli()) <=
                                       std::make_tuple(b.min_priority, b.min_milli)) {
         break;  // no node left can have a cheaper plan

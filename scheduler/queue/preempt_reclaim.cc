@@ -479,6 +479,7 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   // namespace's quota refuses needs victims even where a node has room.
   const bool quota_ok = in.only == nullptr || in.ledger->Check(job->pod.ns, job->demand).ok;
   for (size_t i = 0; quota_ok && i < nodes.size(); ++i) {
+    in.Pace();
     if (memo.Filter(snapshot.hot(static_cast<int32_t>(i))).fits() &&
         policy::FitsWithDevices(fw, ctx, *nodes[i])) {
       return;  // it fits somewhere as is: nothing to reclaim
@@ -509,6 +510,7 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   std::vector<uint8_t> worth(nodes.size(), 0);
   int32_t most = 1, most_free = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
+    in.Pace();
     const NodeInfo& node = *nodes[i];
     if (memo.Filter(snapshot.hot(static_cast<int32_t>(i))).verdict ==
         policy::Verdict::kUnresolvable) {
@@ -532,6 +534,7 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   std::optional<std::vector<std::string>> best;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!worth[i]) continue;
+    in.Pace();
     NodePlanRules rules;
     rules.reclaim = in.only == nullptr;
     auto plan = PlanNode(in, job->pod, *nodes[i], snapshot, fw, rules);

@@ -571,9 +571,11 @@ QueueManager::PlanBatch QueueManager::ReclaimBatchLocked(
 }
 
 void QueueManager::PlanBatchJobs(PlanBatch& b,
-                                 std::optional<std::chrono::steady_clock::time_point> deadline) {
+                                 std::optional<std::chrono::steady_clock::time_point> deadline,
+                                 YieldPoint* yield) {
   b.ledger->RebindConfig(b.options->quotas);  // the batch may have moved since it was made
   PlanInputs in{b.ledger.get(), b.options.get(), &b.evicted, &b.usage};
+  in.yield = yield;
   const int64_t now = Now();
   for (ReclaimJob& job : b.jobs) {
     if (deadline && std::chrono::steady_clock::now() > *deadline) break;
@@ -601,7 +603,10 @@ bool QueueManager::PlanReclaims(absl::Duration wait) {
     to_plan_.reset();
     planning_ = true;
   }
-  PlanBatchJobs(batch, std::nullopt);
+  // The planner thread runs at the lowest priority and may still keep a
+  // core until the next scheduler tick: it yields every 200 us of planning.
+  YieldPoint yield(std::chrono::microseconds(200));
+  PlanBatchJobs(batch, std::nullopt, &yield);
   absl::MutexLock l(&plan_mu_);
   planning_ = false;
   planned_ = std::move(batch);

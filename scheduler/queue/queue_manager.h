@@ -70,6 +70,7 @@
 #include "scheduler/queue/quota_ledger.h"
 #include "scheduler/queue/timed_lock.h"
 #include "scheduler/queue/usage_index.h"
+#include "scheduler/queue/yield_point.h"
 
 namespace gpusched::queue {
 
@@ -278,6 +279,11 @@ class QueueManager final : public PodGate {
     // Attained-service preemption: victims only among these pods (their
     // namespace's demoted workloads); null: the rules of the caller.
     const absl::flat_hash_set<std::string>* only = nullptr;
+    // The planner thread's: passed once per node the planning loops visit.
+    YieldPoint* yield = nullptr;
+    void Pace() const {
+      if (yield != nullptr) yield->Pass();
+    }
   };
   // One namespace's reclaim, chosen under the mutex and planned without it.
   struct ReclaimJob {
@@ -306,9 +312,11 @@ class QueueManager final : public PodGate {
   // nothing to plan).
   PlanBatch ReclaimBatchLocked(std::shared_ptr<const ClusterSnapshot> snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Plans `batch` without the mutex; `deadline` (if set) stops before a job.
+  // Plans `batch` without the mutex; `deadline` (if set) stops before a job;
+  // `yield` (the planner thread's) is passed at every node visited.
   void PlanBatchJobs(PlanBatch& batch,
-                     std::optional<std::chrono::steady_clock::time_point> deadline);
+                     std::optional<std::chrono::steady_clock::time_point> deadline,
+                     YieldPoint* yield = nullptr);
 
   int64_t Now() const;
   void Log(const std::string& line) const;
