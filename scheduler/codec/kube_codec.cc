@@ -128,6 +128,11 @@ KubeDecoder::KubeDecoder() : impl_(std::make_unique<Impl>()) {
 KubeDecoder::~KubeDecoder() = default;
 
 absl::StatusOr<ListPage> KubeDecoder::DecodeListPage(std::string& body, ObjectKind kind) {
+  return DecodeListPage(body, kind, [](const ListPage&) {});
+}
+
+absl::StatusOr<ListPage> KubeDecoder::DecodeListPage(
+    std::string& body, ObjectKind kind, absl::FunctionRef<void(const ListPage&)> on_metadata) {
   GPUSCHED_RETURN_IF_ERROR(impl_->Parse(body, "List"));
   Object root;
   if (impl_->doc.get_object().get(root) != simdjson::SUCCESS) return TypeError("List", "object");
@@ -140,9 +145,17 @@ absl::StatusOr<ListPage> KubeDecoder::DecodeListPage(std::string& body, ObjectKi
     if (cont) page.continue_token = std::string(*cont);
   }
   auto items = Member(root, "items");
+  simdjson::dom::array arr;
+  if (items && items->get_array().get(arr) != simdjson::SUCCESS) {
+    return TypeError("List.items", "array");
+  }
+  on_metadata(page);
   if (items) {
-    simdjson::dom::array arr;
-    if (items->get_array().get(arr) != simdjson::SUCCESS) return TypeError("List.items", "array");
+    if (kind == ObjectKind::kNode) {
+      page.nodes.reserve(arr.size());
+    } else {
+      page.pods.reserve(arr.size());
+    }
     for (Element item : arr) DecodeItem(item, kind, page);
   }
   return page;

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "gpusched/model/node.h"
 #include "gpusched/model/pod.h"
@@ -71,6 +72,12 @@ class KubeDecoder {
 
   // A NodeList or PodList page. Bad items are listed, not fatal.
   absl::StatusOr<ListPage> DecodeListPage(std::string& body, ObjectKind kind);
+  // The same, calling `on_metadata` with the page's resourceVersion and
+  // continue token (no items yet) once they are read and the page is known
+  // to be well-formed, before its items are decoded: a lister starts the
+  // next page's request there.
+  absl::StatusOr<ListPage> DecodeListPage(std::string& body, ObjectKind kind,
+                                          absl::FunctionRef<void(const ListPage&)> on_metadata);
   // One line of a watch stream.
   absl::StatusOr<WatchEvent> DecodeWatchEvent(std::string& line, ObjectKind kind);
 

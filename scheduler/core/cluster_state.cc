@@ -241,9 +241,9 @@ void ClusterState::Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> po
   }
   for (PodRequest& p : pods) {
     if (!p.node_name.empty()) pods_by_node_[p.node_name].insert(p.uid);
-    uid_by_key_[p.Key()] = p.uid;
+    uid_by_key_.insert_or_assign(p.Key(), p.uid);
     std::string uid = p.uid;
-    pods_[uid] = std::move(p);
+    pods_.insert_or_assign(std::move(uid), std::move(p));  // moved, not built then assigned
   }
 }
 

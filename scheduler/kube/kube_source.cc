@@ -1,6 +1,7 @@
 #include "scheduler/kube/kube_source.h"
 
 #include <algorithm>
+#include <future>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -38,22 +39,12 @@ codec::ListPage Concat(std::vector<codec::ListPage> pages) {
   return all;
 }
 
-// What CheckIds reads of a listed pod (its identity, node, phase and
-// devices), kept while the pod itself moves into the cluster state; nullopt
-// when there is nothing to check.
-std::optional<codec::PodItem> IdsToCheck(const codec::PodItem& item) {
+// What CheckIds reads of a pod (nullopt when there is nothing to check):
+// kept while the pod itself moves into the cluster state.
+std::optional<IdsCheck> IdsToCheck(const codec::PodItem& item) {
   if (!item.raw_gpu_ids.has_value() || !item.pod.HoldsGpus()) return std::nullopt;
-  codec::PodItem c;
-  c.raw_gpu_ids = item.raw_gpu_ids;
-  PodRequest& p = c.pod;
-  p.uid = item.pod.uid;
-  p.ns = item.pod.ns;
-  p.name = item.pod.name;
-  p.node_name = item.pod.node_name;
-  p.phase = item.pod.phase;
-  p.has_gpu_ids = item.pod.has_gpu_ids;
-  p.gpu_ids = item.pod.gpu_ids;
-  return c;
+  const PodRequest& p = item.pod;
+  return IdsCheck{p.uid, p.ns, p.name, p.node_name, *item.raw_gpu_ids, p.has_gpu_ids, p.gpu_ids};
 }
 
 }  // namespace
@@ -117,14 +108,24 @@ void KubeClusterSource::RequestRelist(const char* why) {
   }
 }
 
-absl::StatusOr<codec::ListPage> KubeClusterSource::List(codec::KubeDecoder& dec,
-                                                        codec::ObjectKind kind) {
+absl::StatusOr<HttpResult> KubeClusterSource::FetchPage(codec::ObjectKind kind,
+                                                        const std::string& cont) {
+  std::string target = StrCat(kPaths[Index(kind)], "?limit=", options_.page_size);
+  if (!cont.empty()) StrAppend(&target, "&continue=", cont);
+  return client_->Do("GET", target, "", "", options_.list_timeout);
+}
+
+// Pipelined: the next page's request goes out as soon as this page's continue
+// token is read, and is answered while this page's items are decoded (at
+// 200,000 pods the decoding is about as long as the transfer).
+absl::StatusOr<std::vector<codec::ListPage>> KubeClusterSource::List(codec::ObjectKind kind) {
+  codec::KubeDecoder dec;
   std::vector<codec::ListPage> pages;
   std::string cont;
+  auto fetch = [this, kind](std::string token) { return FetchPage(kind, token); };
+  std::future<absl::StatusOr<HttpResult>> next = std::async(std::launch::async, fetch, cont);
   do {
-    std::string target = StrCat(kPaths[Index(kind)], "?limit=", options_.page_size);
-    if (!cont.empty()) StrAppend(&target, "&continue=", cont);
-    auto res = client_->Do("GET", target, "", "", options_.list_timeout);
+    absl::StatusOr<HttpResult> res = next.get();
     if (!res.ok()) return res.status();
     if (res->status == 410 && !cont.empty()) {
       return absl::AbortedError("list continuation expired");  // restart the list
@@ -134,16 +135,17 @@ absl::StatusOr<codec::ListPage> KubeClusterSource::List(codec::KubeDecoder& dec,
       return absl::UnavailableError(
           StrCat("list ", kNames[Index(kind)], ": HTTP ", res->status, " ", st.message));
     }
-    auto page = dec.DecodeListPage(res->body, kind);
-    if (!page.ok()) return page.status();
-    cont = page->continue_token;
+    auto page = dec.DecodeListPage(res->body, kind, [&](const codec::ListPage& meta) {
+      cont = meta.continue_token;
+      if (!cont.empty()) next = std::async(std::launch::async, fetch, cont);
+    });
+    if (!page.ok()) return page.status();  // `next`, if started, is awaited
     pages.push_back(*std::move(page));
   } while (!cont.empty());
-  return Concat(std::move(pages));
+  return pages;
 }
 
 bool KubeClusterSource::ListAll(std::string* node_rv, std::string* pod_rv) {
-  codec::KubeDecoder dec;
   auto backoff = options_.backoff_initial;
   while (true) {
     {
@@ -151,43 +153,59 @@ bool KubeClusterSource::ListAll(std::string* node_rv, std::string* pod_rv) {
       if (stopping_) return false;
       relist_ = false;
     }
-    auto nodes = List(dec, codec::ObjectKind::kNode);
-    absl::StatusOr<codec::ListPage> pods = nodes.ok()
-                                               ? List(dec, codec::ObjectKind::kPod)
-                                               : absl::StatusOr<codec::ListPage>(nodes.status());
+    // Nodes and pods are listed at once, the nodes on a helper thread.
+    auto node_pages =
+        std::async(std::launch::async, [this] { return List(codec::ObjectKind::kNode); });
+    auto pod_pages = List(codec::ObjectKind::kPod);
+    absl::StatusOr<std::vector<codec::ListPage>> node_list = node_pages.get();
+    absl::StatusOr<codec::ListPage> nodes =
+        node_list.ok() ? absl::StatusOr<codec::ListPage>(Concat(*std::move(node_list)))
+                       : absl::StatusOr<codec::ListPage>(node_list.status());
+    absl::StatusOr<std::vector<codec::ListPage>> pods = std::move(pod_pages);
+    if (!nodes.ok()) pods = nodes.status();
     if (pods.ok()) {
       for (const auto& b : nodes->bad_items)
         std::cerr << "gpusched: kube: skipping node " << b << "\n";
-      for (const auto& b : pods->bad_items)
-        std::cerr << "gpusched: kube: skipping pod " << b << "\n";
+      size_t count = 0, to_check = 0;
+      for (const codec::ListPage& page : *pods) {
+        count += page.pods.size();
+        for (const codec::PodItem& item : page.pods) {
+          to_check += item.raw_gpu_ids.has_value() && item.pod.HoldsGpus();
+        }
+        for (const auto& b : page.bad_items)
+          std::cerr << "gpusched: kube: skipping pod " << b << "\n";
+      }
       std::vector<PodRequest> list;
-      list.reserve(pods->pods.size());
-      std::vector<codec::PodItem> checks;  // against the nodes once they are in the state
-      checks.reserve(pods->pods.size());
+      list.reserve(count);
+      std::vector<IdsCheck> checks;  // against the nodes once they are in the state
+      checks.reserve(to_check);
       {
         absl::MutexLock lock(&mu_);
         absl::flat_hash_map<std::string, PodRequest> still;
         api_node_.clear();
-        api_node_.reserve(pods->pods.size());
-        for (auto& item : pods->pods) {
-          if (gang_sizes_ != nullptr) gang_sizes_->Fill(item.pod);
-          api_node_[item.pod.uid] = item.pod.node_name;
-          if (auto c = IdsToCheck(item)) checks.push_back(*std::move(c));
-          auto it = assumed_.find(item.pod.uid);
-          if (it != assumed_.end() && item.pod.node_name.empty() && !item.pod.deleting) {
-            still.emplace(it->first, it->second);
-            list.push_back(Merge(item.pod, it->second));
-          } else {
-            list.push_back(std::move(item.pod));
+        api_node_.reserve(count);
+        for (codec::ListPage& page : *pods) {
+          for (auto& item : page.pods) {
+            if (gang_sizes_ != nullptr) gang_sizes_->Fill(item.pod);
+            api_node_[item.pod.uid] = item.pod.node_name;
+            if (auto c = IdsToCheck(item)) checks.push_back(*std::move(c));
+            auto it = assumed_.find(item.pod.uid);
+            if (it != assumed_.end() && item.pod.node_name.empty() && !item.pod.deleting) {
+              still.emplace(it->first, it->second);
+              list.push_back(Merge(item.pod, it->second));
+            } else {
+              list.push_back(std::move(item.pod));
+            }
           }
+          page = codec::ListPage{};  // its memory goes back while the next is moved
         }
         assumed_ = std::move(still);
         state_->Reset(std::move(nodes->nodes), std::move(list));
         state_->Commit();
       }
-      for (const codec::PodItem& c : checks) CheckIds(c);
+      for (const IdsCheck& c : checks) CheckIds(c);
       *node_rv = nodes->resource_version;
-      *pod_rv = pods->resource_version;
+      *pod_rv = pods->back().resource_version;
       relists_.fetch_add(1);
       if (metrics_ != nullptr) metrics_->Inc("gpusched_kube_lists_total", "Full relists.", {});
       return true;
@@ -372,7 +390,9 @@ void KubeClusterSource::ApplyPods(std::vector<codec::WatchEvent>& events) {
     state_->ApplyPodsAndCommit(std::move(updates));
   }
   for (const codec::WatchEvent& ev : events) {
-    if (ev.type != codec::WatchEvent::Type::kDeleted && ev.pod.has_value()) CheckIds(*ev.pod);
+    if (ev.type != codec::WatchEvent::Type::kDeleted && ev.pod.has_value()) {
+      if (auto c = IdsToCheck(*ev.pod)) CheckIds(*c);
+    }
   }
   events.clear();
 }
@@ -394,32 +414,38 @@ void KubeClusterSource::ApplyNode(codec::WatchEvent& ev) {
   state_->Commit();
 }
 
-void KubeClusterSource::CheckIds(const codec::PodItem& item) {
-  const PodRequest& pod = item.pod;
-  if (!item.raw_gpu_ids.has_value() || !pod.HoldsGpus()) return;
+void KubeClusterSource::CheckIds(const IdsCheck& c) {
   std::string why;
-  if (!pod.has_gpu_ids) {
-    why = StrCat("gpusched.io/gpu-ids '", *item.raw_gpu_ids, "' cannot be decoded");
+  if (!c.decodable) {
+    why = StrCat("gpusched.io/gpu-ids '", c.raw, "' cannot be decoded");
   } else {
     auto snap = state_->Snapshot();
-    const NodeInfo* node = snap->Find(pod.node_name);
-    if (node != nullptr && (pod.gpu_ids & ~LowMask(node->gpu_count)) != 0) {
-      why = StrCat("gpusched.io/gpu-ids '", *item.raw_gpu_ids, "' names devices node ",
-                   pod.node_name, " does not have (", node->gpu_count, " GPUs)");
+    const NodeInfo* node = snap->Find(c.node);
+    if (node != nullptr && (c.ids & ~LowMask(node->gpu_count)) != 0) {
+      why = StrCat("gpusched.io/gpu-ids '", c.raw, "' names devices node ", c.node,
+                   " does not have (", node->gpu_count, " GPUs)");
     }
   }
   if (why.empty()) return;
   {
     absl::MutexLock lock(&report_mu_);
-    if (!reported_.insert(StrCat(pod.uid, "|", *item.raw_gpu_ids)).second) return;
+    if (!reported_.insert(StrCat(c.uid, "|", c.raw)).second) return;
   }
   StrAppend(&why, "; its devices are treated as used");
-  std::cerr << "gpusched: kube: pod " << pod.Key() << ": " << why << "\n";
+  std::cerr << "gpusched: kube: pod " << c.ns << "/" << c.name << ": " << why << "\n";
   if (metrics_ != nullptr) {
     metrics_->Inc("gpusched_bad_gpu_ids_total",
                   "Pods whose gpusched.io/gpu-ids annotation could not be honoured.", {});
   }
-  if (on_bad_ids_) on_bad_ids_(pod, why);
+  if (!on_bad_ids_) return;
+  PodRequest pod;  // what the report names: the pod, where and which devices
+  pod.uid = c.uid;
+  pod.ns = c.ns;
+  pod.name = c.name;
+  pod.node_name = c.node;
+  pod.has_gpu_ids = c.decodable;
+  pod.gpu_ids = c.ids;
+  on_bad_ids_(pod, why);
 }
 
 void KubeClusterSource::RefillGangs() {

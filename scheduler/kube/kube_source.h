@@ -57,6 +57,15 @@ struct SourceOptions {
 };
 
 // Called for a pod whose gpu-ids annotation is unusable: (pod, why).
+// A pod that holds GPUs under a gpusched.io/gpu-ids annotation, as
+// KubeClusterSource checks it against its node once the node is known.
+struct IdsCheck {
+  std::string uid, ns, name, node;
+  std::string raw;         // the annotation as written
+  bool decodable = false;  // it decoded to `ids`
+  DeviceMask ids = 0;
+};
+
 using BadIdsReporter = std::function<void(const PodRequest&, const std::string&)>;
 
 class KubeClusterSource final : public ClusterSource {
@@ -89,7 +98,9 @@ class KubeClusterSource final : public ClusterSource {
   struct Watch;
   void Run();
   bool ListAll(std::string* node_rv, std::string* pod_rv);
-  absl::StatusOr<codec::ListPage> List(codec::KubeDecoder& dec, codec::ObjectKind kind);
+  // Every page of one list, in order.
+  absl::StatusOr<std::vector<codec::ListPage>> List(codec::ObjectKind kind);
+  absl::StatusOr<HttpResult> FetchPage(codec::ObjectKind kind, const std::string& cont);
   void WatchLoop(codec::ObjectKind kind, std::string rv, Watch* w);
   // Applies watch events of pods in order, in one commit; empties `events`.
   void ApplyPods(std::vector<codec::WatchEvent>& events) ABSL_LOCKS_EXCLUDED(mu_);
@@ -98,7 +109,7 @@ class KubeClusterSource final : public ClusterSource {
   std::optional<ClusterState::PodUpdate> PodUpdateLocked(codec::WatchEvent& ev)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyNode(codec::WatchEvent& ev);
-  void CheckIds(const codec::PodItem& item) ABSL_LOCKS_EXCLUDED(report_mu_);
+  void CheckIds(const IdsCheck& c) ABSL_LOCKS_EXCLUDED(report_mu_);
   PodRequest Merge(const PodRequest& api, const PodRequest& assumed) const;
   // Sleeps up to `d`; returns false if stopping or a relist was requested.
   bool Sleep(std::chrono::milliseconds d) ABSL_LOCKS_EXCLUDED(ctl_mu_);

@@ -92,15 +92,19 @@ struct FakeApiServer::Impl {
   // Each object serialized as last written (kind -> key -> (resourceVersion,
   // JSON)): lists are built from these, so listing 200,000 pods serializes
   // nothing. An entry whose version is not the object's is not used.
-  std::map<std::string, std::map<std::string, std::pair<int64_t, std::string>>> dumps;
-  // A paginated list's items as of its first page (serialized, shared: a
-  // continue reads its page without copying the list).
-  std::map<std::string, std::pair<int64_t, std::shared_ptr<const std::vector<std::string>>>>
-      snapshots;
+  std::map<std::string,
+           std::map<std::string, std::pair<int64_t, std::shared_ptr<const std::string>>>>
+      dumps;
+  // A paginated list's items as of its first page (serialized, shared with
+  // `dumps`: neither the first page nor a continue copies the objects).
+  using Listed = std::vector<std::shared_ptr<const std::string>>;
+  std::map<std::string, std::pair<int64_t, std::shared_ptr<const Listed>>> snapshots;
   int snapshot_seq = 0;
   std::map<std::string, int> counts;
   int fail_n = 0, fail_status = 0;
   std::string fail_prefix;
+  int expire_continues = 0;  // continue requests still to answer 410
+  std::string expire_kind;
   int events = 0;
   std::vector<Json> event_log;  // bodies of created events
   std::set<int> fds;
@@ -119,7 +123,7 @@ struct FakeApiServer::Impl {
       obj["metadata"]["uid"] = "uid-" + std::to_string(++uid_seq);
     log.push_back({rv, kind, exists ? "MODIFIED" : "ADDED", obj});
     cv.notify_all();
-    dumps[kind][key] = {rv, obj.dump()};
+    dumps[kind][key] = {rv, std::make_shared<const std::string>(obj.dump())};
     return m[key] = std::move(obj);
   }
   // Custom resources get what the API server sets: uid and creationTimestamp
@@ -278,6 +282,12 @@ void FakeApiServer::FailNext(int n, int status, std::string path_prefix) {
   impl_->fail_n = n;
   impl_->fail_status = status;
   impl_->fail_prefix = std::move(path_prefix);
+}
+
+void FakeApiServer::ExpireNextContinues(int n, const std::string& kind) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->expire_continues = n;
+  impl_->expire_kind = kind;
 }
 
 void FakeApiServer::AllowToken(const std::string& token) {
@@ -478,7 +488,7 @@ Reply FakeApiServer::Impl::HandleList(const std::string& kind,
                                       std::map<std::string, std::string>& q) {
   std::lock_guard<std::mutex> lock(mu);
   int64_t list_rv = rv;
-  std::shared_ptr<const std::vector<std::string>> listed;
+  std::shared_ptr<const Listed> listed;
   size_t offset = 0;
   std::string id;
   if (!q["continue"].empty()) {
@@ -486,12 +496,16 @@ Reply FakeApiServer::Impl::HandleList(const std::string& kind,
     size_t colon = token.find(':');
     id = token.substr(0, colon);
     auto it = snapshots.find(id);
-    if (it == snapshots.end()) return StatusReply(410, "Expired", "continue token expired");
+    const bool expire = expire_continues > 0 && kind == expire_kind;
+    if (it == snapshots.end() || expire) {
+      if (expire) --expire_continues;
+      return StatusReply(410, "Expired", "continue token expired");
+    }
     offset = std::stoul(token.substr(colon + 1));
     list_rv = it->second.first;
     listed = it->second.second;
   } else {
-    auto fresh = std::make_shared<std::vector<std::string>>();
+    auto fresh = std::make_shared<Listed>();
     auto& cached = dumps[kind];
     for (auto& [k, v] : store[kind]) {
       if (q["namespace"].empty() || v["metadata"].value("namespace", "") == q["namespace"]) {
@@ -499,12 +513,13 @@ Reply FakeApiServer::Impl::HandleList(const std::string& kind,
         const bool current =
             c != cached.end() && std::to_string(c->second.first) ==
                                      v["metadata"].value("resourceVersion", std::string());
-        fresh->push_back(current ? c->second.second : v.dump());
+        fresh->push_back(current ? c->second.second
+                                 : std::make_shared<const std::string>(v.dump()));
       }
     }
     listed = std::move(fresh);
   }
-  const std::vector<std::string>& items = *listed;
+  const Listed& items = *listed;
   size_t limit = q["limit"].empty() ? items.size() : std::stoul(q["limit"]);
   Json metadata = {{"resourceVersion", std::to_string(list_rv)}};
   if (offset + limit < items.size()) {
@@ -523,7 +538,7 @@ Reply FakeApiServer::Impl::HandleList(const std::string& kind,
   body += ",\"items\":[";
   for (size_t i = offset; i < items.size() && i < offset + limit; ++i) {
     if (i > offset) body += ',';
-    body += items[i];
+    body += *items[i];
   }
   body += "]}";
   return {200, std::move(body)};

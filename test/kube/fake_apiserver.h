@@ -72,6 +72,10 @@ class FakeApiServer {
   // Faults.
   void FailNext(int n, int status, std::string path_prefix = "");
   void SetDelayMs(int ms) { delay_ms_ = ms; }
+  // The next `n` list requests of `kind` ("pods") with a continue token
+  // answer 410 Expired (as after an etcd compaction): the lister must start
+  // the list over.
+  void ExpireNextContinues(int n, const std::string& kind);
   void DropWatches();
   void LoseNextBindResponse() { lose_bind_ = true; }
   void EvictionBlocked(int n) { evict_429_ = n; }

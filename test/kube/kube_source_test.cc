@@ -124,6 +124,27 @@ TEST_F(KubeSourceTest, ListThenWatchFeedsState) {
   EXPECT_EQ(Fingerprint(state), ColdStart());
 }
 
+// A list whose continue token expires mid-way (the next page is already
+// requested while the current one is decoded) starts over and ends with the
+// same view as an uninterrupted list.
+TEST_F(KubeSourceTest, ExpiredContinueRestartsTheList) {
+  for (int i = 0; i < 9; ++i) api_->Put("pods", PodJson("e", "p" + std::to_string(i), 1));
+  const std::string expected = ColdStart();
+  auto lists = [this] {
+    return api_->requests("GET /api/v1/pods") - api_->requests("GET /api/v1/pods?watch");
+  };
+  const int lists_before = lists();
+  api_->ExpireNextContinues(2, "pods");
+  ClusterState state(ShippedTemplates());
+  auto src = NewSource(&state);  // pages of 2
+  ASSERT_TRUE(WaitFor([&] { return src->synced(); }));
+  src->Stop();
+  EXPECT_EQ(Fingerprint(state), expected);
+  EXPECT_EQ(src->relists(), 1);  // one list reached the state
+  // 12 pods in 6 pages, twice cut short after the first page, then whole.
+  EXPECT_EQ(lists() - lists_before, 2 * 2 + 6);
+}
+
 // Cold start at production size: 20,000 nodes and 200,000 pods (140,000
 // running, 7 per node with their gpu-ids; 60,000 pending over 500
 // namespaces) listed from the API server in pages of the default size: the source becomes
