@@ -380,7 +380,7 @@ std::shared_ptr<const ClusterSnapshot> ClusterState::CommitLocked() {
     changed.emplace_back(i, order_[i]);
   }
   dirty_.clear();
-  if (current_ == nullptr || current_->patch_depth() + 1 >= ClusterSnapshot::kMaxPatchDepth) {
+  if (current_ == nullptr) {
     current_ = std::make_shared<const ClusterSnapshot>(++generation_, order_, index_, products_);
   } else {
     current_ = ClusterSnapshot::Patched(*current_, ++generation_, std::move(changed), products_);

@@ -14,12 +14,16 @@ ClusterSnapshot::ClusterSnapshot(uint64_t generation,
                                  std::shared_ptr<const std::vector<std::string>> products)
     : generation_(generation), index_(std::move(index)), products_(std::move(products)) {
   nodes_.reserve(nodes.size());
-  hot_.reserve(nodes.size());
-  for (const auto& n : nodes) {
-    nodes_.push_back(n.get());
-    hot_.push_back(HotOf(*n));
+  chunks_.reserve((nodes.size() + kChunk - 1) / kChunk);
+  for (size_t first = 0; first < nodes.size(); first += kChunk) {
+    auto chunk = std::make_shared<Chunk>();
+    for (size_t i = first; i < nodes.size() && i < first + kChunk; ++i) {
+      nodes_.push_back(nodes[i].get());
+      chunk->hot[i - first] = HotOf(*nodes[i]);
+      chunk->owner[i - first] = std::move(nodes[i]);
+    }
+    chunks_.push_back(std::move(chunk));
   }
-  owners_ = std::make_shared<const Owners>(Owners{std::move(nodes), nullptr, 0});
 }
 
 std::shared_ptr<const ClusterSnapshot> ClusterSnapshot::Patched(
@@ -31,16 +35,28 @@ std::shared_ptr<const ClusterSnapshot> ClusterSnapshot::Patched(
   s->index_ = base.index_;
   s->products_ = std::move(products);
   s->nodes_ = base.nodes_;
-  s->hot_ = base.hot_;
-  Owners owners{{}, base.owners_, base.owners_->depth + 1};
-  owners.nodes.reserve(changed.size());
+  s->chunks_ = base.chunks_;
+  // Each chunk a change touches is copied once, then written in place.
+  std::vector<std::shared_ptr<Chunk>> copied(s->chunks_.size());
   for (auto& [i, node] : changed) {
+    const size_t c = static_cast<size_t>(i) >> kChunkShift;
+    if (copied[c] == nullptr) {
+      copied[c] = std::make_shared<Chunk>(*base.chunks_[c]);
+      s->chunks_[c] = copied[c];
+    }
     s->nodes_[i] = node.get();
-    s->hot_[i] = HotOf(*node);
-    owners.nodes.push_back(std::move(node));
+    copied[c]->hot[i & (kChunk - 1)] = HotOf(*node);
+    copied[c]->owner[i & (kChunk - 1)] = std::move(node);
   }
-  s->owners_ = std::make_shared<const Owners>(std::move(owners));
   return s;
+}
+
+int ClusterSnapshot::SharedChunks(const ClusterSnapshot& other) const {
+  int shared = 0;
+  for (size_t c = 0; c < chunks_.size() && c < other.chunks_.size(); ++c) {
+    shared += chunks_[c] == other.chunks_[c];
+  }
+  return shared;
 }
 
 int64_t ClusterSnapshot::TotalGpus() const {

@@ -312,30 +312,31 @@ std::string Describe(const ClusterSnapshot& s) {
 
 // Incremental snapshots (each commit patches the previous one) equal a
 // snapshot built from scratch over the same pods, through random pod
-// arrivals, binds, departures and node changes, across many patch-chain
-// cuts; and a snapshot taken earlier never changes.
-TEST(ClusterStateTest, PatchedSnapshotsEqualAFullBuild) {
+// arrivals, binds, departures and node changes; and a snapshot taken
+// earlier never changes. Over `count` nodes (several shared chunks when
+// count > ClusterSnapshot::kChunk, the last one partly filled).
+void CheckPatchedSnapshotsEqualAFullBuild(int count, int steps, unsigned seed) {
   std::vector<NodeSpec> nodes;
-  for (int i = 0; i < 40; ++i) nodes.push_back(testing::Hgx8H100(StrCat("h", i)));
+  for (int i = 0; i < count; ++i) nodes.push_back(testing::Hgx8H100(StrCat("h", i)));
   auto state = MakeState(nodes);
-  std::mt19937 rng(7);
+  std::mt19937 rng(seed);
   std::map<std::string, PodRequest> pods;  // the pods the state holds
   auto old = state->Snapshot();
   const std::string old_text = Describe(*old);
   int seq = 0;
-  for (int step = 0; step < 600; ++step) {
+  for (int step = 0; step < steps; ++step) {
     const int action = static_cast<int>(rng() % 4);
     if (action == 3 && !pods.empty()) {
       auto it = std::next(pods.begin(), static_cast<long>(rng() % pods.size()));
       state->RemovePod(it->first);
       pods.erase(it);
     } else if (action == 2) {
-      NodeSpec n = testing::Hgx8H100(StrCat("h", rng() % 40));
+      NodeSpec n = testing::Hgx8H100(StrCat("h", rng() % count));
       n.cpu_milli = 1000 * static_cast<int64_t>(64 + rng() % 64);
       state->UpsertNode(n);
       nodes[std::stoi(n.name.substr(1))] = n;
     } else {
-      const std::string node = StrCat("h", rng() % 40);
+      const std::string node = StrCat("h", rng() % count);
       const DeviceMask free = state->Snapshot()->Find(node)->whole_free;
       PodRequest p = PodBuilder(StrCat("p", ++seq)).Gpus(1).Build();
       if (free != 0)
@@ -351,6 +352,34 @@ TEST(ClusterStateTest, PatchedSnapshotsEqualAFullBuild) {
     ASSERT_EQ(Describe(*patched), Describe(*fresh->Snapshot())) << "step " << step;
   }
   EXPECT_EQ(Describe(*old), old_text);
+}
+
+TEST(ClusterStateTest, PatchedSnapshotsEqualAFullBuild) {
+  CheckPatchedSnapshotsEqualAFullBuild(40, 600, 7);
+}
+
+TEST(ClusterStateTest, PatchedSnapshotsEqualAFullBuildAcrossChunks) {
+  CheckPatchedSnapshotsEqualAFullBuild(2 * ClusterSnapshot::kChunk + 44, 300, 11);
+}
+
+// A commit that changes one node copies only that node's chunk: the new
+// snapshot shares every other chunk with the one before, and the one
+// before still shows the node as it was.
+TEST(ClusterStateTest, PatchCopiesOnlyTheChangedChunk) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 3 * ClusterSnapshot::kChunk; ++i) {
+    nodes.push_back(testing::Hgx8H100(StrCat("h", i)));
+  }
+  auto state = MakeState(nodes);
+  auto before = state->Snapshot();
+  const std::string node = StrCat("h", ClusterSnapshot::kChunk + 5);
+  state->UpsertPod(PodBuilder("p").Gpus(1).OnNode(node, Devices({2})).Build());
+  auto after = state->Commit();
+  EXPECT_EQ(after->SharedChunks(*before), 2);
+  EXPECT_EQ(after->Find(node)->whole_free, before->Find(node)->whole_free & ~Devices({2}));
+  EXPECT_EQ(before->Find(node)->whole_free, 0xFFu);
+  EXPECT_EQ(after->hot(after->FindIndex(node)).whole_free, 0xFFu & ~Devices({2}));
+  EXPECT_EQ(before->hot(before->FindIndex(node)).whole_free, 0xFFu);
 }
 
 }  // namespace
