@@ -38,6 +38,15 @@ constexpr char kFilter[] = R"({"Pod":{"metadata":{"name":"p1","namespace":"team-
   "resources":{"limits":{"nvidia.com/gpu":"8"}}}]},"status":{"phase":"Pending"}},
   "NodeNames":["h0"]})";
 
+// The state letter of process `pid` in /proc ('T': stopped), or 0.
+char ProcessState(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const size_t paren = line.rfind(')');  // the command name may hold spaces
+  return paren == std::string::npos || paren + 2 >= line.size() ? 0 : line[paren + 2];
+}
+
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -58,6 +67,7 @@ class ServeReloadTest : public ::testing::Test {
     log_ = (dir_ / "gpusched.log").string();
   }
   void TearDown() override {
+    if (child_ != nullptr) child_->Signal(SIGCONT);  // if a test stopped it and failed
     child_.reset();
     std::error_code ec;
     fs::remove_all(dir_, ec);
@@ -147,7 +157,12 @@ TEST_F(ServeReloadTest, SymlinkSwapAndSighupReloadInvalidConfigKeepsTheOld) {
   EXPECT_TRUE(child_->Alive());
 
   // A valid config written in place with the same inode, size and mtime:
-  // the watcher cannot see it, SIGHUP applies it.
+  // the watcher cannot see it, SIGHUP applies it. The server is stopped
+  // while the file is written and its mtime put back, so its watcher cannot
+  // poll between the two and see the write's own mtime.
+  child_->Signal(SIGSTOP);
+  ASSERT_TRUE(WaitFor([&] { return ProcessState(child_->pid()) == 'T'; },
+                      std::chrono::milliseconds(5000)));
   const fs::path target = fs::canonical(dir_ / "scheduler-policy.json");
   struct stat before {};
   ASSERT_EQ(stat(target.c_str(), &before), 0);
@@ -161,6 +176,7 @@ TEST_F(ServeReloadTest, SymlinkSwapAndSighupReloadInvalidConfigKeepsTheOld) {
   }
   const timespec times[2] = {before.st_atim, before.st_mtim};
   ASSERT_EQ(utimensat(AT_FDCWD, target.c_str(), times, 0), 0);
+  child_->Signal(SIGCONT);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // > one watcher period
   EXPECT_TRUE(Passes()) << "the watcher reloaded a change it cannot see";
   child_->Signal(SIGHUP);
