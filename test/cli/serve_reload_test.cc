@@ -161,8 +161,8 @@ TEST_F(ServeReloadTest, SymlinkSwapAndSighupReloadInvalidConfigKeepsTheOld) {
   // while the file is written and its mtime put back, so its watcher cannot
   // poll between the two and see the write's own mtime.
   child_->Signal(SIGSTOP);
-  ASSERT_TRUE(WaitFor([&] { return ProcessState(child_->pid()) == 'T'; },
-                      std::chrono::milliseconds(5000)));
+  ASSERT_TRUE(
+      WaitFor([&] { return ProcessState(child_->pid()) == 'T'; }, std::chrono::milliseconds(5000)));
   const fs::path target = fs::canonical(dir_ / "scheduler-policy.json");
   struct stat before {};
   ASSERT_EQ(stat(target.c_str(), &before), 0);
