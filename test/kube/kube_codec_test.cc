@@ -57,5 +57,49 @@ TEST(KubeCodecTest, PodNodeNameAndLeaseIgnoreMistypedMembers) {
   EXPECT_FALSE(DecodeLease("{").ok());
 }
 
+// A list page: the metadata callback sees the resourceVersion and continue
+// token before any item is decoded, and only for a well-formed page; bad
+// items are listed, not fatal.
+TEST(KubeCodecTest, ListPageMetadataComesFirst) {
+  const std::string pod =
+      R"({"metadata":{"name":"p","namespace":"a","uid":"u1","annotations":{)"
+      R"("gpusched.io/gpu-ids":"0,1"}},"spec":{"nodeName":"n1","containers":[{"name":"c",)"
+      R"("resources":{"limits":{"nvidia.com/gpu":"2"}}}]},"status":{"phase":"Running"}})";
+  struct Case {
+    std::string body;
+    bool ok;
+    bool called;  // the callback ran
+    size_t pods, bad;
+  };
+  const Case cases[] = {
+      {R"({"metadata":{"resourceVersion":"7","continue":"c1"},"items":[)" + pod + R"(,)" +
+           R"({"metadata":{"name":"q","namespace":"a","uid":"u2"},"spec":"x"}]})",
+       true, true, 1, 1},
+      {R"({"metadata":{"resourceVersion":"7","continue":"c1"},"items":{}})", false, false, 0, 0},
+      {R"({"metadata":{"resourceVersion":"7")", false, false, 0, 0},
+      {R"({"metadata":{"resourceVersion":"7","continue":"c1"}})", true, true, 0, 0},
+  };
+  for (const Case& c : cases) {
+    KubeDecoder dec;
+    std::string body = c.body;
+    bool called = false;
+    auto page = dec.DecodeListPage(body, ObjectKind::kPod, [&](const ListPage& meta) {
+      called = true;
+      EXPECT_EQ(meta.resource_version, "7");
+      EXPECT_EQ(meta.continue_token, "c1");
+      EXPECT_TRUE(meta.pods.empty());
+    });
+    EXPECT_EQ(page.ok(), c.ok) << c.body;
+    EXPECT_EQ(called, c.called) << c.body;
+    if (!page.ok()) continue;
+    EXPECT_EQ(page->pods.size(), c.pods) << c.body;
+    EXPECT_EQ(page->bad_items.size(), c.bad) << c.body;
+    if (c.pods > 0) {
+      EXPECT_EQ(page->pods[0].pod.uid, "u1");
+      EXPECT_EQ(page->pods[0].raw_gpu_ids, "0,1");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpusched::codec
