@@ -145,6 +145,47 @@ absl::StatusOr<std::vector<codec::ListPage>> KubeClusterSource::List(codec::Obje
   return pages;
 }
 
+void KubeClusterSource::InstallList(codec::ListPage nodes, std::vector<codec::ListPage> pods) {
+  for (const auto& b : nodes.bad_items) std::cerr << "gpusched: kube: skipping node " << b << "\n";
+  size_t count = 0, to_check = 0;
+  for (const codec::ListPage& page : pods) {
+    count += page.pods.size();
+    for (const codec::PodItem& item : page.pods) {
+      to_check += item.raw_gpu_ids.has_value() && item.pod.HoldsGpus();
+    }
+    for (const auto& b : page.bad_items) std::cerr << "gpusched: kube: skipping pod " << b << "\n";
+  }
+  std::vector<PodRequest> list;
+  list.reserve(count);
+  std::vector<IdsCheck> checks;  // against the nodes once they are in the state
+  checks.reserve(to_check);
+  {
+    absl::MutexLock lock(&mu_);
+    absl::flat_hash_map<std::string, PodRequest> still;
+    api_node_.clear();
+    api_node_.reserve(count);
+    for (codec::ListPage& page : pods) {
+      for (auto& item : page.pods) {
+        if (gang_sizes_ != nullptr) gang_sizes_->Fill(item.pod);
+        api_node_[item.pod.uid] = item.pod.node_name;
+        if (auto c = IdsToCheck(item)) checks.push_back(*std::move(c));
+        auto it = assumed_.find(item.pod.uid);
+        if (it != assumed_.end() && item.pod.node_name.empty() && !item.pod.deleting) {
+          still.emplace(it->first, it->second);
+          list.push_back(Merge(item.pod, it->second));
+        } else {
+          list.push_back(std::move(item.pod));
+        }
+      }
+      page = codec::ListPage{};  // its memory goes back while the next is moved
+    }
+    assumed_ = std::move(still);
+    state_->Reset(std::move(nodes.nodes), std::move(list));
+    state_->Commit();
+  }
+  for (const IdsCheck& c : checks) CheckIds(c);
+}
+
 bool KubeClusterSource::ListAll(std::string* node_rv, std::string* pod_rv) {
   auto backoff = options_.backoff_initial;
   while (true) {
@@ -164,48 +205,10 @@ bool KubeClusterSource::ListAll(std::string* node_rv, std::string* pod_rv) {
     absl::StatusOr<std::vector<codec::ListPage>> pods = std::move(pod_pages);
     if (!nodes.ok()) pods = nodes.status();
     if (pods.ok()) {
-      for (const auto& b : nodes->bad_items)
-        std::cerr << "gpusched: kube: skipping node " << b << "\n";
-      size_t count = 0, to_check = 0;
-      for (const codec::ListPage& page : *pods) {
-        count += page.pods.size();
-        for (const codec::PodItem& item : page.pods) {
-          to_check += item.raw_gpu_ids.has_value() && item.pod.HoldsGpus();
-        }
-        for (const auto& b : page.bad_items)
-          std::cerr << "gpusched: kube: skipping pod " << b << "\n";
-      }
-      std::vector<PodRequest> list;
-      list.reserve(count);
-      std::vector<IdsCheck> checks;  // against the nodes once they are in the state
-      checks.reserve(to_check);
-      {
-        absl::MutexLock lock(&mu_);
-        absl::flat_hash_map<std::string, PodRequest> still;
-        api_node_.clear();
-        api_node_.reserve(count);
-        for (codec::ListPage& page : *pods) {
-          for (auto& item : page.pods) {
-            if (gang_sizes_ != nullptr) gang_sizes_->Fill(item.pod);
-            api_node_[item.pod.uid] = item.pod.node_name;
-            if (auto c = IdsToCheck(item)) checks.push_back(*std::move(c));
-            auto it = assumed_.find(item.pod.uid);
-            if (it != assumed_.end() && item.pod.node_name.empty() && !item.pod.deleting) {
-              still.emplace(it->first, it->second);
-              list.push_back(Merge(item.pod, it->second));
-            } else {
-              list.push_back(std::move(item.pod));
-            }
-          }
-          page = codec::ListPage{};  // its memory goes back while the next is moved
-        }
-        assumed_ = std::move(still);
-        state_->Reset(std::move(nodes->nodes), std::move(list));
-        state_->Commit();
-      }
-      for (const IdsCheck& c : checks) CheckIds(c);
+      // Read before the pages are consumed: the watches resume here.
       *node_rv = nodes->resource_version;
-      *pod_rv = pods->back().resource_version;
+      *pod_rv = pods->front().resource_version;
+      InstallList(*std::move(nodes), *std::move(pods));
       relists_.fetch_add(1);
       if (metrics_ != nullptr) metrics_->Inc("gpusched_kube_lists_total", "Full relists.", {});
       return true;

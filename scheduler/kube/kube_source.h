@@ -98,6 +98,10 @@ class KubeClusterSource final : public ClusterSource {
   struct Watch;
   void Run();
   bool ListAll(std::string* node_rv, std::string* pod_rv);
+  // One full list into the state, pods merged with this process's
+  // assumptions; consumes the pages (read their resourceVersions first).
+  void InstallList(codec::ListPage nodes, std::vector<codec::ListPage> pods)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Every page of one list, in order.
   absl::StatusOr<std::vector<codec::ListPage>> List(codec::ObjectKind kind);
   absl::StatusOr<HttpResult> FetchPage(codec::ObjectKind kind, const std::string& cont);

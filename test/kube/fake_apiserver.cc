@@ -101,6 +101,7 @@ struct FakeApiServer::Impl {
   std::map<std::string, std::pair<int64_t, std::shared_ptr<const Listed>>> snapshots;
   int snapshot_seq = 0;
   std::map<std::string, int> counts;
+  std::map<std::string, std::vector<std::string>> watch_versions;  // path -> resourceVersion asked
   int fail_n = 0, fail_status = 0;
   std::string fail_prefix;
   int expire_continues = 0;  // continue requests still to answer 410
@@ -315,6 +316,12 @@ int FakeApiServer::requests(const std::string& prefix) const {
   return n;
 }
 
+std::vector<std::string> FakeApiServer::watch_versions(const std::string& path) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->watch_versions.find(path);
+  return it == impl_->watch_versions.end() ? std::vector<std::string>{} : it->second;
+}
+
 int FakeApiServer::events_created() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->events;
@@ -378,6 +385,8 @@ Reply FakeApiServer::Impl::Handle(http::request<http::string_body>& req, Stream&
   {
     std::lock_guard<std::mutex> lock(mu);
     ++counts[method + " " + path + (watch ? "?watch" : "")];
+    if (watch)
+      watch_versions[path].push_back(q.count("resourceVersion") ? q["resourceVersion"] : "");
     std::string auth(req[http::field::authorization]);
     if (auth != "Bearer " + token &&
         (auth.rfind("Bearer ", 0) != 0 || !tokens.count(auth.substr(7)))) {

@@ -5,7 +5,9 @@
 //
 //  - list with limit/continue (consistent snapshot per list) and the List's
 //    resourceVersion; watch from a resourceVersion with bookmarks and
-//    timeoutSeconds; a version older than the last compaction gets a watch
+//    timeoutSeconds (without one, every event since the start is replayed,
+//    superseded versions included: stricter than the real server, which
+//    sends the current objects); a version older than the last compaction gets a watch
 //    ERROR event with code 410 (as the real server does);
 //  - merge-patch on nodes and pods; pods/binding (409 if already assigned,
 //    or on a UID mismatch); policy/v1 eviction (429 when a disruption budget
@@ -86,6 +88,9 @@ class FakeApiServer {
 
   // Counters.
   int requests(const std::string& prefix) const;
+  // The resourceVersion of each watch request on `path` ("/api/v1/pods"),
+  // in arrival order ("" when the request named none).
+  std::vector<std::string> watch_versions(const std::string& path) const;
   int open_watches() const { return open_watches_.load(); }
   int events_created() const;
   // The events created so far, as posted.

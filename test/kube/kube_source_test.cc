@@ -145,6 +145,25 @@ TEST_F(KubeSourceTest, ExpiredContinueRestartsTheList) {
   EXPECT_EQ(lists() - lists_before, 2 * 2 + 6);
 }
 
+// The watches resume at the version the list was read at (the first page's
+// for a paginated list): an older or empty one would replay superseded
+// versions of pods (a bound pod seen unbound again, its devices free) until
+// the watch caught up; a restarted gpusched bound a second pod onto them.
+TEST_F(KubeSourceTest, WatchesResumeAtTheListedVersion) {
+  for (int i = 0; i < 5; ++i) api_->Put("pods", PodJson("w", "p" + std::to_string(i), 1));
+  const std::string listed = std::to_string(api_->resource_version());
+  ClusterState state(ShippedTemplates());
+  auto src = NewSource(&state);  // pages of 2: 8 pods, 4 pages; 5 nodes, 3 pages
+  ASSERT_TRUE(WaitFor([&] {
+    return !api_->watch_versions("/api/v1/pods").empty() &&
+           !api_->watch_versions("/api/v1/nodes").empty();
+  }));
+  src->Stop();
+  EXPECT_EQ(api_->watch_versions("/api/v1/pods").front(), listed);
+  EXPECT_EQ(api_->watch_versions("/api/v1/nodes").front(), listed);
+  EXPECT_EQ(metrics_.CounterValue("gpusched_kube_watch_events_total", {{"resource", "pods"}}), 0);
+}
+
 // Cold start at production size: 20,000 nodes and 200,000 pods (140,000
 // running, 7 per node with their gpu-ids; 60,000 pending over 500
 // namespaces) listed from the API server in pages of the default size: the source becomes
