@@ -59,8 +59,8 @@ void Populate(FakeApiServer& api, const Options& o) {
     const std::string node = "n-" + std::to_string(n);
     api.Put("nodes", NodeJson(node, 8));
     for (int d = 0; d < kRunningPerNode; ++d) {
-      api.Put("pods", PodJson(ns(n * kRunningPerNode + d), node + "-p" + std::to_string(d), 1,
-                              node, std::to_string(d), "Running"));
+      api.Put("pods", PodJson(ns(n * kRunningPerNode + d), node + "-p" + std::to_string(d), 1, node,
+                              std::to_string(d), "Running"));
     }
   }
   for (int p = 0; p < o.pending; ++p) {
@@ -97,9 +97,9 @@ int Run(const Options& o) {
                  {"serve", "--kubeconfig", kubeconfig, "--config", config, "--listen",
                   "127.0.0.1:" + std::to_string(port)},
                  log);
-    const bool ready = WaitFor(
-        [&] { return !server.Alive() || Http(port, "GET", "/readyz").status == 200; },
-        std::chrono::seconds(300));
+    const bool ready =
+        WaitFor([&] { return !server.Alive() || Http(port, "GET", "/readyz").status == 200; },
+                std::chrono::seconds(300));
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!ready || !server.Alive()) {
