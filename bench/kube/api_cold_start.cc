@@ -53,21 +53,6 @@ bool ParseOptions(int argc, char** argv, Options* o) {
   return (argc % 2) == 0;
 }
 
-void Populate(FakeApiServer& api, const Options& o) {
-  auto ns = [](int i) { return "team-" + std::to_string(i % 500); };
-  for (int n = 0; n < o.nodes; ++n) {
-    const std::string node = "n-" + std::to_string(n);
-    api.Put("nodes", NodeJson(node, 8));
-    for (int d = 0; d < kRunningPerNode; ++d) {
-      api.Put("pods", PodJson(ns(n * kRunningPerNode + d), node + "-p" + std::to_string(d), 1, node,
-                              std::to_string(d), "Running"));
-    }
-  }
-  for (int p = 0; p < o.pending; ++p) {
-    api.Put("pods", PodJson(ns(p), "wait-" + std::to_string(p), 1));
-  }
-}
-
 // VmHWM of a live process, in MiB (0 if unreadable).
 double PeakRssMib(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -84,7 +69,7 @@ int Run(const Options& o) {
   api.Start();
   std::printf("populating the fake API server: %d nodes, %d pods...\n", o.nodes,
               o.nodes * kRunningPerNode + o.pending);
-  Populate(api, o);
+  PutProductionCluster(api, o.nodes, kRunningPerNode, o.pending);
   const std::string kubeconfig =
       WriteTempFile("cold_start_kubeconfig", KubeconfigYaml(api.port(), pki.ca_pem, kToken));
   const std::string log = WriteTempFile("cold_start_gpusched.log", "");

@@ -763,4 +763,19 @@ Json PodJson(const std::string& ns, const std::string& name, int gpus, const std
   return pod;
 }
 
+void PutProductionCluster(FakeApiServer& api, int nodes, int running_per_node, int pending) {
+  auto ns = [](int i) { return "team-" + std::to_string(i % 500); };
+  for (int n = 0; n < nodes; ++n) {
+    const std::string node = "n-" + std::to_string(n);
+    api.Put("nodes", NodeJson(node, 8));
+    for (int d = 0; d < running_per_node; ++d) {
+      api.Put("pods", PodJson(ns(n * running_per_node + d), node + "-p" + std::to_string(d), 1,
+                              node, std::to_string(d), "Running"));
+    }
+  }
+  for (int p = 0; p < pending; ++p) {
+    api.Put("pods", PodJson(ns(p), "wait-" + std::to_string(p), 1));
+  }
+}
+
 }  // namespace gpusched::testing

@@ -116,6 +116,10 @@ Json NodeJson(const std::string& name, int gpus,
 // A v1.Pod asking for `gpus` GPUs, optionally bound with gpu-ids.
 Json PodJson(const std::string& ns, const std::string& name, int gpus, const std::string& node = "",
              const std::string& gpu_ids = "", const std::string& phase = "Pending");
+// A production-shaped cluster in `api`: `nodes` nodes "n-<i>" of 8 GPUs, each
+// running `running_per_node` 1-GPU pods with their gpu-ids, and `pending`
+// 1-GPU pods "wait-<i>", over 500 namespaces "team-<i>".
+void PutProductionCluster(FakeApiServer& api, int nodes, int running_per_node, int pending);
 
 }  // namespace gpusched::testing
 

@@ -168,22 +168,12 @@ TEST_F(KubeSourceTest, WatchesResumeAtTheListedVersion) {
 // running, 7 per node with their gpu-ids; 60,000 pending over 500
 // namespaces) listed from the API server in pages of the default size: the source becomes
 // ready holding every node and pod, the devices assigned as annotated. The
-// time it took is printed (not asserted: bench/queue/scale.sh measures the
-// server's cold start). Sanitizer builds list a tenth of it.
+// time it took is printed (not asserted: bench/kube/api_cold_start measures
+// the served binary's). Sanitizer builds list a tenth of it.
 TEST_F(KubeSourceTest, ColdStartAtProductionSize) {
   const int scale = std::getenv("GPUSCHED_SANITIZER_BUILD") != nullptr ? 10 : 1;
   const int nodes = 20'000 / scale, per_node = 7, pending = 60'000 / scale;
-  auto ns = [](int i) { return "team-" + std::to_string(i % 500); };
-  for (int n = 0; n < nodes; ++n) {
-    const std::string node = "n-" + std::to_string(n);
-    api_->Put("nodes", NodeJson(node, 8));
-    for (int d = 0; d < per_node; ++d) {
-      api_->Put("pods", PodJson(ns(n * per_node + d), node + "-p" + std::to_string(d), 1, node,
-                                std::to_string(d), "Running"));
-    }
-  }
-  for (int p = 0; p < pending; ++p)
-    api_->Put("pods", PodJson(ns(p), "wait-" + std::to_string(p), 1));
+  PutProductionCluster(*api_, nodes, per_node, pending);
   ClusterState state(ShippedTemplates());
   kube::SourceOptions o;  // the default page size
   kube::KubeClusterSource src(client_.get(), o, &metrics_,
