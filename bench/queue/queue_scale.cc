@@ -557,12 +557,22 @@ int main(int argc, char** argv) {
       };
       return value(metrics) - value(metrics_at_start);
     };
+    // How many holds, and the share of the run the lock was held from this
+    // site: what a machine stop landing inside a hold scales with.
+    auto delta = [&](const std::string& suffix) {
+      const std::string series = hold + suffix + "{" + match + "}";
+      const double before = Metric(metrics_at_start, series);
+      return Metric(metrics, series) - (std::isnan(before) ? 0.0 : before);
+    };
     std::printf(
         "queue lock site %-14s p99 <= %.3f ms, longest <= %.3f ms, CPU longest <= %.3f ms; "
-        ">= 5 ms: %g holder ran, %g holder waited\n",
+        ">= 5 ms: %g holder ran, %g holder waited; %.0f holds, mean %.3f ms, held %.2f%% "
+        "of the run\n",
         site.c_str(), HistogramQuantile(metrics_at_start, metrics, hold, 0.99, match) * 1000,
         longest * 1000, HistogramQuantile(metrics_at_start, metrics, hold_cpu, 1.0, match) * 1000,
-        long_holds("ran"), long_holds("waited"));
+        long_holds("ran"), long_holds("waited"), delta("_count"),
+        delta("_count") > 0 ? delta("_sum") / delta("_count") * 1000 : 0.0,
+        delta("_sum") / o.seconds * 100);
   }
   std::printf("tick: p50 <= %.3f ms, p99 <= %.3f ms, %g ticks\n",
               HistogramQuantile(metrics_at_start, metrics, tick, 0.5) * 1000,

@@ -600,6 +600,7 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLock
       if (auto pod = MarkEvictedLocked(uid)) out.emplace_back(std::move(*pod), reason);
     }
     Reclaim& r = reclaiming_[job.ns];
+    reclaim_view_.dirty = true;
     r = {now,
          job.victims,
          job.pod.uid,

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
+#include <limits>
 
 #include "gpusched/util/strings.h"
 
@@ -79,7 +80,8 @@ void QueueManager::SetOptions(QueueOptions options) {
   options_ = std::move(options);
   shared_options_ = std::make_shared<const QueueOptions>(options_);
   ledger_.reset();
-  reclaim_backoff_.clear();  // new quotas or rules: plan again at once
+  reclaim_view_.dirty = true;  // stale_after_ms may have changed
+  reclaim_backoff_.clear();    // new quotas or rules: plan again at once
   ++config_version_;
   for (const std::string& ns : relevel) RelevelLocked(ns);
 }
@@ -104,6 +106,7 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
   if (it == entries_.end()) return;
   Entry* e = &it->second;
   unit_index_.erase(e->pod.ns);
+  reclaim_view_.dirty = true;  // it may be a reclaim's pod
   auto q = order_.find(e->pod.ns);
   if (q != order_.end()) {
     q->second.erase(e);
@@ -123,6 +126,7 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
 void QueueManager::UpsertEntryLocked(PodRequest pod) {
   Entry* e = FindEntryLocked(pod.uid);
   unit_index_.erase(pod.ns);  // demand or gang size may change even in place
+  reclaim_view_.dirty = true;
   // An entry keeps the attained-service level it was queued with (until its
   // namespace's attained-service settings change: RelevelLocked).
   if (e != nullptr && SamePlace(e->pod, pod)) {
@@ -195,17 +199,52 @@ const QuotaLedger& QueueManager::LedgerLocked() {
     ledger_ = std::make_unique<QuotaLedger>(options_.quotas, usage_.Table());
     ledger_generation_ = usage_.generation();
     ledger_version_ = config_version_;
+    ledger_claims_ = 0;  // a new ledger has none
   }
   // Claims last while the pod reclaim works for waits (bounded in time).
-  std::map<std::string, int64_t> claims;
+  const ReclaimView& view = ReclaimViewLocked();
+  if (ledger_claims_ != view.generation) {
+    if (view.claims != ledger_->claims()) ledger_->SetClaims(view.claims);
+    ledger_claims_ = view.generation;
+  }
+  return *ledger_;
+}
+
+const QueueManager::ReclaimView& QueueManager::ReclaimViewLocked() {
+  ReclaimView& v = reclaim_view_;
   const int64_t now = Now();
+  if (!v.dirty && now >= v.built_at_ms && now < v.valid_until_ms) return v;
+  std::map<std::string, int64_t> claims;
+  v.holds.clear();
+  v.valid_until_ms = std::numeric_limits<int64_t>::max();
   for (const auto& [ns, r] : reclaiming_) {
     if (now - r.at_ms >= options_.stale_after_ms) continue;
+    v.valid_until_ms = std::min(v.valid_until_ms, r.at_ms + options_.stale_after_ms);
     const Entry* e = FindEntryLocked(r.for_uid);
-    if (e != nullptr && e->pod.ns == ns) claims[ns] = r.demand;
+    if (e == nullptr) continue;  // bound or gone: nothing is claimed or held any more
+    if (e->pod.ns == ns) claims[ns] = r.demand;
+    auto nodes = std::make_shared<HeldNodes>();
+    for (const std::string& node : r.nodes) {
+      nodes->emplace_back(
+          node, StrCat("gpusched: GPUs freed on ", node, " by reclaim are held for ", e->pod.Key(),
+                       " until it binds"));
+    }
+    v.holds.push_back({&ns, &r, std::move(nodes)});
   }
-  if (claims != ledger_->claims()) ledger_->SetClaims(std::move(claims));
-  return *ledger_;
+  if (claims != v.claims) {
+    v.claims = std::move(claims);
+    ++v.generation;
+  }
+  v.dirty = false;
+  v.built_at_ms = now;
+  return v;
+}
+
+void QueueManager::PruneReclaimsLocked(int64_t now) {
+  const size_t before = reclaiming_.size();
+  std::erase_if(reclaiming_,
+                [&](const auto& kv) { return now - kv.second.at_ms >= options_.stale_after_ms; });
+  if (reclaiming_.size() != before) reclaim_view_.dirty = true;
 }
 
 int32_t QueueManager::HeldGangMembersLocked(const PodRequest& pod) const {
@@ -388,6 +427,8 @@ Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& 
   BehindScan scan;
   Admission yes;
   std::optional<std::string> reserve;  // a gang member's reservation is due
+  std::vector<std::shared_ptr<const HeldNodes>> held;
+  bool decided = false;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "admit");
     SyncLocked(deps_.state->Snapshot());
@@ -402,12 +443,16 @@ Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& 
     // The source's pod where it waits (its priority and gang, not what the
     // request says).
     e = FindEntryLocked(request.uid);
-    yes.held_nodes = HeldForReclaimLocked(e != nullptr ? e->pod : request);
+    held = HeldForReclaimLocked(e != nullptr ? e->pod : request);
     if (scan.heads.empty() && !reserve.has_value()) {
       yes.reserved_node = ReservedNodeLocked(request);
-      return yes;
+      decided = true;
     }
   }
+  for (const auto& nodes : held) {
+    yes.held_nodes.insert(yes.held_nodes.end(), nodes->begin(), nodes->end());
+  }
+  if (decided) return yes;
   if (!scan.heads.empty()) {
     Evaluation ev;
     ScanBehind(scan, snapshot, fw, &ev);
@@ -447,21 +492,16 @@ std::string QueueManager::AdmitNode(const PodRequest& pod, const NodeInfo& node,
   return LedgerLocked().CheckModels(pod.ns, snapshot.product(node), DemandMilli(pod.gpu));
 }
 
-std::vector<std::pair<std::string, std::string>> QueueManager::HeldForReclaimLocked(
+std::vector<std::shared_ptr<const QueueManager::HeldNodes>> QueueManager::HeldForReclaimLocked(
     const PodRequest& pod) {
-  std::vector<std::pair<std::string, std::string>> held;
+  std::vector<std::shared_ptr<const HeldNodes>> held;
   if (!options_.quotas.enabled) return held;
-  const int64_t now = Now();
-  for (const auto& [ns, r] : reclaiming_) {
+  for (const ReclaimView::Hold& h : ReclaimViewLocked().holds) {
+    const Reclaim& r = *h.reclaim;
     if (r.for_uid == pod.uid) continue;
-    if (pod.ns == ns && !r.gang.empty() && pod.gang == r.gang) continue;  // its own gang
-    if (pod.priority > r.priority || now - r.at_ms >= options_.stale_after_ms) continue;
-    const Entry* e = FindEntryLocked(r.for_uid);
-    if (e == nullptr) continue;  // bound or gone: nothing is held any more
-    for (const std::string& node : r.nodes) {
-      held.emplace_back(node, StrCat("gpusched: GPUs freed on ", node, " by reclaim are held for ",
-                                     e->pod.Key(), " until it binds"));
-    }
+    if (pod.ns == *h.ns && !r.gang.empty() && pod.gang == r.gang) continue;  // its own gang
+    if (pod.priority > r.priority) continue;
+    if (!h.nodes->empty()) held.push_back(h.nodes);
   }
   return held;
 }
@@ -657,6 +697,7 @@ int QueueManager::Tick() {
         ++it;
       }
     }
+    PruneReclaimsLocked(now);
     attained_.Forget(now / 1000, options_.attained_forget_after_s, kForgetsPerTick);
     if (done.has_value() && done->config_version != config_version_) stale.swap(done);
     const bool idle = !attached || (!planner_busy && !done);

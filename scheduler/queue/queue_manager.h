@@ -382,7 +382,7 @@ class QueueManager final : public PodGate {
   // (prefix sums), so that a filter costs O(1) in the depth of the queue.
   // Built by one walk (UnitIndexLocked) and dropped when the namespace's
   // queue changes (an entry added, changed or removed), when a unit's head
-  // is asked about for the first time or after going stale, when a counted
+  // is asked about again after going stale, when a counted
   // unit goes stale (valid_until_ms), when a gang's members placed change
   // (checked against gang_held when the usage generation moves) or on a
   // config change. The differential test compares it with the walk.
@@ -403,8 +403,10 @@ class QueueManager final : public PodGate {
   // `ns`'s index, rebuilt if stale. REQUIRES: LedgerLocked() current.
   const UnitIndex& UnitIndexLocked(const std::string& ns, const QuotaLedger& ledger, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets e.last_filter_ms to now; drops its namespace's index when that
-  // makes e count (first ask, or asked again after going stale).
+  // Sets e.last_filter_ms to now and keeps its namespace's index current:
+  // a head asked about for the first time joins the scan candidates in
+  // place; a head asked again after going stale drops the index (it counts
+  // again, so the prefix sums move).
   void NoteAskedLocked(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The admission rule for the pod of units[k] (`pod`), given the units
   // before it in order. Pure.
@@ -586,11 +588,37 @@ class QueueManager final : public PodGate {
     int32_t priority = 0;
     std::string gang;
   };
+  // (node, reason) pairs: nodes a pod may not use (Admission::held_nodes).
+  using HeldNodes = std::vector<std::pair<std::string, std::string>>;
   // The nodes `pod` may not use because reclaim freed them for another
-  // pod, with the reason (Admission::held_nodes).
-  std::vector<std::pair<std::string, std::string>> HeldForReclaimLocked(const PodRequest& pod)
+  // pod, one shared list per reclaim (flattened by the caller without the
+  // mutex).
+  std::vector<std::shared_ptr<const HeldNodes>> HeldForReclaimLocked(const PodRequest& pod)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, Reclaim> reclaiming_ ABSL_GUARDED_BY(mu_);
+  // What reclaiming_ means for admission now: the claims (QuotaLedger) and
+  // the holds (HeldForReclaimLocked) of the reclaims that are current (not
+  // stale, their pod still waiting), so that a filter does not walk every
+  // namespace's last reclaim. Rebuilt on first use after reclaiming_ or an
+  // entry changes (`dirty`), after the first current reclaim goes stale
+  // (`valid_until_ms`) or if the clock went back (`built_at_ms`).
+  struct ReclaimView {
+    struct Hold {
+      const std::string* ns;  // the namespace that reclaimed
+      const Reclaim* reclaim;
+      std::shared_ptr<const HeldNodes> nodes;  // its nodes, each with the reason
+    };
+    std::map<std::string, int64_t> claims;  // namespace -> demand it claims
+    std::vector<Hold> holds;
+    bool dirty = true;
+    int64_t built_at_ms = 0;
+    int64_t valid_until_ms = 0;
+    uint64_t generation = 0;  // moves when claims change
+  };
+  const ReclaimView& ReclaimViewLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the reclaims gone stale (no longer read by anything).
+  void PruneReclaimsLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  ReclaimView reclaim_view_ ABSL_GUARDED_BY(mu_);
   // Attained service per workload and each opted-in namespace's preemption
   // budget (a token bucket of preemptions_per_hour; attained_service.cc).
   AttainedService attained_ ABSL_GUARDED_BY(mu_);
@@ -642,6 +670,7 @@ class QueueManager final : public PodGate {
   uint64_t ledger_generation_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t config_version_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t ledger_version_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t ledger_claims_ ABSL_GUARDED_BY(mu_) = 0;  // reclaim_view_.generation it has
   // Wait-time histogram per namespace (seconds): bucket counts, sum, count.
   struct WaitHistogram {
     std::vector<int64_t> buckets;

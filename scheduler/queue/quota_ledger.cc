@@ -67,6 +67,7 @@ void QuotaLedger::Add(const std::string& ns, const std::string& product, int64_t
   if (sum != cohort_free_.end() && (config_->namespaces.contains(ns) || Find(ns) != nullptr)) {
     sum->second -= Guaranteed(ns) - Usage(ns) - HeldBack(ns);
   }
+  if (claims_.contains(ns)) cohort_held_.clear();  // its HeldBack moves
   Use& u = Mutable(ns);
   u.total += milli;
   u.by_product[product] += milli;
@@ -131,11 +132,15 @@ int64_t QuotaLedger::Lendable(const std::string& ns) const {
 int64_t QuotaLedger::Claimed(const std::string& ns) const {
   const std::string& cohort = Quota(ns).cohort;
   if (cohort.empty()) return 0;
-  int64_t held = 0;
-  for (const auto& [o, milli] : claims_) {
-    if (o != ns && Quota(o).cohort == cohort) held += HeldBack(o);
+  if (cohort_held_.empty() && !claims_.empty()) {
+    for (const auto& [o, milli] : claims_) {
+      const std::string& c = Quota(o).cohort;
+      if (!c.empty()) cohort_held_[c] += HeldBack(o);
+    }
   }
-  return held;
+  auto it = cohort_held_.find(cohort);
+  if (it == cohort_held_.end()) return 0;
+  return it->second - (claims_.contains(ns) ? HeldBack(ns) : 0);
 }
 
 int64_t QuotaLedger::ModelLendable(const std::string& ns, const std::string& model) const {

@@ -78,6 +78,7 @@ class QuotaLedger {
   void SetClaims(std::map<std::string, int64_t> claims) {
     claims_ = std::move(claims);
     cohort_free_.clear();
+    cohort_held_.clear();
   }
   const std::map<std::string, int64_t>& claims() const { return claims_; }
   // Points the ledger at an equal copy of its config (planning on copies
@@ -115,6 +116,10 @@ class QuotaLedger {
   // (what Lendable subtracts one member from). Filled on first use, emptied
   // by every change.
   mutable std::map<std::string, int64_t> cohort_free_;
+  // Per cohort: the sum of HeldBack over its claiming members (what Claimed
+  // subtracts one member from). Filled on first use, emptied when a claim
+  // or a claiming member's usage changes.
+  mutable std::map<std::string, int64_t> cohort_held_;
 };
 
 // The standard "at quota" message (without the queue position).

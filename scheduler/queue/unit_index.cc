@@ -41,8 +41,29 @@ QueueManager::Ahead QueueManager::WalkAhead(const std::vector<Unit>& units, size
 void QueueManager::NoteAskedLocked(Entry& e) {
   const int64_t now = Now();
   const int64_t seen = std::max(e.last_filter_ms, e.first_seen_ms);
-  if (e.last_filter_ms < 0 || now - seen > options_.stale_after_ms) unit_index_.erase(e.pod.ns);
+  const bool first_ask = e.last_filter_ms < 0;
+  const bool was_stale = now - seen > options_.stale_after_ms;
   e.last_filter_ms = now;
+  if (!first_ask && !was_stale) return;
+  auto it = unit_index_.find(e.pod.ns);
+  if (it == unit_index_.end()) return;
+  UnitIndex& x = it->second;
+  auto u = x.unit_of.find(&e);
+  if (u == x.unit_of.end()) {
+    unit_index_.erase(it);
+    return;
+  }
+  const size_t i = u->second;
+  if (x.units[i].head != &e) return;  // only a unit's head is read for its age
+  if (was_stale) {
+    unit_index_.erase(it);  // it counts again: every later unit's sums move
+    return;
+  }
+  // A head asked about for the first time, not stale: it counted already
+  // (if it fits the limit), so only the candidates of the node scan change.
+  if (x.count_before[i + 1] == x.count_before[i] + 1) {
+    x.asked.insert(std::lower_bound(x.asked.begin(), x.asked.end(), i), i);
+  }
 }
 
 const QueueManager::UnitIndex& QueueManager::UnitIndexLocked(const std::string& ns,

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -60,6 +61,39 @@ TEST(QuotaLedgerTest, LendsOnlyIdleGuaranteeNotAlreadyBorrowed) {
   EXPECT_TRUE(ledger.Check("team-a", 4000).ok);
   EXPECT_FALSE(ledger.Check("team-a", 8000).ok);  // limit 16 ok, but 12 > 8 lendable
   EXPECT_TRUE(ledger.Check("team-b", 8000).ok);   // within guarantee: always
+}
+
+// Claims held back per cohort are cached in the ledger (Claimed is read on
+// every filter); adding usage to a claiming namespace must move them exactly
+// as a ledger built afresh with the same usage and claims says.
+TEST(QuotaLedgerTest, ClaimedFollowsUsageAddedToAClaimingNamespace) {
+  auto state = gpusched::testing::MakeState(H100s(4), {Running("a", "team-a", 2, "h0", 0x03)});
+  QuotaConfig q = Quotas({{"team-a", Quota(8, 16, "r")},
+                          {"team-b", Quota(8, 16, "r")},
+                          {"team-c", Quota(4, 8, "r")},
+                          {"team-d", Quota(8, 8, "other")}});
+  const std::map<std::string, int64_t> claims = {
+      {"team-a", 4000}, {"team-c", 3000}, {"team-d", 8000}};
+  QuotaLedger ledger(q, *state->Snapshot());
+  ledger.SetClaims(claims);
+  EXPECT_EQ(ledger.Claimed("team-b"), 4000 + 3000);  // a: 6 idle, holds 4; c: holds 3
+  EXPECT_EQ(ledger.Claimed("team-a"), 3000);         // not its own
+  EXPECT_EQ(ledger.Claimed("team-d"), 0);            // alone in its cohort
+  // team-a takes 4 GPUs more: 2 idle left, so it holds back 2, not 4.
+  ledger.Add("team-a", "NVIDIA-H100-80GB-HBM3", 4000);
+  ledger.Add("team-c", "NVIDIA-H100-80GB-HBM3", 2000);  // c: 2 idle, holds 2
+  EXPECT_EQ(ledger.Claimed("team-b"), 2000 + 2000);
+  auto after = gpusched::testing::MakeState(
+      H100s(4), {Running("a", "team-a", 6, "h0", 0x3f), Running("c", "team-c", 2, "h1", 0x03)});
+  QuotaLedger fresh(q, *after->Snapshot());
+  fresh.SetClaims(claims);
+  for (const std::string ns : {"team-a", "team-b", "team-c", "team-d", "team-e"}) {
+    EXPECT_EQ(ledger.Claimed(ns), fresh.Claimed(ns)) << ns;
+    EXPECT_EQ(ledger.Lendable(ns), fresh.Lendable(ns)) << ns;
+    for (int64_t demand : {1000, 4000, 9000}) {
+      EXPECT_EQ(ledger.Check(ns, demand).ok, fresh.Check(ns, demand).ok) << ns << " " << demand;
+    }
+  }
 }
 
 TEST(QueueTest, InadmissiblePodFailsEveryNodeWithOneMessage) {
