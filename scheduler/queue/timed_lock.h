@@ -1,8 +1,8 @@
 // TimedLock: a scoped exclusive lock on an absl::Mutex that reports how long
 // it was held, per call site: to Prometheus histograms of the wall time
 // (`gpusched_queue_lock_hold_seconds{site}`) and of the holder's own CPU time
-// over the same span (`gpusched_queue_lock_hold_cpu_seconds{site}`), and to a
-// running maximum. A hold whose wall time is far above its CPU time was a
+// over the same span and its acquisition
+// (`gpusched_queue_lock_hold_cpu_seconds{site}`), and to a running maximum. A hold whose wall time is far above its CPU time was a
 // thread descheduled inside it, not work done under the lock; holds of
 // kLongHold or more are also counted by which it was
 // (`gpusched_queue_lock_long_holds_total{site,holder="ran"|"waited"}`:
@@ -58,16 +58,18 @@ class ABSL_SCOPED_LOCKABLE TimedLock {
   TimedLock(absl::Mutex* mu, LockHoldStats* stats, Metrics* metrics, const char* site)
       ABSL_EXCLUSIVE_LOCK_FUNCTION(mu)
       : mu_(mu), stats_(stats), metrics_(metrics), site_(site) {
+    // The thread's CPU clock is a system call: read outside the hold, so
+    // the span it measures is the hold plus the (short) acquisition.
+    cpu_start_ns_ = ThreadCpuNanos();
     mu_->Lock();
     start_ = std::chrono::steady_clock::now();
-    cpu_start_ns_ = ThreadCpuNanos();
   }
   ~TimedLock() ABSL_UNLOCK_FUNCTION() {
-    const int64_t cpu_ns = ThreadCpuNanos() - cpu_start_ns_;
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::steady_clock::now() - start_)
                            .count();
     mu_->Unlock();
+    const int64_t cpu_ns = ThreadCpuNanos() - cpu_start_ns_;
     stats_->Record(ns);
     if (metrics_ != nullptr) {
       const Labels labels = {{"site", site_}};
