@@ -2,9 +2,10 @@
 // it was held, per call site: to Prometheus histograms of the wall time
 // (`gpusched_queue_lock_hold_seconds{site}`) and of the holder's own CPU time
 // over the same span and its acquisition
-// (`gpusched_queue_lock_hold_cpu_seconds{site}`), and to a running maximum. A hold whose wall time is far above its CPU time was a
-// thread descheduled inside it, not work done under the lock; holds of
-// kLongHold or more are also counted by which it was
+// (`gpusched_queue_lock_hold_cpu_seconds{site}`), and to a running maximum.
+// A hold whose wall time is far above its CPU time was a thread descheduled
+// inside it, not work done under the lock; holds of kLongHold or more are
+// also counted by which it was
 // (`gpusched_queue_lock_long_holds_total{site,holder="ran"|"waited"}`:
 // "waited" when the holder used under half the hold's wall time). The queue
 // manager wraps every acquisition of its mutex in one, so /metrics shows
