@@ -611,6 +611,12 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLock
     for (const std::string& uid : job.victims) {
       if (auto v = deps_.state->FindPod(uid)) r.nodes.insert(v->node_name);
     }
+    auto held = std::make_shared<HeldNodes>();
+    for (const std::string& node : r.nodes) {
+      held->emplace_back(node, StrCat("gpusched: GPUs freed on ", node, " by reclaim are held for ",
+                                      job.pod.Key(), " until it binds"));
+    }
+    r.held = std::move(held);
   }
   return out;
 }

@@ -223,13 +223,7 @@ const QueueManager::ReclaimView& QueueManager::ReclaimViewLocked() {
     const Entry* e = FindEntryLocked(r.for_uid);
     if (e == nullptr) continue;  // bound or gone: nothing is claimed or held any more
     if (e->pod.ns == ns) claims[ns] = r.demand;
-    auto nodes = std::make_shared<HeldNodes>();
-    for (const std::string& node : r.nodes) {
-      nodes->emplace_back(
-          node, StrCat("gpusched: GPUs freed on ", node, " by reclaim are held for ", e->pod.Key(),
-                       " until it binds"));
-    }
-    v.holds.push_back({&ns, &r, std::move(nodes)});
+    if (r.held != nullptr && !r.held->empty()) v.holds.push_back({&ns, &r});
   }
   if (claims != v.claims) {
     v.claims = std::move(claims);
@@ -501,7 +495,7 @@ std::vector<std::shared_ptr<const QueueManager::HeldNodes>> QueueManager::HeldFo
     if (r.for_uid == pod.uid) continue;
     if (pod.ns == *h.ns && !r.gang.empty() && pod.gang == r.gang) continue;  // its own gang
     if (pod.priority > r.priority) continue;
-    if (!h.nodes->empty()) held.push_back(h.nodes);
+    held.push_back(r.held);
   }
   return held;
 }

@@ -579,6 +579,8 @@ class QueueManager final : public PodGate {
   // The nodes the victims were on are held for that pod (and its gang) the
   // same way: no pod of no higher priority passes filter there meanwhile,
   // so the freed devices are not taken back before it binds.
+  // (node, reason) pairs: nodes a pod may not use (Admission::held_nodes).
+  using HeldNodes = std::vector<std::pair<std::string, std::string>>;
   struct Reclaim {
     int64_t at_ms = 0;
     std::vector<std::string> victims;
@@ -587,9 +589,10 @@ class QueueManager final : public PodGate {
     std::set<std::string> nodes;
     int32_t priority = 0;
     std::string gang;
+    // `nodes`, each with the reason a filter of another pod fails there;
+    // made once when the reclaim is committed.
+    std::shared_ptr<const HeldNodes> held;
   };
-  // (node, reason) pairs: nodes a pod may not use (Admission::held_nodes).
-  using HeldNodes = std::vector<std::pair<std::string, std::string>>;
   // The nodes `pod` may not use because reclaim freed them for another
   // pod, one shared list per reclaim (flattened by the caller without the
   // mutex).
@@ -604,9 +607,8 @@ class QueueManager final : public PodGate {
   // (`valid_until_ms`) or if the clock went back (`built_at_ms`).
   struct ReclaimView {
     struct Hold {
-      const std::string* ns;  // the namespace that reclaimed
-      const Reclaim* reclaim;
-      std::shared_ptr<const HeldNodes> nodes;  // its nodes, each with the reason
+      const std::string* ns;   // the namespace that reclaimed
+      const Reclaim* reclaim;  // with nodes held
     };
     std::map<std::string, int64_t> claims;  // namespace -> demand it claims
     std::vector<Hold> holds;
