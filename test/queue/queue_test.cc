@@ -721,6 +721,33 @@ TEST(ReclaimTest, FreedNodeIsHeldForThePodItWasFreedFor) {
   EXPECT_EQ(h.Bind(b, nodes[0]), "");
 }
 
+// A hold lasts stale_after_ms at most: the same filter that was held back
+// passes once that much time has gone by with the pod it was for still
+// waiting (what filters read is cached; time alone must end the hold).
+TEST(ReclaimTest, FreedNodeHoldEndsWhenTheReclaimGoesStale) {
+  QueueOptions o;
+  o.quotas = Quotas(
+      {{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}, {"team-c", Quota(8, 8)}});
+  Harness h(
+      H100s(2),
+      {Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
+       Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)},
+      o);
+  PodRequest b = PodBuilder("b", "team-b").Gpus(4).Build();
+  EXPECT_THAT(h.Filter(b), IsEmpty());
+  ASSERT_EQ(h.queue->Tick(), 1);
+  PodRequest c = PodBuilder("c", "team-c").Gpus(4).Build();
+  std::string reason;
+  EXPECT_THAT(h.Filter(c, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("by reclaim are held for team-b/b until it binds"));
+  // FilterOnly: no pod changes between these calls, only the clock.
+  h.now_ms += o.stale_after_ms - 1;  // still current
+  EXPECT_THAT(h.FilterOnly(c, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("held for team-b/b"));
+  h.now_ms += 1;  // stale now: nothing held, nothing claimed
+  EXPECT_THAT(h.FilterOnly(c), SizeIs(1));
+}
+
 // The hold is per node, not per GPU product: a node of the same product
 // that reclaim did not free stays open to everyone (filter asks the gate's
 // per-model answer once per product, so a hold answered there would have
