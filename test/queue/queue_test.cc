@@ -689,18 +689,25 @@ TEST(ReclaimTest, NeverTakesAVictimsNamespaceBelowItsGuarantee) {
   EXPECT_EQ(h.queue->Tick(), 1);
 }
 
+// team-a (priority -1) borrows all of team-b's guarantee on two 8-GPU
+// nodes; team-c has its own 8 GPUs in no cohort.
+QueueOptions ThreeTeams() {
+  QueueOptions o;
+  o.quotas = Quotas(
+      {{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}, {"team-c", Quota(8, 8)}});
+  return o;
+}
+std::vector<PodRequest> TeamABorrowsTwoNodes() {
+  return {Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
+          Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)};
+}
+
 // The node reclaim freed GPUs on is held for the pod they were freed for:
 // a pod of no higher priority of another namespace, even within its own
 // guarantee, does not pass filter there before it binds.
 TEST(ReclaimTest, FreedNodeIsHeldForThePodItWasFreedFor) {
-  QueueOptions o;
-  o.quotas = Quotas(
-      {{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}, {"team-c", Quota(8, 8)}});
-  Harness h(
-      H100s(2),
-      {Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
-       Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)},
-      o);
+  const QueueOptions o = ThreeTeams();
+  Harness h(H100s(2), TeamABorrowsTwoNodes(), o);
   PodRequest b = PodBuilder("b", "team-b").Gpus(4).Build();
   EXPECT_THAT(h.Filter(b), IsEmpty());
   EXPECT_EQ(h.queue->Tick(), 1);
@@ -725,14 +732,8 @@ TEST(ReclaimTest, FreedNodeIsHeldForThePodItWasFreedFor) {
 // passes once that much time has gone by with the pod it was for still
 // waiting (what filters read is cached; time alone must end the hold).
 TEST(ReclaimTest, FreedNodeHoldEndsWhenTheReclaimGoesStale) {
-  QueueOptions o;
-  o.quotas = Quotas(
-      {{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}, {"team-c", Quota(8, 8)}});
-  Harness h(
-      H100s(2),
-      {Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
-       Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)},
-      o);
+  const QueueOptions o = ThreeTeams();
+  Harness h(H100s(2), TeamABorrowsTwoNodes(), o);
   PodRequest b = PodBuilder("b", "team-b").Gpus(4).Build();
   EXPECT_THAT(h.Filter(b), IsEmpty());
   ASSERT_EQ(h.queue->Tick(), 1);
