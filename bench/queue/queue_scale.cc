@@ -564,15 +564,15 @@ int main(int argc, char** argv) {
       const double before = Metric(metrics_at_start, series);
       return Metric(metrics, series) - (std::isnan(before) ? 0.0 : before);
     };
+    const double holds = delta("_count"), held_s = delta("_sum");
     std::printf(
         "queue lock site %-14s p99 <= %.3f ms, longest <= %.3f ms, CPU longest <= %.3f ms; "
         ">= 5 ms: %g holder ran, %g holder waited; %.0f holds, mean %.3f ms, held %.2f%% "
         "of the run\n",
         site.c_str(), HistogramQuantile(metrics_at_start, metrics, hold, 0.99, match) * 1000,
         longest * 1000, HistogramQuantile(metrics_at_start, metrics, hold_cpu, 1.0, match) * 1000,
-        long_holds("ran"), long_holds("waited"), delta("_count"),
-        delta("_count") > 0 ? delta("_sum") / delta("_count") * 1000 : 0.0,
-        delta("_sum") / o.seconds * 100);
+        long_holds("ran"), long_holds("waited"), holds, holds > 0 ? held_s / holds * 1000 : 0.0,
+        held_s / o.seconds * 100);
   }
   std::printf("tick: p50 <= %.3f ms, p99 <= %.3f ms, %g ticks\n",
               HistogramQuantile(metrics_at_start, metrics, tick, 0.5) * 1000,
