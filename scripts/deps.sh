@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       libboost-dev libssl-dev nlohmann-json3-dev libabsl-dev libsimdjson-dev
       libyaml-cpp-dev libjemalloc-dev libgtest-dev libgmock-dev libbenchmark-dev
+      libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
       openssl curl "$@")
 missing=()
 for p in "${pkgs[@]}"; do
