@@ -194,8 +194,13 @@ absl::StatusOr<PreemptionArgs> RequestDecoder::DecodePreemptionArgs(std::string&
     }
     args.candidates.push_back(std::move(c));
   }
-  std::sort(args.candidates.begin(), args.candidates.end(),
-            [](const auto& a, const auto& b) { return a.node < b.node; });
+  // A node listed twice is answered once, for its last entry (as a Go map
+  // decodes it).
+  std::stable_sort(args.candidates.begin(), args.candidates.end(),
+                   [](const auto& a, const auto& b) { return a.node < b.node; });
+  auto last = std::unique(args.candidates.rbegin(), args.candidates.rend(),
+                          [](const auto& a, const auto& b) { return a.node == b.node; });
+  args.candidates.erase(args.candidates.begin(), last.base());
   return args;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/queue_codec.h"
@@ -43,9 +44,11 @@ std::string ParseReportQuery(std::string_view target, queue::ReportQuery* query)
   return "";
 }
 
-// Decode errors: 400 if not JSON at all, else `semantic`.
-HttpResponse DecodeFailure(const absl::Status& s, HttpResponse semantic) {
-  if (codec::IsMalformedJson(s)) return JsonError(400, FromAbsl(s.message()));
+// Decode errors: 400 if not JSON at all, else `semantic` (an answer with
+// its Error set). Both are marked as bad requests with `what` for the log.
+HttpResponse DecodeFailure(const absl::Status& s, HttpResponse semantic, std::string what) {
+  if (codec::IsMalformedJson(s)) return BadRequestError(400, FromAbsl(s.message()));
+  semantic.client_error = std::move(what);
   return semantic;
 }
 
@@ -53,26 +56,28 @@ HttpResponse DecodeFailure(const absl::Status& s, HttpResponse semantic) {
 
 void AddExtenderRoutes(Router& router, RouteDeps deps) {
   ExtenderService* svc = deps.service;
-  router.Add(
-      "POST", "/scheduler/filter", "filter",
-      [svc, on_unplaced = deps.on_unplaced](HttpRequest& req, RequestContext& ctx) {
-        auto args = ctx.decoder.DecodeExtenderArgs(req.body);
-        if (!args.ok()) {
-          FilterOutcome out;
-          out.error = StrCat("gpusched: bad ExtenderArgs: ", FromAbsl(args.status().message()));
-          ExtenderArgs empty;
-          return DecodeFailure(args.status(), HttpResponse{200, "application/json",
-                                                           codec::EncodeFilterResult(empty, out)});
-        }
-        FilterOutcome out = svc->Filter(*args);
-        if (on_unplaced && out.passed.empty() && out.error.empty()) on_unplaced(*args, out);
-        return HttpResponse{200, "application/json", codec::EncodeFilterResult(*args, out)};
-      });
+  router.Add("POST", "/scheduler/filter", "filter",
+             [svc, on_unplaced = deps.on_unplaced](HttpRequest& req, RequestContext& ctx) {
+               auto args = ctx.decoder.DecodeExtenderArgs(req.body);
+               if (!args.ok()) {
+                 FilterOutcome out;
+                 out.error =
+                     StrCat("gpusched: bad ExtenderArgs: ", FromAbsl(args.status().message()));
+                 ExtenderArgs empty;
+                 return DecodeFailure(
+                     args.status(),
+                     HttpResponse{200, "application/json", codec::EncodeFilterResult(empty, out)},
+                     out.error);
+               }
+               FilterOutcome out = svc->Filter(*args);
+               if (on_unplaced && out.passed.empty() && out.error.empty()) on_unplaced(*args, out);
+               return HttpResponse{200, "application/json", codec::EncodeFilterResult(*args, out)};
+             });
   router.Add(
       "POST", "/scheduler/prioritize", "prioritize", [svc](HttpRequest& req, RequestContext& ctx) {
         auto args = ctx.decoder.DecodeExtenderArgs(req.body);
         if (!args.ok()) {
-          return JsonError(
+          return BadRequestError(
               400, StrCat("gpusched: bad ExtenderArgs: ", FromAbsl(args.status().message())));
         }
         return HttpResponse{200, "application/json",
@@ -81,11 +86,10 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
   router.Add("POST", "/scheduler/bind", "bind", [svc, deps](HttpRequest& req, RequestContext& ctx) {
     auto args = ctx.decoder.DecodeBindingArgs(req.body);
     if (!args.ok()) {
-      return DecodeFailure(
-          args.status(),
-          HttpResponse{200, "application/json",
-                       codec::EncodeBindingResult(StrCat("gpusched: bad ExtenderBindingArgs: ",
-                                                         FromAbsl(args.status().message())))});
+      std::string err =
+          StrCat("gpusched: bad ExtenderBindingArgs: ", FromAbsl(args.status().message()));
+      HttpResponse semantic{200, "application/json", codec::EncodeBindingResult(err)};
+      return DecodeFailure(args.status(), std::move(semantic), std::move(err));
     }
     std::string err = svc->Bind(*args);
     if (deps.metrics != nullptr) {
@@ -99,7 +103,7 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
     if (!args.ok()) {
       // ExtenderPreemptionResult has no Error field: a non-200
       // makes kube-scheduler skip preemption for this attempt.
-      return JsonError(
+      return BadRequestError(
           400, StrCat("gpusched: bad ExtenderPreemptionArgs: ", FromAbsl(args.status().message())));
     }
     return HttpResponse{200, "application/json",
@@ -111,7 +115,7 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
         if (!debug_queues) return JsonError(404, "gpusched: no queue manager");
         queue::ReportQuery query;
         if (std::string why = ParseReportQuery(req.target, &query); !why.empty()) {
-          return JsonError(400, why);
+          return BadRequestError(400, why);
         }
         return HttpResponse{200, "application/json", codec::EncodeQueueReport(debug_queues(query))};
       });
@@ -123,7 +127,7 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
         const size_t slash = rest.find('/');
         if (!debug_pod) return JsonError(404, "gpusched: no queue manager");
         if (slash == std::string::npos || slash == 0 || slash + 1 == rest.size()) {
-          return JsonError(400, "gpusched: use /debug/pods/<namespace>/<name>");
+          return BadRequestError(400, "gpusched: use /debug/pods/<namespace>/<name>");
         }
         auto report = debug_pod(rest.substr(0, slash), rest.substr(slash + 1));
         if (!report.has_value()) {

@@ -15,7 +15,8 @@
 // Malformed JSON gets HTTP 400 with {"Error": ...}; JSON that parses but
 // makes no sense gets 200 with Error set (filter, bind) or 400 (prioritize,
 // whose wire type has no Error field; kube-scheduler ignores prioritize
-// errors either way).
+// errors either way). Either is marked HttpResponse::client_error, so the
+// server logs and counts it.
 #ifndef GPUSCHED_HTTP_EXTENDER_ROUTES_H_
 #define GPUSCHED_HTTP_EXTENDER_ROUTES_H_
 

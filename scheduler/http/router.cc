@@ -8,6 +8,12 @@ HttpResponse JsonError(int status, std::string_view message) {
   return HttpResponse{status, "application/json", codec::EncodeErrorBody(message)};
 }
 
+HttpResponse BadRequestError(int status, std::string_view message) {
+  HttpResponse res = JsonError(status, message);
+  res.client_error = std::string(message);
+  return res;
+}
+
 void Router::Add(std::string method, std::string path, std::string name, Handler h) {
   routes_.push_back({std::move(method), std::move(path), std::move(name), false, std::move(h)});
 }

@@ -28,6 +28,10 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // Set when the request was bad (it could not be decoded), whatever the
+  // status: the server logs it (rate-limited) and counts it in
+  // gpusched_request_errors_total. Not sent.
+  std::string client_error = {};
 };
 
 // Per-connection scratch space: reused between requests on one connection.
@@ -39,6 +43,8 @@ using Handler = std::function<HttpResponse(HttpRequest&, RequestContext&)>;
 
 // Returns a JSON error response {"Error": message}.
 HttpResponse JsonError(int status, std::string_view message);
+// JsonError for a request that could not be decoded (client_error set).
+HttpResponse BadRequestError(int status, std::string_view message);
 
 class Router {
  public:

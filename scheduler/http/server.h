@@ -2,12 +2,17 @@
 // only file set in gpusched that includes Beast or Asio.
 //
 //  - keep-alive (kube-scheduler reuses connections), TCP_NODELAY;
-//  - a body limit (413 with a JSON body, then close), header limit (431);
-//  - an idle timeout between requests and a read timeout per request;
+//  - a body limit (413 with a JSON body, then close); a header limit on the
+//    total of a request's header bytes and fields (431);
+//  - timeouts: idle between requests, a header's first to last byte, the rest
+//    of a request after its header, each stalled piece of an answer written;
 //  - malformed HTTP gets 400 with a JSON body, then close;
-//  - memory caps: concurrent connections per listener and the bytes of
-//    request bodies in flight across all connections; past a cap the answer
-//    is 503 with a JSON body and Retry-After, then close;
+//  - memory caps (ConnTable): connections per listener and per source
+//    address, a new connection past them evicting the one waiting longest
+//    without a whole request header; one budget for the bytes of request
+//    bodies (charged as they arrive) and answers (until written) across all
+//    connections, a charge past it evicting stalled bodies and answers; past
+//    a cap with nothing to evict, 503 with a JSON body and Retry-After;
 //  - `Expect: 100-continue` is answered before the body is read, or the
 //    request is refused without reading it; HEAD answers carry no body;
 //  - out of file descriptors (EMFILE/ENFILE), accepting backs off
@@ -35,6 +40,7 @@
 
 #include "absl/status/status.h"
 #include "gpusched/util/metrics.h"
+#include "scheduler/http/conn_table.h"
 #include "scheduler/http/router.h"
 
 namespace gpusched::http {
@@ -53,9 +59,22 @@ struct ServerOptions {
   // 64 KiB = 1.3 MiB kept per connection, plus 8 MiB of bodies' worth, 160
   // MiB, shared by all): 128 connections keep under 330 MiB. So requests
   // alone stay under ~970 MiB even in that worst case; raise the caps
-  // together with the memory limit.
+  // together with the memory limit. An answer is charged in its body's place
+  // (it is part of that 20x while made), so a client that never reads keeps
+  // at most the budget alive, and only until someone needs the room.
   int max_connections = 128;
+  // Bytes of request bodies and of answers in flight, all connections
+  // together; answers count from when they are made until written.
   int64_t max_inflight_body_bytes = 32 << 20;
+  // Connections on the main port from one remote address (0 = half of
+  // max_connections). Past it, the source's own connection waiting longest
+  // for a request header is evicted.
+  int max_connections_per_source = 0;
+  // A body being read or an answer being written that made no progress for
+  // slow_after, or moved fewer than min_transfer_rate bytes/s on average
+  // once older than that, may be evicted when the budget is short.
+  std::chrono::milliseconds slow_after{250};
+  int64_t min_transfer_rate = 1 << 20;
   // Plain-HTTP probe listener "HOST:PORT" ("" = none; port 0 = ephemeral),
   // served by the health router given to the constructor, with its own
   // connection cap so a flood on the main port never starves the probes.
@@ -64,8 +83,13 @@ struct ServerOptions {
   // Receives the server's log lines (refused requests, accept back-off);
   // unset = stderr.
   std::function<void(const std::string&)> log;
+  // From a request's header to its last body byte.
   std::chrono::seconds read_timeout{30};
+  // From a request header's first byte to its last (a TLS handshake too).
+  std::chrono::seconds header_timeout{10};
   std::chrono::seconds idle_timeout{90};
+  // For each piece of an answer the socket takes.
+  std::chrono::seconds write_timeout{10};
   std::chrono::seconds shutdown_grace{10};
   // TLS: PEM files; empty = plain HTTP. With client_ca, clients must present
   // a certificate signed by it (mTLS).
@@ -98,6 +122,8 @@ class HttpServer {
   void Shutdown();
   // False once shutdown has begun (for /readyz).
   bool accepting() const;
+  // Connection slots of the main (or health) listener and the memory budget.
+  ConnStats stats(bool health = false) const;
 
  private:
   struct Impl;

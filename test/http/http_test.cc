@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -27,8 +29,18 @@ using json = nlohmann::json;
 
 class Client {
  public:
-  explicit Client(uint16_t port) {
+  // `source`: the local loopback address to connect from (another source
+  // for the server's per-source cap). `rcvbuf` > 0: a small receive buffer,
+  // set before connecting (a client that reads slowly or never).
+  explicit Client(uint16_t port, const char* source = nullptr, int rcvbuf = 0) {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    if (rcvbuf > 0) setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    if (source != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      inet_pton(AF_INET, source, &local.sin_addr);
+      if (bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) return;
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -110,6 +122,16 @@ class Client {
   bool Closed() {
     char c;
     return recv(fd_, &c, 1, 0) == 0;
+  }
+  // Reads and drops whatever comes until the server closes (true) or 5 s
+  // pass without a byte (false).
+  bool DrainUntilClosed() {
+    char tmp[65536];
+    for (;;) {
+      ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
+      if (n == 0) return true;
+      if (n < 0) return errno == ECONNRESET;
+    }
   }
 
  private:
@@ -396,14 +418,17 @@ TEST_F(HttpTest, RefusedRequestsAreLoggedRateLimited) {
   EXPECT_NE(missing[0].find("127.0.0.1"), std::string::npos) << missing[0];
 }
 
-// Memory caps: 100 KiB of bodies in flight (and 2 connections in
-// HttpConnectionCapTest).
+// Memory caps: 100 KiB of bodies and answers in flight (and 2 connections
+// in HttpConnectionCapTest). Holders are never slow here (slow_after is an
+// hour), so nothing is evicted for the budget.
 class HttpCapsTest : public HttpTest {
  protected:
   void Tune(ServerOptions& opt) override {
     opt.max_connections = max_connections_;
+    opt.max_connections_per_source = max_connections_;
     opt.max_body_bytes = 64 * 1024;
     opt.max_inflight_body_bytes = 100 * 1024;
+    opt.slow_after = std::chrono::hours(1);
   }
   // A filter request padded with spaces to `size` bytes.
   static std::string PaddedFilter(size_t size) {
@@ -430,15 +455,19 @@ class HttpConnectionCapTest : public HttpCapsTest {
   HttpConnectionCapTest() { max_connections_ = 2; }
 };
 
+// Bodies are charged as they arrive: a sent 60 KiB body blocks a second
+// one; announced bytes charge nothing.
 TEST_F(HttpCapsTest, BodiesInFlightPastTheCapGet503ThenServingGoesOn) {
   const size_t size = 60 * 1024;  // two of them exceed 100 KiB
+  const std::string body = PaddedFilter(size);
+  Client announced(port_);  // only a header: holds nothing
+  announced.SendRaw(PostHeader(size, false));
   Client first(port_);
-  first.SendRaw(PostHeader(size, true));
-  ASSERT_EQ(first.ReadHead().status, 100);  // its 60 KiB are charged now
+  first.SendRaw(PostHeader(size, false) + body.substr(0, size - 1));
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes >= 60 * 1024; }));
   {
-    Client second(port_);  // announced: refused before a byte is read
-    second.SendRaw(PostHeader(size, false));
-    auto r = second.Read();
+    Client second(port_);
+    auto r = second.Post("/scheduler/filter", body);
     ExpectRetryLater(r);
     EXPECT_NE(json::parse(r.body)["Error"].get<std::string>().find("in flight"), std::string::npos);
     EXPECT_TRUE(second.Closed());
@@ -458,12 +487,13 @@ TEST_F(HttpCapsTest, BodiesInFlightPastTheCapGet503ThenServingGoesOn) {
         std::string(len) + "\r\n" + chunk + "\r\n");
     ExpectRetryLater(chunked.Read());
   }
-  first.SendRaw(PaddedFilter(size));
+  first.SendRaw(body.substr(size - 1));
   EXPECT_EQ(first.Read().status, 200);
   // Released: a body of the same size is served again.
   Client after(port_);
-  EXPECT_EQ(after.Post("/scheduler/filter", PaddedFilter(size)).status, 200);
+  EXPECT_EQ(after.Post("/scheduler/filter", body).status, 200);
   EXPECT_GE(metrics_.CounterValue("gpusched_http_rejected_total", {{"code", "503"}}), 3);
+  EXPECT_LE(server_->stats().peak_inflight_bytes, 100 * 1024);
 }
 
 TEST_F(HttpCapsTest, ConcurrentLargeBodiesAreServedOrRefusedWithRetryAfter) {
@@ -483,13 +513,30 @@ TEST_F(HttpCapsTest, ConcurrentLargeBodiesAreServedOrRefusedWithRetryAfter) {
   }
   Client c(port_);
   EXPECT_EQ(c.Post("/scheduler/filter", PaddedFilter(60 * 1024)).status, 200);
+  EXPECT_LE(server_->stats().peak_inflight_bytes, 100 * 1024);
 }
 
-TEST_F(HttpConnectionCapTest, ConnectionsPastTheCapGet503) {
+// Past the cap, a new connection takes the slot of the longest idle one;
+// only when every connection is busy is it refused.
+TEST_F(HttpConnectionCapTest, ConnectionsPastTheCapEvictIdleOnesElseGet503) {
   auto a = std::make_unique<Client>(port_);
   Client b(port_);
   EXPECT_EQ(a->Get("/healthz").status, 200);
   EXPECT_EQ(b.Get("/healthz").status, 200);
+  {
+    Client c(port_);  // a has been idle longest
+    EXPECT_EQ(c.Get("/healthz").status, 200);
+    EXPECT_TRUE(a->Closed());
+  }
+  // Two connections busy reading a body: nothing to evict.
+  std::vector<std::unique_ptr<Client>> busy;
+  for (int i = 1; i <= 2; ++i) {
+    busy.push_back(std::make_unique<Client>(port_));
+    busy.back()->SendRaw(PostHeader(1000, false) + "{");
+    // Each holds its body's 1,000 bytes and the decoder's padding.
+    ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes >= i * 1064; }));
+  }
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().open == 2; }));
   {
     Client c(port_);
     auto r = c.Get("/healthz");
@@ -501,11 +548,222 @@ TEST_F(HttpConnectionCapTest, ConnectionsPastTheCapGet503) {
   // The probes have their own cap.
   Client probe(server_->health_port());
   EXPECT_EQ(probe.Get("/healthz").status, 200);
-  a.reset();  // a slot frees once the server sees the close
-  EXPECT_TRUE(testing::WaitFor([&] {
-    Client d(port_);
-    return d.Get("/healthz").status == 200;
-  }));
+  EXPECT_GE(metrics_.CounterValue("gpusched_http_evictions_total", {{"reason", "idle"}}), 1);
+}
+
+// Request headers: every byte and field counts, however the header arrives.
+TEST_F(HttpTest, HeaderTotalIsCapped) {
+  for (int fields : {90, 10000}) {  // ~109 KB either way, read by the server in pieces
+    std::string many;
+    const std::string value(std::max(1, 109000 / fields - 12), 'v');
+    for (int i = 0; i < fields; ++i)
+      many += "X-F" + std::to_string(100000 + i) + ": " + value + "\r\n";
+    ASSERT_GT(many.size(), 100000u);
+    Client c(port_);
+    c.SendRaw("GET /healthz HTTP/1.1\r\nHost: x\r\n" + many + "\r\n");
+    auto r = c.Read();
+    EXPECT_EQ(r.status, 431) << fields << " fields";
+    EXPECT_NE(r.body.find("too large"), std::string::npos) << r.body;
+  }
+
+  std::string fields;  // 150 fields in 2 KB
+  for (int i = 0; i < 150; ++i) fields += "X-" + std::to_string(i) + ": v\r\n";
+  Client d(port_);
+  d.SendRaw("GET /healthz HTTP/1.1\r\nHost: x\r\n" + fields + "\r\n");
+  EXPECT_EQ(d.Read().status, 431);
+
+  Client e(port_);  // one 60 KB field, sent in small pieces: within the cap
+  std::string req =
+      "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(60000, 'a') + "\r\n\r\n";
+  for (size_t off = 0; off < req.size(); off += 7000) e.SendRaw(req.substr(off, 7000));
+  EXPECT_EQ(e.Read().status, 200);
+}
+
+// A body that fails to decode is logged (rate-limited) and counted, whether
+// it is answered 400 (malformed JSON) or 200 with Error (bad ExtenderArgs).
+TEST_F(HttpTest, BadRequestsAreLoggedAndCounted) {
+  Client c(port_);
+  EXPECT_EQ(c.Post("/scheduler/filter", R"({"Pod": )").status, 400);
+  auto r = c.Post("/scheduler/filter", R"({"Pod": 5, "NodeNames": ["a"]})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(json::parse(r.body)["Error"], "");
+  EXPECT_EQ(c.Post("/scheduler/bind", R"({"PodName": 7})").status, 200);
+  EXPECT_EQ(c.Post("/scheduler/preempt", "[").status, 400);
+  EXPECT_EQ(metrics_.CounterValue("gpusched_request_errors_total", {{"verb", "filter"}}), 2);
+  EXPECT_EQ(metrics_.CounterValue("gpusched_request_errors_total", {{"verb", "bind"}}), 1);
+  EXPECT_EQ(metrics_.CounterValue("gpusched_request_errors_total", {{"verb", "preempt"}}), 1);
+  auto lines = LogLines("gpusched: bad request");
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_NE(lines[0].find("POST /scheduler/filter from 127.0.0.1"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("malformed JSON"), std::string::npos) << lines[0];
+  for (int i = 0; i < 5; ++i) c.Post("/scheduler/filter", "{");
+  EXPECT_EQ(metrics_.CounterValue("gpusched_request_errors_total", {{"verb", "filter"}}), 7);
+  EXPECT_LT(LogLines("POST /scheduler/filter").size(), 7u) << "not rate-limited";
+  // A good request is neither.
+  c.Post("/scheduler/filter", testing::ReadSourceFile("config/examples/filter-request.json"));
+  EXPECT_EQ(metrics_.CounterValue("gpusched_request_errors_total", {{"verb", "filter"}}), 7);
+}
+
+TEST_F(HttpTest, PreemptAnswersANodeListedTwiceOnce) {
+  std::string body = testing::ReadSourceFile("config/examples/preempt-request.json");
+  const size_t first = body.find("\"dgx1-v100-01\"");
+  const size_t second = body.find("\"dgx1-v100-02\"");
+  ASSERT_NE(first, std::string::npos);
+  ASSERT_NE(second, std::string::npos);
+  // The first node's entry again, before the second node's.
+  body.insert(second, body.substr(first, second - first));
+  Client c(port_);
+  auto r = c.Post("/scheduler/preempt", body);
+  ASSERT_EQ(r.status, 200);
+  size_t count = 0;
+  for (size_t at = r.body.find("\"dgx1-v100-01\""); at != std::string::npos;
+       at = r.body.find("\"dgx1-v100-01\"", at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 1u) << r.body;
+}
+
+// Hostile clients. Each test checks that a well-behaved client's filter is
+// answered (200, not 503 or a closed connection) while the attack goes on,
+// and that the memory budget's count never passes its cap.
+class HttpAttackTest : public HttpTest {
+ protected:
+  static constexpr int64_t kBudget = 4 << 20;
+  void Tune(ServerOptions& opt) override {
+    opt.max_connections = 16;  // 8 per source
+    opt.max_body_bytes = 1 << 20;
+    opt.max_inflight_body_bytes = kBudget;
+    opt.slow_after = std::chrono::milliseconds(100);
+    opt.header_timeout = std::chrono::seconds(5);
+    opt.read_timeout = std::chrono::seconds(30);  // as deployed
+    opt.write_timeout = std::chrono::seconds(2);
+  }
+  // A filter for the example pod, padded with spaces to `size` bytes.
+  static std::string PaddedFilter(size_t size) {
+    std::string body = testing::ReadSourceFile("config/examples/filter-request.json");
+    body.resize(size, ' ');
+    return body;
+  }
+  // A filter naming `n` nodes the cluster does not have: each gets a reason
+  // in the answer, which is several times the body.
+  static std::string UnknownNodesFilter(int n) {
+    json pod = json::parse(testing::ReadSourceFile("config/examples/filter-request.json"))["Pod"];
+    std::string body = R"({"Pod":)" + pod.dump() + R"(,"NodeNames":[)";
+    for (int i = 0; i < n; ++i) body += (i ? ",\"u" : "\"u") + std::to_string(1000000 + i) + "\"";
+    return body + "]}";
+  }
+  // A well-behaved filter on a new connection: its status.
+  int WellBehavedFilter() {
+    Client c(port_);
+    auto r =
+        c.Post("/scheduler/filter", testing::ReadSourceFile("config/examples/filter-request.json"));
+    if (r.status == 200) {
+      EXPECT_EQ(json::parse(r.body)["Error"], "");
+    }
+    return r.status;
+  }
+  int64_t Evictions(const char* reason) {
+    return metrics_.CounterValue("gpusched_http_evictions_total", {{"reason", reason}});
+  }
+};
+
+// The headers of maximal POSTs hold nothing: budget is charged as bytes
+// arrive, not as announced.
+TEST_F(HttpAttackTest, AnnouncedBodiesHoldNoBudget) {
+  std::vector<std::unique_ptr<Client>> attackers;
+  for (int i = 0; i < 6; ++i) {  // 6 MiB announced, over the 4 MiB budget
+    attackers.push_back(std::make_unique<Client>(port_, "127.0.0.2"));
+    attackers.back()->SendRaw(
+        "POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n");
+  }
+  EXPECT_EQ(WellBehavedFilter(), 200);
+  EXPECT_EQ(server_->stats().inflight_bytes, 0);
+  EXPECT_LT(server_->stats().peak_inflight_bytes, 1 << 20);
+}
+
+// Bodies sent nearly whole and then stalled hold budget, but only until
+// someone needs the room: the stalled holders are evicted.
+TEST_F(HttpAttackTest, StalledBodiesAreEvictedWhenOthersNeedTheRoom) {
+  const std::string almost = PaddedFilter((1 << 20) - 1);
+  std::vector<std::unique_ptr<Client>> attackers;
+  for (int i = 0; i < 4; ++i) {  // 3 fit: each holds 1 MiB and the padding
+    attackers.push_back(std::make_unique<Client>(port_, "127.0.0.2"));
+    attackers.back()->SendRaw("POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                              std::to_string(1 << 20) + "\r\n\r\n" + almost);
+  }
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes >= 3 << 20; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // past slow_after
+  Client c(port_);                                              // needs more than the ~1 MiB left
+  EXPECT_EQ(c.Post("/scheduler/filter", PaddedFilter((1 << 20) - 100)).status, 200);
+  EXPECT_GE(Evictions("body"), 1);
+  EXPECT_LE(server_->stats().peak_inflight_bytes, kBudget);
+  EXPECT_EQ(WellBehavedFilter(), 200);
+}
+
+// An answer counts in the budget until written; one larger than the whole
+// budget is refused instead of being held.
+TEST_F(HttpAttackTest, AnswerLargerThanTheBudgetIsRefused) {
+  const std::string body = UnknownNodesFilter(90000);  // ~0.9 MB in, several MB out
+  ASSERT_LT(body.size(), 1u << 20);
+  Client c(port_);
+  auto r = c.Post("/scheduler/filter", body);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(json::parse(r.body)["Error"].get<std::string>().find("does not fit"), std::string::npos)
+      << r.body;
+  EXPECT_LE(server_->stats().peak_inflight_bytes, kBudget);
+  EXPECT_EQ(server_->stats().inflight_bytes, 0);
+  EXPECT_EQ(WellBehavedFilter(), 200);
+}
+
+// A client that never reads its answer: the answer is charged while held,
+// evicted when another request needs the room, and in any case dropped once
+// a write stalls for write_timeout.
+TEST_F(HttpAttackTest, NeverReadAnswersAreEvictedAndTheirWritesTimeOut) {
+  const std::string body = UnknownNodesFilter(54000);  // a ~3.3 MB answer
+  Client sink(port_, "127.0.0.2", 4096);
+  sink.SendRaw("POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes > 1 << 20; }));
+  const int64_t answer = server_->stats().inflight_bytes;
+  // A request that needs more than what is left evicts the stalled answer.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // past slow_after
+  Client big(port_);
+  const std::string big_body = PaddedFilter(static_cast<size_t>(kBudget - answer) + 1000);
+  ASSERT_LT(big_body.size(), 1u << 20);
+  EXPECT_EQ(big.Post("/scheduler/filter", big_body).status, 200);
+  EXPECT_EQ(Evictions("answer"), 1);
+  EXPECT_TRUE(sink.DrainUntilClosed());
+  // Without contention the write stall alone ends it (write_timeout 2 s).
+  Client sink2(port_, "127.0.0.2", 4096);
+  sink2.SendRaw("POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes > 1 << 20; }));
+  EXPECT_EQ(WellBehavedFilter(), 200);
+  EXPECT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes == 0; }));
+  EXPECT_EQ(Evictions("answer"), 1);
+  EXPECT_LE(server_->stats().peak_inflight_bytes, kBudget);
+}
+
+// Slowloris: far more connections than slots, each with half a header. New
+// connections evict the oldest of them; keep-alive connections from another
+// source are untouched (the attacker's source is capped at 8 of 16 slots).
+TEST_F(HttpAttackTest, SlowlorisDoesNotShutOutNewConnections) {
+  Client keep(port_, "127.0.0.3");
+  EXPECT_EQ(keep.Get("/healthz").status, 200);
+  std::vector<std::unique_ptr<Client>> attackers;
+  for (int i = 0; i < 100; ++i) {  // past the 16 slots and 64 refusal slots
+    attackers.push_back(std::make_unique<Client>(port_));
+    attackers.back()->SendRaw("POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (auto& a : attackers) a->SendRaw("a");                 // still dribbling
+    EXPECT_EQ(WellBehavedFilter(), 200) << "round " << round;  // same source as the attack
+  }
+  EXPECT_EQ(keep.Get("/healthz").status, 200);
+  EXPECT_GE(Evictions("header") + Evictions("fresh"), 80);
+  const ConnStats st = server_->stats();
+  EXPECT_LE(st.open, 16);
+  EXPECT_EQ(st.refused, 0);
 }
 
 }  // namespace
