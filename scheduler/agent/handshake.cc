@@ -134,6 +134,22 @@ DeviceMask Fallback(const HandshakeInput& in, DeviceMask reserved, int milli, st
   return d;
 }
 
+// Several candidates with the same recorded devices and the same share are
+// interchangeable: whichever is admitted, it gets what gpusched recorded for
+// it (two shared pods placed on one device). Returns the first of them, or
+// null when the candidates differ.
+const NodePodRecord* Interchangeable(const HandshakeInput& in,
+                                     const std::vector<const NodePodRecord*>& candidates) {
+  if (candidates.size() < 2) return nullptr;
+  Record first = RecordOf(in, *candidates[0]);
+  if (!first.valid) return nullptr;
+  for (const NodePodRecord* p : candidates) {
+    Record r = RecordOf(in, *p);
+    if (!r.valid || r.rest != first.rest || MilliOf(*p) != MilliOf(*candidates[0])) return nullptr;
+  }
+  return candidates[0];
+}
+
 }  // namespace
 
 DeviceMask NodeAllocations::WholeUsed() const {
@@ -178,6 +194,7 @@ DeviceChoiceResult ChooseDevices(const HandshakeInput& in) {
   }
   const std::string what =
       StrCat(in.size, in.kind == ResourceKind::kWholeGpu ? " GPUs" : " GPU shares");
+  if (const NodePodRecord* same = Interchangeable(in, candidates)) candidates = {same};
   if (candidates.size() != 1) {
     out.source = candidates.empty() ? ChoiceSource::kNoCandidate : ChoiceSource::kAmbiguous;
     out.detail = candidates.empty()
@@ -236,6 +253,12 @@ DeviceChoiceResult IdentifyAllocation(const HandshakeInput& in, DeviceMask grant
     if (r.valid && (r.rest & granted) == granted) {
       match = p;
       ++matches;
+    }
+  }
+  if (matches > 1) {
+    if (const NodePodRecord* same = Interchangeable(in, candidates)) {
+      match = same;
+      matches = 1;
     }
   }
   if (matches == 1) {
