@@ -38,6 +38,18 @@ COLUMNS = [
 ]
 
 
+def require_traces(*paths):
+    """Exits with where to get the full Philly trace if a file is missing."""
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        sys.exit("missing " + ", ".join(missing) + ": these runs need the full Philly trace "
+                 "(philly_jobs_pollux.csv: petuum/adaptdl, branch osdi21-artifact, "
+                 "simulator/traces/philly.csv) and helios_qssf_philly_vc_nodes.csv "
+                 "(S-Lab-System-Group/HeliosArtifact); by default they are read from "
+                 "../shared/traces/philly next to the repository (its SOURCE.md says where "
+                 "each comes from); pass --traces-dir DIR to read them elsewhere")
+
+
 def window(trace, days, out, one_namespace=False, offset=0):
     """Writes the jobs submitted in `days` days from `offset` days after the
     first job of 2017-10-01 (all in VC `pool` with `one_namespace`)."""
@@ -90,9 +102,13 @@ def main():
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--one-namespace", action="store_true",
                     help="every job in one namespace guaranteed the whole pool")
-    a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    shared = os.path.join(os.path.dirname(root), "shared", "traces", "philly")
+    ap.add_argument("--traces-dir", default=os.path.join(os.path.dirname(root), "shared",
+                                                         "traces", "philly"))
+    a = ap.parse_args()
+    shared = a.traces_dir
+    require_traces(os.path.join(shared, "philly_jobs_pollux.csv"),
+                   os.path.join(shared, "helios_qssf_philly_vc_nodes.csv"))
     binary = os.path.join(a.build, "gpusched")
     work = tempfile.mkdtemp(prefix="gpusched-philly-pool-")
     jobs = os.path.join(work, "jobs.csv")

@@ -153,12 +153,18 @@ std::string EncodeReplayResult(const sim::ReplayResult& r) {
   j["lost_gpu_seconds"] = r.lost_gpu_seconds;
   j["quota_violations"] = r.quota_violations;
   j["fairness_max_min_slowdown"] = r.fairness;
-  if (r.policy == "gpusched" || r.policy == "kueue-like") {
+  if (r.share_metrics) {  // every one-pool policy (sim/share_metrics.h); null: not defined
     j["guarantee_episodes"] = r.guarantee_episodes;
     j["avg_time_to_guarantee_s"] = r.avg_time_to_guarantee;
     j["p95_time_to_guarantee_s"] = r.p95_time_to_guarantee;
     j["max_time_to_guarantee_s"] = r.max_time_to_guarantee;
+    j["gpu_util_while_waiting"] =
+        r.util_while_waiting >= 0 ? nlohmann::ordered_json(r.util_while_waiting) : nullptr;
+    j["surplus_fairness_jain"] =
+        r.surplus_jain >= 0 ? nlohmann::ordered_json(r.surplus_jain) : nullptr;
   }
+  j["gang_jobs"] = r.gang_jobs;
+  j["max_gang_wait_s"] = r.max_gang_wait;
   nlohmann::ordered_json ns = nlohmann::ordered_json::object();
   for (const auto& [name, s] : r.per_ns) {
     ns[name] = {{"jobs", s.jobs},

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -143,7 +144,10 @@ class QueueReplay {
     service_->SetGate(queue_.get());
     cycle_ = std::make_unique<KubeCycle>(service_.get(), &state_, node_names_);
     run_.max_borrowed.assign(names_.size(), 0);
-    waiting_.assign(names_.size(), 0);
+    waiting_gpus_.assign(names_.size(), 0);
+    std::vector<std::pair<std::string, int>> pools;
+    for (const std::string& ns : names_) pools.push_back({ns, 0});
+    metrics_.emplace(ReplayShares(quotas_, pools), capacity_);
     return absl::OkStatus();
   }
 
@@ -207,6 +211,7 @@ class QueueReplay {
       out.submit = j.submit;
       out.duration = j.duration;
       out.done = j.units_done == j.units;
+      out.gang = j.units == 1 && units_[j.first_unit].gang;
       double queue = 0;
       for (int u = j.first_unit; u < j.first_unit + j.units; ++u) {
         out.end = std::max(out.end, units_[u].end);
@@ -215,9 +220,10 @@ class QueueReplay {
       out.queue_time = j.units > 0 ? queue / j.units : 0;
       run_.jobs.push_back(out);
     }
-    for (double since : owed_since_) {
-      if (since >= 0) run_.guarantee_waits.push_back(std::max(0.0, run_.makespan - since));
-    }
+    metrics_->Finish(run_.makespan);
+    run_.guarantee_waits = metrics_->GuaranteeWaits();
+    run_.util_while_waiting = metrics_->UtilisationWhileWaiting();
+    run_.surplus_jain = metrics_->MeanSurplusJain();
     return std::move(run_);
   }
 
@@ -248,7 +254,7 @@ class QueueReplay {
       const PendingKey key{-int64_t{p.priority}, p.creation_unix, ++created_};
       key_of_[p.uid] = key;
       pending_[key] = p.uid;
-      ++waiting_[j.ns];
+      waiting_gpus_[j.ns] += x.gpus_per_pod;
       fresh->push_back(p.uid);
       state_.UpsertPod(p);
       pods_[p.uid] = std::move(p);
@@ -335,7 +341,8 @@ class QueueReplay {
 
   void Bound(const std::string& uid, double t) {
     Unit& x = units_[unit_of_[uid]];
-    waiting_[jobs_[x.job].ns] -= static_cast<int>(pending_.erase(key_of_[uid]));
+    const int left = static_cast<int>(pending_.erase(key_of_[uid]));
+    waiting_gpus_[jobs_[x.job].ns] -= int64_t{left} * x.gpus_per_pod;
     if (++x.bound < x.pods) return;
     x.running = true;
     x.run_start = t;
@@ -347,7 +354,8 @@ class QueueReplay {
     for (const std::string& uid : x.uids) {
       auto key = key_of_.find(uid);
       if (key != key_of_.end()) {
-        waiting_[jobs_[x.job].ns] -= static_cast<int>(pending_.erase(key->second));
+        const int left = static_cast<int>(pending_.erase(key->second));
+        waiting_gpus_[jobs_[x.job].ns] -= int64_t{left} * x.gpus_per_pod;
         key_of_.erase(key);
       }
       pods_.erase(uid);
@@ -411,21 +419,15 @@ class QueueReplay {
     // queue's), re-reading only the nodes that changed.
     checked_usage_.Update(snapshot);
     queue::QuotaLedger ledger(quotas_, checked_usage_.Table());
-    const std::vector<int>& waiting = waiting_;
-    owed_since_.resize(names_.size(), -1);
+    std::vector<int64_t> used(names_.size(), 0);
     for (size_t n = 0; n < names_.size(); ++n) {
       const int64_t usage = ledger.Usage(names_[n]);
       if (usage > ledger.Limit(names_[n])) ++run_.quota_violations;
       run_.max_borrowed[n] =
           std::max(run_.max_borrowed[n], (usage - ledger.Guaranteed(names_[n])) / 1000);
-      // Time to guarantee (QueueReplayRun::guarantee_waits).
-      const bool owed = usage < ledger.Guaranteed(names_[n]) && waiting[n] > 0;
-      if (owed && owed_since_[n] < 0) owed_since_[n] = t;
-      if (!owed && owed_since_[n] >= 0) {
-        run_.guarantee_waits.push_back(t - owed_since_[n]);
-        owed_since_[n] = -1;
-      }
+      used[n] = usage / 1000;
     }
+    metrics_->Observe(t, used, waiting_gpus_);  // time to guarantee and the rest
     if (o_.on_step) o_.on_step(t, *snapshot);
   }
 
@@ -468,7 +470,6 @@ class QueueReplay {
   absl::flat_hash_map<std::string, int> unit_of_;
   absl::flat_hash_map<std::string, double> last_try_;
   absl::flat_hash_map<std::string, int> attempts_;  // failed cycles (kube_backoff)
-  std::vector<int> waiting_;                        // pending pods per pool (namespace)
   queue::UsageIndex checked_usage_;                 // Check's own usage sums
   std::set<double> wake_;                           // backoff flushes due (kube_backoff)
   absl::flat_hash_set<std::string> moved_;          // in the backoff queue (kube_backoff)
@@ -479,7 +480,8 @@ class QueueReplay {
   std::priority_queue<Completion> recreate_;   // evicted units' new pods
   std::priority_queue<Completion> terminate_;  // reclaim victims going away
   QueueReplayRun run_;
-  std::vector<double> owed_since_;  // per pool: start of its open episode, or -1
+  std::vector<int64_t> waiting_gpus_;  // GPUs of pending pods per pool (namespace)
+  std::optional<ShareMetrics> metrics_;
 };
 
 }  // namespace
@@ -504,6 +506,16 @@ QuotaConfig ReplayQuotas(const QuotaConfig& configured,
     q.namespaces[ns] = std::move(nq);
   }
   return q;
+}
+
+std::vector<ShareSpec> ReplayShares(const QuotaConfig& quotas,
+                                    const std::vector<std::pair<std::string, int>>& pools) {
+  std::vector<ShareSpec> out;
+  for (const auto& [ns, nodes] : pools) {
+    const NamespaceQuota& q = quotas.namespaces.at(ns);
+    out.push_back({.guarantee = q.gpus.guaranteed, .weight = 1, .limit = q.gpus.limit});
+  }
+  return out;
 }
 
 absl::StatusOr<QueueReplayRun> RunQueueReplay(const std::vector<Job>& jobs,

@@ -31,6 +31,7 @@
 #include "gpusched/core/config.h"
 #include "scheduler/sim/inputs.h"
 #include "scheduler/sim/replay.h"
+#include "scheduler/sim/share_metrics.h"
 
 namespace gpusched::sim {
 
@@ -39,6 +40,7 @@ struct QueueReplayJob {
   int ns = 0;  // index into the pool list
   double submit = 0, duration = 0, end = -1, queue_time = 0;
   bool done = false;
+  bool gang = false;  // its pods start together
 };
 
 struct QueueReplayRun {
@@ -53,14 +55,20 @@ struct QueueReplayRun {
   // Time to guarantee: each episode from a namespace holding less than its
   // guarantee while a pod of it waits, to it holding its guarantee or no
   // pod of it waiting any more (seconds; episodes still open at the end are
-  // closed at the makespan).
+  // closed at the makespan). ShareMetrics, as the other policies.
   std::vector<double> guarantee_waits;
+  double util_while_waiting = -1, surplus_jain = -1;  // ShareMetrics
 };
 
 // The quotas the run uses (config quotas plus the derived per-VC ones, which
 // take the configured default's queueing strategy).
 QuotaConfig ReplayQuotas(const QuotaConfig& configured,
                          const std::vector<std::pair<std::string, int>>& pools, int gpus_per_node);
+
+// Each pool's entitlement in `quotas` (from ReplayQuotas): guarantee,
+// limit and weight, in pool order.
+std::vector<ShareSpec> ReplayShares(const QuotaConfig& quotas,
+                                    const std::vector<std::pair<std::string, int>>& pools);
 
 absl::StatusOr<QueueReplayRun> RunQueueReplay(const std::vector<Job>& jobs,
                                               const std::vector<std::pair<std::string, int>>& pools,

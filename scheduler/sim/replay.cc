@@ -5,12 +5,15 @@
 #include <map>
 #include <numeric>
 #include <queue>
+#include <set>
 
 #include "gpusched/util/strings.h"
+#include "scheduler/sim/kai_like.h"
 #include "scheduler/sim/kueue_like.h"
 #include "scheduler/sim/pool.h"
 #include "scheduler/sim/priority_classes.h"
 #include "scheduler/sim/queue_replay.h"
+#include "scheduler/sim/share_metrics.h"
 
 namespace gpusched::sim {
 namespace {
@@ -23,9 +26,16 @@ struct JobState {
   double attained = 0;  // GPU-seconds run so far (restart penalties excluded)
   double start = -1, end = -1, pending_since = 0, queue_time = 0, run_start_ = 0;
   bool running = false, done = false;
+  bool gang = false;  // several pods that start together (IsGang)
   int epoch = 0;
   Alloc alloc;
 };
+
+// A job whose pods start together: a gang of several pods, or one pod
+// larger than a node (the gpusched replay runs it as a gang).
+bool IsGang(const Job& j, int gpus_per_node) {
+  return (j.gang && j.pods > 1) || (j.pods == 1 && j.gpus_per_pod > gpus_per_node);
+}
 
 // kLas: duration-agnostic least attained service in the style of Tiresias
 // (NSDI'19, discretised 2D-LAS): two queues, a job moves to the second once
@@ -37,12 +47,15 @@ constexpr double kLasThreshold = 3600 * 8;  // GPU-seconds: one 8-GPU node-hour
 
 class World {
  public:
-  World(Kind kind, Pool pool, std::vector<JobState> jobs, std::vector<int64_t> guarantee)
+  // `metrics`, if set, is fed the state after every event time.
+  World(Kind kind, Pool pool, std::vector<JobState> jobs, std::vector<int64_t> guarantee,
+        ShareMetrics* metrics = nullptr)
       : kind_(kind),
         pool_(std::move(pool)),
         jobs_(std::move(jobs)),
         guarantee_(std::move(guarantee)),
-        used_(guarantee_.size(), 0) {}
+        used_(guarantee_.size(), 0),
+        metrics_(metrics) {}
 
   void Run() {
     std::vector<int> arrivals(jobs_.size());
@@ -71,7 +84,9 @@ class World {
       }
       Schedule(t);
       CheckInvariants();
+      if (metrics_ != nullptr) Observe(t);
     }
+    if (metrics_ != nullptr) metrics_->Finish(makespan_);
   }
 
   const std::vector<JobState>& jobs() const { return jobs_; }
@@ -204,6 +219,12 @@ class World {
     }
   }
 
+  void Observe(double t) {
+    std::vector<int64_t> waiting(used_.size(), 0);
+    for (int id : pending_) waiting[jobs_[id].ns] += jobs_[id].gpus;
+    metrics_->Observe(t, used_, waiting);
+  }
+
   std::vector<int> running_list() const {
     std::vector<int> out;
     for (size_t i = 0; i < jobs_.size(); ++i) {
@@ -228,6 +249,7 @@ class World {
   std::vector<int64_t> used_;
   std::vector<int> pending_;
   std::priority_queue<Completion> done_;
+  ShareMetrics* metrics_;
   double makespan_ = 0, busy_ = 0, lost_ = 0;
   int64_t preemptions_ = 0, violations_ = 0;
 };
@@ -247,7 +269,15 @@ struct RawRun {
   std::vector<int64_t> max_borrowed;  // per pool
   std::vector<int64_t> quota_gpus;    // per pool
   std::vector<TimelinePoint> timeline;
+  bool share_metrics = false;  // the three below computed
   std::vector<double> guarantee_waits;
+  double util_while_waiting = -1, surplus_jain = -1;
+};
+
+// The inputs every one-pool policy's ShareMetrics needs.
+struct Shares {
+  std::vector<ShareSpec> ns;  // in pool order
+  int64_t capacity = 0;       // GPUs of the pool
 };
 
 // The baselines. Per VC (`pooled` false): one World per pool, each job on
@@ -256,7 +286,8 @@ struct RawRun {
 // in one queue.
 absl::StatusOr<RawRun> RunBaseline(Kind kind, bool pooled, const std::vector<Job>& jobs,
                                    const std::vector<std::string>& names,
-                                   const std::vector<int64_t>& guarantee, const ReplayOptions& o) {
+                                   const std::vector<int64_t>& guarantee, const Shares& shares,
+                                   const ReplayOptions& o) {
   const int64_t total = std::accumulate(guarantee.begin(), guarantee.end(), int64_t{0});
   auto ns_of = [&](const std::string& ns) {
     return static_cast<int>(std::find(names.begin(), names.end(), ns) - names.begin());
@@ -272,6 +303,7 @@ absl::StatusOr<RawRun> RunBaseline(Kind kind, bool pooled, const std::vector<Job
     s.gpus = j.total_gpus();
     s.submit = j.submit;
     s.duration = s.remaining = j.duration * o.load;
+    s.gang = IsGang(j, o.gpus_per_node);
     if (s.gpus > (pooled ? total : guarantee[ns])) {
       return absl::InvalidArgumentError(StrCat(j.id, " needs more GPUs than ", j.ns, " has"));
     }
@@ -281,9 +313,14 @@ absl::StatusOr<RawRun> RunBaseline(Kind kind, bool pooled, const std::vector<Job
   raw.max_borrowed.assign(names.size(), 0);
   raw.quota_gpus = guarantee;
   if (pooled) {
+    ShareMetrics metrics(shares.ns, shares.capacity);
     World w(kind, MakePool(total, o.gpus_per_node), std::move(by_ns[0]),
-            std::vector<int64_t>(names.size(), total));  // one queue, no per-VC cap
+            std::vector<int64_t>(names.size(), total), &metrics);  // one queue, no per-VC cap
     w.Run();
+    raw.share_metrics = true;
+    raw.guarantee_waits = metrics.GuaranteeWaits();
+    raw.util_while_waiting = metrics.UtilisationWhileWaiting();
+    raw.surplus_jain = metrics.MeanSurplusJain();
     raw.finished = w.jobs();
     raw.makespan = w.makespan();
     raw.busy = w.busy_gpu_seconds();
@@ -321,6 +358,7 @@ absl::StatusOr<RawRun> RunGpusched(const std::vector<Job>& jobs,
     s.end = q.end;
     s.queue_time = q.queue_time;
     s.done = q.done;
+    s.gang = q.gang;
     raw.finished.push_back(s);
   }
   raw.makespan = run->makespan;
@@ -332,28 +370,18 @@ absl::StatusOr<RawRun> RunGpusched(const std::vector<Job>& jobs,
   raw.timeline = std::move(run->timeline);
   raw.max_borrowed = std::move(run->max_borrowed);
   raw.quota_gpus = std::move(run->guaranteed);
+  raw.share_metrics = true;
   raw.guarantee_waits = std::move(run->guarantee_waits);
+  raw.util_while_waiting = run->util_while_waiting;
+  raw.surplus_jain = run->surplus_jain;
   return raw;
 }
 
-// The Kueue-like baseline (kueue_like.h) on the shared pool.
-absl::StatusOr<RawRun> RunKueue(const std::vector<Job>& jobs, const std::vector<std::string>& names,
-                                const std::vector<int64_t>& guarantee, const ReplayOptions& o) {
-  const int64_t total = std::accumulate(guarantee.begin(), guarantee.end(), int64_t{0});
-  std::vector<KueueJob> in;
-  for (const Job& j : jobs) {
-    const int ns = static_cast<int>(std::find(names.begin(), names.end(), j.ns) - names.begin());
-    if (ns >= static_cast<int>(names.size()) || j.total_gpus() <= 0) continue;
-    if (j.total_gpus() > total) {
-      return absl::InvalidArgumentError(StrCat(j.id, " needs more GPUs than the pool has"));
-    }
-    auto pc = LookupPriorityClass(j.priority_class);
-    if (!pc.ok()) return absl::InvalidArgumentError(StrCat(j.id, ": ", pc.status().message()));
-    in.push_back({ns, j.priority_class.empty() ? j.priority : pc->value, j.total_gpus(), j.submit,
-                  j.duration * o.load});
-  }
-  KueueRun run = RunKueueLike(in, guarantee, o.gpus_per_node, o.sample_every);
+// A Kueue-like or KAI-like run as the replay's raw result.
+RawRun FromBlockRun(KueueRun run, const std::vector<KueueJob>& in, const std::vector<bool>& gang,
+                    const std::vector<std::string>& names, const Shares& shares) {
   RawRun raw;
+  const double total = static_cast<double>(shares.capacity);
   for (const auto& [t, usage] : run.usage_samples) {
     TimelinePoint p;
     p.t = t;
@@ -371,6 +399,7 @@ absl::StatusOr<RawRun> RunKueue(const std::vector<Job>& jobs, const std::vector<
     s.end = run.jobs[i].end;
     s.queue_time = run.jobs[i].queue_time;
     s.done = run.jobs[i].done;
+    s.gang = gang[i];
     raw.finished.push_back(s);
   }
   raw.makespan = run.makespan;
@@ -379,9 +408,72 @@ absl::StatusOr<RawRun> RunKueue(const std::vector<Job>& jobs, const std::vector<
   raw.reclaim_evictions = run.reclaim_evictions;
   raw.lost = run.lost_gpu_seconds;
   raw.max_borrowed.assign(names.size(), 0);
-  raw.quota_gpus = guarantee;
+  for (const ShareSpec& n : shares.ns) raw.quota_gpus.push_back(n.guarantee);
+  raw.share_metrics = true;
   raw.guarantee_waits = std::move(run.guarantee_waits);
+  raw.util_while_waiting = run.util_while_waiting;
+  raw.surplus_jain = run.surplus_jain;
   return raw;
+}
+
+// The Kueue-like and KAI-like baselines (kueue_like.h, kai_like.h) on the
+// shared pool; `policy` names the baseline or a Kueue-like variant.
+absl::StatusOr<RawRun> RunBlock(const std::string& policy, const std::vector<Job>& jobs,
+                                const std::vector<std::string>& names, const Shares& shares,
+                                const ReplayOptions& o) {
+  std::vector<KueueJob> in;
+  std::vector<bool> gang;
+  for (const Job& j : jobs) {
+    const int ns = static_cast<int>(std::find(names.begin(), names.end(), j.ns) - names.begin());
+    if (ns >= static_cast<int>(names.size()) || j.total_gpus() <= 0) continue;
+    if (j.total_gpus() > shares.capacity) {
+      return absl::InvalidArgumentError(StrCat(j.id, " needs more GPUs than the pool has"));
+    }
+    auto pc = LookupPriorityClass(j.priority_class);
+    if (!pc.ok()) return absl::InvalidArgumentError(StrCat(j.id, ": ", pc.status().message()));
+    in.push_back({ns, j.priority_class.empty() ? j.priority : pc->value, j.total_gpus(), j.submit,
+                  j.duration * o.load});
+    gang.push_back(IsGang(j, o.gpus_per_node));
+  }
+  KueueRun run;
+  if (policy == "kai-like") {
+    run = RunKaiLike(in, shares.ns,
+                     {.gpus_per_node = o.gpus_per_node,
+                      .sample_every = o.sample_every,
+                      .capacity = shares.capacity});
+  } else {
+    KueueOptions ko{.gpus_per_node = o.gpus_per_node,
+                    .sample_every = o.sample_every,
+                    .capacity = shares.capacity};
+    const bool before = policy == "kueue-like-before";
+    ko.fill_back = !before && policy != "kueue-like-no-fill-back";
+    ko.nominal_first = !before && policy != "kueue-like-no-ordering";
+    ko.preempt_within_nominal_only = !before;
+    run = RunKueueLike(in, shares.ns, ko);
+  }
+  return FromBlockRun(std::move(run), in, gang, names, shares);
+}
+
+// The ShareMetrics of a run (time to guarantee, utilisation while jobs
+// wait, surplus fairness) and its gangs' longest wait.
+void ShareAndGangMetrics(RawRun& raw, ReplayResult& r) {
+  r.share_metrics = raw.share_metrics;
+  r.util_while_waiting = raw.util_while_waiting;
+  r.surplus_jain = raw.surplus_jain;
+  std::vector<double> waits = std::move(raw.guarantee_waits);
+  std::sort(waits.begin(), waits.end());
+  r.guarantee_episodes = static_cast<int64_t>(waits.size());
+  if (!waits.empty()) {
+    r.avg_time_to_guarantee =
+        std::accumulate(waits.begin(), waits.end(), 0.0) / static_cast<double>(waits.size());
+    r.p95_time_to_guarantee = waits[std::min(waits.size() - 1, waits.size() * 95 / 100)];
+    r.max_time_to_guarantee = waits.back();
+  }
+  for (const JobState& s : raw.finished) {
+    if (!s.gang) continue;
+    ++r.gang_jobs;
+    r.max_gang_wait = std::max(r.max_gang_wait, s.queue_time);
+  }
 }
 
 // The metrics of a run (JCT percentiles, utilisation, per namespace,
@@ -398,15 +490,7 @@ absl::StatusOr<ReplayResult> Summarise(RawRun raw, const std::vector<std::string
   r.lost_gpu_seconds = raw.lost;
   r.quota_violations = raw.violations;
   r.timeline = std::move(raw.timeline);
-  std::vector<double> waits = std::move(raw.guarantee_waits);
-  std::sort(waits.begin(), waits.end());
-  r.guarantee_episodes = static_cast<int64_t>(waits.size());
-  if (!waits.empty()) {
-    r.avg_time_to_guarantee =
-        std::accumulate(waits.begin(), waits.end(), 0.0) / static_cast<double>(waits.size());
-    r.p95_time_to_guarantee = waits[std::min(waits.size() - 1, waits.size() * 95 / 100)];
-    r.max_time_to_guarantee = waits.back();
-  }
+  ShareAndGangMetrics(raw, r);
   std::vector<double> jct, queue;
   double qsum = 0;
   std::vector<double> ns_jct(names.size(), 0), ns_q(names.size(), 0), ns_sd(names.size(), 0);
@@ -466,6 +550,10 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
     names.push_back(ns);
     guarantee.push_back(int64_t{nodes} * o.gpus_per_node);
   }
+  const QuotaConfig quotas = ReplayQuotas(o.config.quotas, pools, o.gpus_per_node);
+  Shares shares;
+  shares.ns = ReplayShares(quotas, pools);
+  shares.capacity = std::accumulate(guarantee.begin(), guarantee.end(), int64_t{0});
   static const std::map<std::string, std::pair<Kind, bool>> kBaselines = {
       {"fifo", {Kind::kFifo, false}},   {"sjf", {Kind::kSjf, false}},
       {"srtf", {Kind::kSrtf, false}},   {"fifo-pool", {Kind::kFifo, true}},
@@ -474,10 +562,16 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<Job>& jobs,
   absl::StatusOr<RawRun> raw;
   if (o.policy == "gpusched") {
     raw = RunGpusched(jobs, pools, o);
-  } else if (o.policy == "kueue-like") {
-    raw = RunKueue(jobs, names, guarantee, o);
+  } else if (o.policy == "kai-like" || o.policy.starts_with("kueue-like")) {
+    static const std::set<std::string> kBlock = {"kai-like", "kueue-like",
+                                                 "kueue-like-no-fill-back",
+                                                 "kueue-like-no-ordering", "kueue-like-before"};
+    if (!kBlock.contains(o.policy)) {
+      return absl::InvalidArgumentError(StrCat("unknown replay policy '", o.policy, "'"));
+    }
+    raw = RunBlock(o.policy, jobs, names, shares, o);
   } else if (auto it = kBaselines.find(o.policy); it != kBaselines.end()) {
-    raw = RunBaseline(it->second.first, it->second.second, jobs, names, guarantee, o);
+    raw = RunBaseline(it->second.first, it->second.second, jobs, names, guarantee, shares, o);
   } else {
     return absl::InvalidArgumentError(StrCat("unknown replay policy '", o.policy, "'"));
   }

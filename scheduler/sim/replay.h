@@ -29,7 +29,11 @@ struct DriverOptions;
 
 struct ReplayOptions {
   // fifo | sjf | srtf (per VC); fifo-pool | sjf-pool | srtf-pool | las-pool |
-  // kueue-like | gpusched (one pool of every VC's nodes)
+  // kueue-like | kai-like | gpusched (one pool of every VC's nodes);
+  // kueue-like-no-fill-back, kueue-like-no-ordering, kueue-like-before: the
+  // Kueue-like baseline without fill-back, without its admission order
+  // (every pending workload by priority and creation), or as it was before
+  // both (KueueOptions).
   std::string policy = "fifo";
   double load = 1;  // every duration x load
   int gpus_per_node = 8;
@@ -73,10 +77,22 @@ struct ReplayResult {
   // namespace) pairs with GPU usage above the namespace's quota limit.
   int64_t quota_violations = 0;
   double fairness = 0;  // max/min average slowdown over namespaces
-  // gpusched and kueue-like: time to guarantee (QueueReplayRun::guarantee_waits):
-  // episodes, their mean, 95th percentile and longest (s).
+  // Every policy on one pool (not the per-VC fifo/sjf/srtf): the
+  // ShareMetrics against each namespace's guarantee, limit and weight from
+  // the config's quotas (as gpusched's replay has them, ReplayQuotas).
+  bool share_metrics = false;
+  // Time to guarantee: episodes, their mean, 95th percentile and longest (s).
   int64_t guarantee_episodes = 0;
   double avg_time_to_guarantee = 0, p95_time_to_guarantee = 0, max_time_to_guarantee = 0;
+  // Share of GPUs in use while some job waited; surplus fairness (Jain's
+  // index, time-weighted); -1: not defined (nothing waited / fewer than two
+  // namespaces ever entitled to surplus).
+  double util_while_waiting = -1, surplus_jain = -1;
+  // Gangs: jobs of several pods that start together (a "gang" job, or a
+  // Philly job larger than a node); the longest time any of them waited in
+  // all (s).
+  int64_t gang_jobs = 0;
+  double max_gang_wait = 0;
   std::map<std::string, NamespaceStats> per_ns;
   // gpusched and kueue-like: sampled every ReplayOptions::sample_every.
   std::vector<TimelinePoint> timeline;

@@ -249,23 +249,33 @@ std::string FgdTrace(const std::string& trace, const FgdCurves& c) {
   return body;
 }
 
+// "-" where a metric is not defined (< 0) or not computed.
+std::string Cell(bool defined, const std::string& text) {
+  return "<td>" + (defined ? text : std::string("-")) + "</td>";
+}
+
 std::string ReplayTable(const std::vector<ReplayResult>& runs) {
   std::string t =
       "<table><tr><th>policy</th><th>load</th><th>jobs</th><th>avg JCT s</th><th>p50</th>"
       "<th>p95</th><th>p99</th><th>avg queue s</th><th>makespan s</th><th>util</th>"
-      "<th>preemptions</th><th>lost GPU-s</th><th>quota violations</th>"
-      "<th>time to guarantee, mean s</th><th>p95 s</th></tr>";
+      "<th>util while jobs wait</th><th>preemptions</th><th>lost GPU-s</th>"
+      "<th>quota violations</th><th>time to guarantee, mean s</th><th>p95 s</th>"
+      "<th>surplus fairness (Jain)</th><th>longest gang wait s</th></tr>";
   for (const ReplayResult& r : runs) {
-    const std::string ttg = r.guarantee_episodes > 0
-                                ? absl::StrFormat("<td>%.0f</td><td>%.0f</td>",
-                                                  r.avg_time_to_guarantee, r.p95_time_to_guarantee)
-                                : std::string("<td>-</td><td>-</td>");
+    const bool ttg = r.share_metrics && r.guarantee_episodes > 0;
     t += absl::StrFormat(
         "<tr><td>%s</td><td>%.2f</td><td>%d</td><td>%.0f</td><td>%.0f</td><td>%.0f</td>"
-        "<td>%.0f</td><td>%.0f</td><td>%.0f</td><td>%.3f</td><td>%d</td><td>%.0f</td>"
-        "<td>%d</td>%s</tr>",
+        "<td>%.0f</td><td>%.0f</td><td>%.0f</td><td>%.3f</td>",
         Escape(r.policy), r.load, r.jobs, r.avg_jct, r.p50_jct, r.p95_jct, r.p99_jct, r.avg_queue,
-        r.makespan, r.utilisation, r.preemptions, r.lost_gpu_seconds, r.quota_violations, ttg);
+        r.makespan, r.utilisation);
+    t += Cell(r.share_metrics && r.util_while_waiting >= 0,
+              absl::StrFormat("%.3f", r.util_while_waiting));
+    t += absl::StrFormat("<td>%d</td><td>%.0f</td><td>%d</td>", r.preemptions, r.lost_gpu_seconds,
+                         r.quota_violations);
+    t += Cell(ttg, absl::StrFormat("%.0f", r.avg_time_to_guarantee));
+    t += Cell(ttg, absl::StrFormat("%.0f", r.p95_time_to_guarantee));
+    t += Cell(r.share_metrics && r.surplus_jain >= 0, absl::StrFormat("%.3f", r.surplus_jain));
+    t += Cell(r.gang_jobs > 0, absl::StrFormat("%.0f", r.max_gang_wait)) + "</tr>";
   }
   return t + "</table>";
 }

@@ -113,6 +113,40 @@ TEST(Replay, KueueLikeBestEffortFifoAndLowerPriorityPreemption) {
   EXPECT_EQ(p->reclaim_evictions, 0);  // a's own job, not b's
 }
 
+// The work-conserving figure and the longest gang wait, for any policy on
+// one pool. Two nodes; pooled FIFO: A (8) runs 0..100; the 16-GPU gang G
+// (a Philly job larger than a node) heads the queue from 10 and S (8) waits
+// behind it from 20 with a node idle; G runs 100..110, S 110..120. While
+// something waits (10..110): 8 of 16 GPUs in use for 90 s, 16 for 10 s.
+TEST(Replay, UtilisationWhileJobsWaitAndTheLongestGangWait) {
+  const std::vector<Job> t = {J("a", 8, 0, 100), J("a", 16, 10, 10), J("a", 8, 20, 10)};
+  auto r = RunReplay(t, {{"a", 2}}, {.policy = "fifo-pool"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->share_metrics);
+  EXPECT_DOUBLE_EQ(r->util_while_waiting, (8 * 90 + 16 * 10) / (16.0 * 100));
+  EXPECT_EQ(r->gang_jobs, 1);
+  EXPECT_DOUBLE_EQ(r->max_gang_wait, 90);
+  EXPECT_DOUBLE_EQ(r->surplus_jain, -1);  // one namespace: nothing to compare
+  // Per VC nothing is shared: not computed.
+  auto per_vc = RunReplay(t, {{"a", 2}}, {.policy = "fifo"});
+  ASSERT_TRUE(per_vc.ok());
+  EXPECT_FALSE(per_vc->share_metrics);
+}
+
+// The KAI-like baseline and the Kueue-like variants are replay policies;
+// a misspelt variant is refused.
+TEST(Replay, KaiLikeAndKueueLikeVariantsAreReplayPolicies) {
+  const std::vector<Job> t = {J("a", 8, 0, 100), J("a", 8, 0, 100), J("b", 8, 50, 10)};
+  for (const char* p :
+       {"kai-like", "kueue-like-before", "kueue-like-no-fill-back", "kueue-like-no-ordering"}) {
+    auto r = RunReplay(t, {{"a", 1}, {"b", 1}}, {.policy = p});
+    ASSERT_TRUE(r.ok()) << p << ": " << r.status();
+    EXPECT_EQ(r->jobs, 3) << p;
+    EXPECT_EQ(r->preemptions, 1) << p;  // b reclaims its node from a's borrower
+  }
+  EXPECT_FALSE(RunReplay(t, {{"a", 1}, {"b", 1}}, {.policy = "kueue-like-x"}).ok());
+}
+
 TEST(Replay, SharedPoolBorrowsAndReclaims) {
   // VC a (1 node) is busy; VC b (1 node) idle until t=50, then reclaims.
   std::vector<Job> t = {J("a", 8, 0, 100), J("a", 8, 0, 100), J("b", 8, 50, 10)};
