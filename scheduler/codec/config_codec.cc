@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -313,9 +314,27 @@ absl::Status DecodeAttained(const json& j, std::string_view p, AttainedServiceCo
   return GetIntAs(j, "preemptionsPerHour", p, 0, 3600, &a.preemptions_per_hour);
 }
 
+// quotas.namespaces.<ns>.weight: a positive number; a namespace that may
+// hold no GPU (limit 0) has no share to weigh.
+absl::Status DecodeWeight(const json& j, std::string_view p, NamespaceQuota& q) {
+  if (!j.contains("weight")) return absl::OkStatus();
+  const json& w = j["weight"];
+  if (!w.is_number() || !(w.get<double>() > 0) || w.get<double>() > 1e6) {
+    return FieldError(Join(p, "weight"),
+                      StrCat("must be a number in (0, 1000000], got ", w.dump()));
+  }
+  if (q.gpus.limit == 0) {
+    return FieldError(Join(p, "weight"),
+                      "is set but the limit is 0: a namespace that may hold no GPU has no share");
+  }
+  q.weight = w.get<double>();
+  return absl::OkStatus();
+}
+
 absl::Status DecodeNamespaceQuota(const json& j, std::string_view p, NamespaceQuota& q) {
-  GPUSCHED_RETURN_IF_ERROR(
-      DecodeAmount(j, p, q.gpus, {"cohort", "models", "queueingStrategy", "attainedService"}));
+  GPUSCHED_RETURN_IF_ERROR(DecodeAmount(
+      j, p, q.gpus, {"cohort", "models", "queueingStrategy", "attainedService", "weight"}));
+  GPUSCHED_RETURN_IF_ERROR(DecodeWeight(j, p, q));
   if (j.contains("attainedService")) {
     GPUSCHED_RETURN_IF_ERROR(
         DecodeAttained(j["attainedService"], Join(p, "attainedService"), q.attained));
@@ -336,7 +355,12 @@ absl::Status DecodeNamespaceQuota(const json& j, std::string_view p, NamespaceQu
     for (const auto& [model, amount] : m.items()) {
       if (model.empty()) return FieldError(Join(p, "models"), "model names must be non-empty");
       QuotaAmount a;
-      GPUSCHED_RETURN_IF_ERROR(DecodeAmount(amount, StrCat(p, ".models.", model), a, {}));
+      const std::string mp = StrCat(p, ".models.", model);
+      GPUSCHED_RETURN_IF_ERROR(DecodeAmount(amount, mp, a, {}));
+      if (a.limit > q.gpus.limit) {
+        return FieldError(Join(mp, "limit"), StrCat("must be <= the namespace's limit (",
+                                                    q.gpus.limit, "), got ", a.limit));
+      }
       q.models[model] = a;
     }
   }
@@ -420,6 +444,61 @@ absl::Status NumberOverflow(std::string_view text, const json::out_of_range& e) 
   return NotValidJsonAt(text, at, reason);
 }
 
+// Finds the first key repeated within one JSON object, at any depth, while
+// nlohmann parses (its objects keep only the last value of a repeated key,
+// so a duplicate cannot be seen afterwards). Paths are written as errors
+// name fields: "quotas.namespaces.team-a.limit", "topologyTemplates[0]".
+class DuplicateKeyFinder {
+ public:
+  // The parser callback: keeps every value, records the first duplicate.
+  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        frames_.push_back({event == json::parse_event_t::array_start, {}, {}, 0});
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = frames_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second && duplicate_.empty()) duplicate_ = Path();
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames_.pop_back();
+        NextElement();
+        break;
+      case json::parse_event_t::value:
+        NextElement();
+        break;
+    }
+    return true;
+  }
+  // The path of the first repeated key, or "" if none.
+  const std::string& duplicate() const { return duplicate_; }
+
+ private:
+  struct Frame {
+    bool array = false;
+    std::set<std::string> keys;
+    std::string key;   // the current member (objects)
+    size_t index = 0;  // the current element (arrays)
+  };
+  void NextElement() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+  }
+  std::string Path() const {
+    std::string path;
+    for (const Frame& f : frames_) {
+      path = f.array ? StrCat(path, "[", f.index, "]") : Join(path, f.key);
+    }
+    return path;
+  }
+
+  std::vector<Frame> frames_;
+  std::string duplicate_;
+};
+
 }  // namespace
 
 absl::Status DecodeNamespaceQuotaJson(const nlohmann::json& j, std::string_view path,
@@ -430,12 +509,18 @@ absl::Status DecodeNamespaceQuotaJson(const nlohmann::json& j, std::string_view 
 
 absl::StatusOr<SchedulerConfig> DecodeConfig(std::string_view text) {
   json j;
+  DuplicateKeyFinder duplicates;
   try {
-    j = json::parse(text.begin(), text.end());
+    j = json::parse(text.begin(), text.end(), std::ref(duplicates));
   } catch (const json::parse_error& e) {
     return SyntaxError(text, e);
   } catch (const json::out_of_range& e) {
     return NumberOverflow(text, e);
+  }
+  if (!duplicates.duplicate().empty()) {
+    return FieldError(duplicates.duplicate(),
+                      "duplicate key: set more than once in the same object (refused rather "
+                      "than letting the last one win)");
   }
   GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "",
                                      {"$schema", "description", "server", "scoring",

@@ -230,6 +230,7 @@ std::string EncodeQuotaExport(const QuotaConfig& quotas, std::string_view object
               "\nmetadata:\n  name: ", Quoted(object_name), "\n  namespace: ", Quoted(ns),
               "\nspec:\n  guaranteed: ", q.gpus.guaranteed, "\n  limit: ", q.gpus.limit, "\n");
     if (!q.cohort.empty()) StrAppend(&out, "  cohort: ", Quoted(q.cohort), "\n");
+    if (q.weight != 1.0) StrAppend(&out, "  weight: ", q.weight, "\n");
     if (q.queueing == QueueingStrategy::kBestEffortFifo) {
       StrAppend(&out, "  queueingStrategy: BestEffortFIFO\n");
     }

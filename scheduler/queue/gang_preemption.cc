@@ -78,7 +78,7 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
   // nodes, the ledger and the candidates) and their members placed.
   QuotaLedger ledger = *in.ledger;
   absl::flat_hash_map<std::string, int64_t> gone = *in.evicted;
-  const PlanInputs local{&ledger, in.options, &gone, in.usage, in.only, in.yield};
+  const PlanInputs local{&ledger, in.options, &gone, in.usage, in.only, in.cohort_loan, in.yield};
   std::map<std::string, NodeInfo> changed;
   auto view = [&](const NodeInfo& n) -> const NodeInfo& {
     auto it = changed.find(n.name);

@@ -31,6 +31,31 @@ struct Candidate {
 
 int64_t Milli(const PodOnNode& p) { return int64_t{p.gpus} * p.milli_per_gpu; }
 
+// Why the head of `ns` (needing `demand` more) may reclaim, given the
+// namespaces above their guarantee:
+//  - kGuarantee: it stays within its guarantee; any other borrower may go;
+//  - kCohortLoan: it borrows no more than its cohort lends (the idle
+//    guarantee of the cohort's other members) and within its limit, while
+//    namespaces outside the cohort borrow: those may go.
+enum class ReclaimKind { kNone, kGuarantee, kCohortLoan };
+
+ReclaimKind ReclaimKindOf(const QuotaLedger& ledger, const std::string& ns, int64_t demand,
+                          const std::vector<std::string>& borrowers) {
+  const int64_t after = ledger.Usage(ns) + demand;
+  const std::string& cohort = ledger.Quota(ns).cohort;
+  bool other = false, outside = false;
+  for (const std::string& b : borrowers) {
+    if (b == ns) continue;
+    other = true;
+    outside = outside || cohort.empty() || ledger.Quota(b).cohort != cohort;
+  }
+  if (!other) return ReclaimKind::kNone;
+  if (after <= ledger.Guaranteed(ns)) return ReclaimKind::kGuarantee;
+  if (cohort.empty() || !outside || after > ledger.Limit(ns)) return ReclaimKind::kNone;
+  return after - ledger.Guaranteed(ns) <= ledger.CohortLendable(ns) ? ReclaimKind::kCohortLoan
+                                                                    : ReclaimKind::kNone;
+}
+
 }  // namespace
 
 std::vector<std::string> QueueManager::NodePlan::VictimUids() const {
@@ -83,9 +108,10 @@ std::optional<QueueManager::NodePlan> QueueManager::PlanNode(
     if (in.only != nullptr) return in.only->contains(p.uid);
     const bool lower = p.priority < preemptor.priority;
     if (reclaim) {
-      if (p.ns == preemptor.ns || cohort.empty() || ledger.Quota(p.ns).cohort != cohort)
-        return false;
-      if (ledger.Usage(p.ns) <= ledger.Guaranteed(p.ns)) return false;
+      // Any borrower restores a guarantee; a cohort's loan is taken back
+      // only from borrowers outside the cohort.
+      if (p.ns == preemptor.ns || ledger.Usage(p.ns) <= ledger.Guaranteed(p.ns)) return false;
+      if (in.cohort_loan && (cohort.empty() || ledger.Quota(p.ns).cohort == cohort)) return false;
       return lower || !options.reclaim.only_lower_priority;
     }
     if (!lower) return false;
@@ -289,6 +315,9 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
     const Entry* entry = FindEntryLocked(args.pod.uid);
     const PodRequest& pod = entry != nullptr ? entry->pod : args.pod;
     if (pod.preempt_never || pod.gpu.count == 0) return out;
+    // A gang member of unknown size is never admitted: evicting for it
+    // would free GPUs it may not take.
+    if (pod.gang_size == kGangSizeUnknown) return out;
     // Evicting for a pod its queue holds back would free GPUs it still may
     // not take: not while an earlier unit could use the same nodes (the node
     // scan runs after unlocking), and only victims that leave quota for the
@@ -390,13 +419,10 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
   std::vector<ReclaimJob> jobs;
   const int64_t now = Now();
   const QuotaLedger& ledger = LedgerLocked();
-  // Cohorts with a member above its guarantee: only their pods can be
-  // reclaimed, so a namespace of any other cohort has nothing to plan.
-  std::set<std::string> lending;
+  // Namespaces above their guarantee: only their pods can be reclaimed.
+  std::vector<std::string> borrowers;
   for (const std::string& ns : ledger.Namespaces()) {
-    if (ledger.Usage(ns) > ledger.Guaranteed(ns) && !ledger.Quota(ns).cohort.empty()) {
-      lending.insert(ledger.Quota(ns).cohort);
-    }
+    if (ledger.Usage(ns) > ledger.Guaranteed(ns)) borrowers.push_back(ns);
   }
   // Round-robin from the cursor, at most reclaim_plans_per_tick namespaces.
   std::vector<const std::pair<const std::string, Order>*> turn;
@@ -439,15 +465,15 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
       members = head->pod.gang_size - usage_.GangHeld(ns, head->pod.gang);
       if (members <= 0) continue;
     }
-    const std::string& cohort = ledger.Quota(ns).cohort;
     const int64_t demand = DemandMilli(head->pod.gpu) * members;
-    // Reclaim: only a namespace within its guarantee, from a cohort with a
-    // borrower. Else an attained-service preemption within the namespace.
-    const bool reclaims = options_.reclaim.enabled && !cohort.empty() &&
-                          ledger.Usage(ns) + demand <= ledger.Guaranteed(ns) &&
-                          lending.contains(cohort);
     ReclaimJob job{ns, head->pod, members, demand, {}};
-    if (!reclaims && !AttainedVictimsLocked(*head, now, &job.only)) continue;
+    const ReclaimKind kind = ReclaimKindOf(ledger, ns, demand, borrowers);
+    job.cohort_loan = kind == ReclaimKind::kCohortLoan;
+    // Else an attained-service preemption within the namespace.
+    if ((kind == ReclaimKind::kNone || !options_.reclaim.enabled) &&
+        !AttainedVictimsLocked(*head, now, &job.only)) {
+      continue;
+    }
     auto backoff = reclaim_backoff_.find(ns);
     if (backoff != reclaim_backoff_.end() && backoff->second.head_uid == head->pod.uid &&
         now < backoff->second.retry_at_ms) {
@@ -459,8 +485,10 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
   return jobs;
 }
 
-void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snapshot,
+void QueueManager::PlanReclaim(const PlanInputs& batch_in, const ClusterSnapshot& snapshot,
                                const policy::Framework& fw, ReclaimJob* job) {
+  PlanInputs in = batch_in;
+  in.cohort_loan = job->cohort_loan;
   if (IsGang(job->pod)) {
     // Every missing member placed, as one plan; members that fit as is
     // need no victims. Victim gangs go whole (their rest included).
@@ -475,9 +503,11 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   policy::PodContext ctx = fw.Prepare(job->pod, snapshot);
   policy::FilterMemo memo(fw, ctx);
   const auto& nodes = snapshot.nodes();
-  // An attained-service preemption also frees quota: a head its own
-  // namespace's quota refuses needs victims even where a node has room.
-  const bool quota_ok = in.only == nullptr || in.ledger->Check(job->pod.ns, job->demand).ok;
+  // An attained-service preemption and a cohort's loan also free quota: a
+  // head its namespace's quota refuses needs victims even where a node has
+  // room.
+  const bool quota_ok =
+      (in.only == nullptr && !job->cohort_loan) || in.ledger->Check(job->pod.ns, job->demand).ok;
   for (size_t i = 0; quota_ok && i < nodes.size(); ++i) {
     in.Pace();
     if (memo.Filter(snapshot.hot(static_cast<int32_t>(i))).fits() &&
@@ -487,13 +517,13 @@ void QueueManager::PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snap
   }
   const QuotaLedger& ledger = *in.ledger;
   const std::string& cohort = ledger.Quota(job->pod.ns).cohort;
-  // The cohort's borrowers: only their pods can be reclaimed.
+  // Borrowers (for a cohort's loan, outside the cohort): only their pods
+  // can be reclaimed.
   absl::flat_hash_set<std::string> borrowers;
   for (const std::string& o : ledger.Namespaces()) {
-    if (o != job->pod.ns && ledger.Quota(o).cohort == cohort &&
-        ledger.Usage(o) > ledger.Guaranteed(o)) {
-      borrowers.insert(o);
-    }
+    if (o == job->pod.ns || ledger.Usage(o) <= ledger.Guaranteed(o)) continue;
+    if (job->cohort_loan && ledger.Quota(o).cohort == cohort) continue;
+    borrowers.insert(o);
   }
   const bool lower_only = in.options->reclaim.only_lower_priority;
   auto reclaimable = [&](const PodOnNode& p) {
@@ -582,6 +612,14 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLock
     }
     std::string reason = StrCat("reclaim: namespace ", job.ns, " is below its guarantee and ",
                                 job.pod.Key(), " needs ", FormatGpus(job.demand), " GPUs");
+    if (job.cohort_loan) {
+      reason = StrCat("reclaim: cohort ",
+                      options_.quotas.namespaces.contains(job.ns)
+                          ? options_.quotas.namespaces.at(job.ns).cohort
+                          : options_.quotas.default_quota.cohort,
+                      " lends ", job.ns, " its idle guarantee, borrowed outside the cohort, and ",
+                      job.pod.Key(), " needs ", FormatGpus(job.demand), " GPUs");
+    }
     if (!job.only.empty()) {
       const AttainedServiceConfig& a = AttainedOf(options_.quotas, job.ns);
       reason = StrCat("attained service: ", job.pod.Key(), " has run less than ",
@@ -607,7 +645,8 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLock
          job.demand,
          {},
          job.pod.priority,
-         IsGang(job.pod) ? job.pod.gang : ""};
+         IsGang(job.pod) ? job.pod.gang : "",
+         job.only.empty() && !job.cohort_loan};
     for (const std::string& uid : job.victims) {
       if (auto v = deps_.state->FindPod(uid)) r.nodes.insert(v->node_name);
     }

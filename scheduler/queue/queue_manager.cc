@@ -20,9 +20,13 @@ bool Earlier(const PodRequest& a, const PodRequest& b) {
 }
 
 // A pod that waits in a queue: asks for GPUs, holds none, not going away.
+// A gang member of unknown size (an invalid declaration, or an object not
+// read yet) is never admitted, so it waits outside the queue: it must not
+// hold back its namespace's later pods (Admit answers it with why).
 bool Waiting(const PodRequest& p) {
   return p.gpu.count > 0 && !p.HoldsGpus() && !p.deleting &&
-         (p.phase == PodPhase::kPending || p.phase == PodPhase::kUnknown) && !p.reservation;
+         (p.phase == PodPhase::kPending || p.phase == PodPhase::kUnknown) && !p.reservation &&
+         p.gang_size != kGangSizeUnknown;
 }
 
 // The fields that place a pod in its queue.
@@ -430,9 +434,13 @@ Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& 
     std::string why;
     if (e != nullptr) {
       why = AdmitLocked(*e, snapshot, fw, &scan, &reserve);
-    } else if (!deps_.state->FindPod(request.uid).has_value()) {
+    } else if (auto known = deps_.state->FindPod(request.uid); !known.has_value()) {
       why = AdmitUnconfirmedLocked(request, snapshot, fw, &scan);
-    }  // else known but not waiting: bound or finished
+    } else if (known->gang_size == kGangSizeUnknown && !known->HoldsGpus()) {
+      // Never queued (Waiting). Any other known pod does not wait: bound or
+      // finished.
+      why = known->UnknownGangSizeReason();
+    }
     if (!why.empty()) return Admission::No(std::move(why));
     // The source's pod where it waits (its priority and gang, not what the
     // request says).
@@ -464,13 +472,6 @@ std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
                                       std::optional<std::string>* reserve) {
   NoteAskedLocked(e);
   const PodRequest& pod = e.pod;  // the source's pod, not the request's
-  if (pod.gang_size == kGangSizeUnknown) {
-    // A framework gang whose size is declared by an object not read yet:
-    // never admitted alone (scheduler/kube fills the size in).
-    return StrCat("gpusched: gang ", pod.gang, ": its size is not known yet (declared by ",
-                  pod.gang_owner.name.empty() ? "an object not read yet" : pod.gang_owner.name,
-                  "); the pod waits until it is read");
-  }
   Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/false, deferred);
   if (!ev.reason.empty()) return ev.reason;
   if (!IsGang(pod) || !deferred->heads.empty()) return "";  // the caller goes on after the scan
@@ -490,9 +491,18 @@ std::vector<std::shared_ptr<const QueueManager::HeldNodes>> QueueManager::HeldFo
     const PodRequest& pod) {
   std::vector<std::shared_ptr<const HeldNodes>> held;
   if (!options_.quotas.enabled) return held;
+  std::optional<bool> within;  // pod stays within its namespace's guarantee
   for (const ReclaimView::Hold& h : ReclaimViewLocked().holds) {
     const Reclaim& r = *h.reclaim;
     if (r.for_uid == pod.uid) continue;
+    if (!r.for_guarantee) {
+      // A borrower's hold never keeps a guarantee from a pod.
+      if (!within.has_value()) {
+        const QuotaLedger& ledger = LedgerLocked();
+        within = ledger.Usage(pod.ns) + DemandMilli(pod.gpu) <= ledger.Guaranteed(pod.ns);
+      }
+      if (*within) continue;
+    }
     if (pod.ns == *h.ns && !r.gang.empty() && pod.gang == r.gang) continue;  // its own gang
     if (pod.priority > r.priority) continue;
     held.push_back(r.held);

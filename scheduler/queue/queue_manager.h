@@ -248,7 +248,7 @@ class QueueManager final : public PodGate {
   // What PlanNode may take and must leave.
   struct NodePlanRules {
     const std::vector<std::string>* allowed = nullptr;  // kube-scheduler's victims; null: any
-    bool reclaim = false;                               // only borrowers of the preemptor's cohort
+    bool reclaim = false;       // only borrowers (PlanInputs::cohort_loan: outside its cohort)
     int64_t quota_demand = 0;   // quota its admission needs (Evaluation); 0: its own demand
     int64_t borrow_demand = 0;  // GPUs it will add (a gang: all missing members); 0: its own
     bool check_quota = true;    // false: a member of a gang plan before the last
@@ -279,6 +279,9 @@ class QueueManager final : public PodGate {
     // Attained-service preemption: victims only among these pods (their
     // namespace's demoted workloads); null: the rules of the caller.
     const absl::flat_hash_set<std::string>* only = nullptr;
+    // Reclaim for a borrower whose cohort lends it enough idle guarantee:
+    // victims only among borrowers outside its cohort (docs/queue.md).
+    bool cohort_loan = false;
     // The planner thread's: passed once per node the planning loops visit.
     YieldPoint* yield = nullptr;
     void Pace() const {
@@ -294,8 +297,11 @@ class QueueManager final : public PodGate {
     std::vector<std::string> victims;  // the plan; empty: none found
     bool planned = false;              // false: the tick's budget ran out first
     // Non-empty: an attained-service preemption within `ns`, victims only
-    // among these pods; empty: reclaim from the cohort's borrowers.
+    // among these pods; empty: reclaim from borrowers.
     absl::flat_hash_set<std::string> only;
+    // The head borrows within what its cohort lends (else it is within its
+    // guarantee): victims only among borrowers outside its cohort.
+    bool cohort_loan = false;
   };
   // What one round of reclaim planning reads, copied under the mutex.
   struct PlanBatch {
@@ -589,6 +595,10 @@ class QueueManager final : public PodGate {
     std::set<std::string> nodes;
     int32_t priority = 0;
     std::string gang;
+    // For a head within its guarantee (not a cohort's loan or an
+    // attained-service preemption): its holds bind pods within their
+    // guarantee too.
+    bool for_guarantee = false;
     // `nodes`, each with the reason a filter of another pod fails there;
     // made once when the reclaim is committed.
     std::shared_ptr<const HeldNodes> held;

@@ -16,8 +16,13 @@ std::string FormatGpus(int64_t milli) {
 QuotaLedger::QuotaLedger(const QuotaConfig& config, const ClusterSnapshot& snapshot)
     : config_(&config) {
   std::map<std::string, Use> use;
+  GpuCapacity capacity;
   for (const auto& node : snapshot.nodes()) {
     const std::string& product = snapshot.product(*node);
+    if (const int64_t cap = NodeCapacityMilli(*node); cap != 0) {
+      capacity.total += cap;
+      capacity.by_product[product] += cap;
+    }
     for (const PodOnNode& p : node->pods) {
       Use& u = use[p.ns];
       const int64_t milli = int64_t{p.gpus} * p.milli_per_gpu;
@@ -26,7 +31,7 @@ QuotaLedger::QuotaLedger(const QuotaConfig& config, const ClusterSnapshot& snaps
       ++u.pods;
     }
   }
-  base_ = UsageTable::Of(std::move(use));
+  base_ = UsageTable::Of(std::move(use), std::move(capacity));
 }
 
 QuotaLedger::QuotaLedger(const QuotaConfig& config, std::shared_ptr<const UsageTable> use)
@@ -67,7 +72,8 @@ void QuotaLedger::Add(const std::string& ns, const std::string& product, int64_t
   if (sum != cohort_free_.end() && (config_->namespaces.contains(ns) || Find(ns) != nullptr)) {
     sum->second -= Guaranteed(ns) - Usage(ns) - HeldBack(ns);
   }
-  if (claims_.contains(ns)) cohort_held_.clear();  // its HeldBack moves
+  if (claims_.contains(ns)) held_total_.reset();  // its HeldBack moves
+  if (sums_ready_) used_total_ += milli;
   Use& u = Mutable(ns);
   u.total += milli;
   u.by_product[product] += milli;
@@ -111,7 +117,30 @@ int64_t QuotaLedger::HeldBack(const std::string& o) const {
   return std::clamp<int64_t>(Guaranteed(o) - Usage(o), 0, it->second);
 }
 
+void QuotaLedger::FillSums() const {
+  if (sums_ready_) return;
+  used_total_ = 0;
+  ForEachNamespace([&](const std::string& o) { used_total_ += Usage(o); });
+  sums_ready_ = true;
+}
+
+int64_t QuotaLedger::Idle() const {
+  FillSums();
+  return std::max<int64_t>(0, Capacity() - used_total_);
+}
+
+int64_t QuotaLedger::GuaranteedTotal() const {
+  int64_t sum = 0;
+  ForEachNamespace([&](const std::string& o) { sum += Guaranteed(o); });
+  return sum;
+}
+
 int64_t QuotaLedger::Lendable(const std::string& ns) const {
+  const int64_t own_idle = std::max<int64_t>(0, Guaranteed(ns) - Usage(ns));
+  return std::max<int64_t>(0, Idle() - own_idle - Claimed(ns));
+}
+
+int64_t QuotaLedger::CohortLendable(const std::string& ns) const {
   const std::string& cohort = Quota(ns).cohort;
   if (cohort.empty()) return 0;
   if (cohort_free_.empty()) {
@@ -130,30 +159,27 @@ int64_t QuotaLedger::Lendable(const std::string& ns) const {
 }
 
 int64_t QuotaLedger::Claimed(const std::string& ns) const {
-  const std::string& cohort = Quota(ns).cohort;
-  if (cohort.empty()) return 0;
-  if (cohort_held_.empty() && !claims_.empty()) {
-    for (const auto& [o, milli] : claims_) {
-      const std::string& c = Quota(o).cohort;
-      if (!c.empty()) cohort_held_[c] += HeldBack(o);
-    }
+  if (claims_.empty()) return 0;
+  if (!held_total_.has_value()) {
+    int64_t sum = 0;
+    for (const auto& [o, milli] : claims_) sum += HeldBack(o);
+    held_total_ = sum;
   }
-  auto it = cohort_held_.find(cohort);
-  if (it == cohort_held_.end()) return 0;
-  return it->second - (claims_.contains(ns) ? HeldBack(ns) : 0);
+  return *held_total_ - (claims_.contains(ns) ? HeldBack(ns) : 0);
 }
 
 int64_t QuotaLedger::ModelLendable(const std::string& ns, const std::string& model) const {
-  const std::string& cohort = Quota(ns).cohort;
-  if (cohort.empty()) return 0;
-  int64_t free = 0;
-  ForEachNamespace([&](const std::string& o) {
-    if (o == ns || Quota(o).cohort != cohort) return;
-    auto it = Quota(o).models.find(model);
-    if (it == Quota(o).models.end()) return;
-    free += it->second.guaranteed * 1000 - ModelUsage(o, model);
-  });
-  return std::max<int64_t>(0, free);
+  int64_t capacity = 0;
+  for (const auto& [product, milli] : base_->capacity().by_product) {
+    if (ProductMatches(model, product)) capacity += milli;
+  }
+  int64_t used = 0;
+  ForEachNamespace([&](const std::string& o) { used += ModelUsage(o, model); });
+  int64_t own_idle = 0;
+  if (auto it = Quota(ns).models.find(model); it != Quota(ns).models.end()) {
+    own_idle = std::max<int64_t>(0, it->second.guaranteed * 1000 - ModelUsage(ns, model));
+  }
+  return std::max<int64_t>(0, capacity - used - own_idle);
 }
 
 QuotaVerdict QuotaLedger::Check(const std::string& ns, int64_t demand) const {
@@ -162,13 +188,16 @@ QuotaVerdict QuotaLedger::Check(const std::string& ns, int64_t demand) const {
   v.demand = demand;
   v.guaranteed = Guaranteed(ns);
   v.limit = Limit(ns);
-  v.lendable = Lendable(ns);
-  v.claimed = Claimed(ns);
   if (!config_->enabled) return v;
   const int64_t after = v.usage + demand;
   if (after <= v.guaranteed) return v;
   v.borrows = true;
-  v.ok = after <= v.limit && after - v.guaranteed <= v.lendable;
+  v.over_limit = after > v.limit;
+  v.lendable = Lendable(ns);
+  v.cohort_lendable = std::min(v.lendable, CohortLendable(ns));
+  v.claimed = Claimed(ns);
+  // What it takes from idle GPUs beyond its own idle guarantee.
+  v.ok = !v.over_limit && after - std::max(v.usage, v.guaranteed) <= v.lendable;
   return v;
 }
 
@@ -181,25 +210,40 @@ std::string QuotaLedger::CheckModels(const std::string& ns, const std::string& p
     const int64_t g = amount.guaranteed * 1000;
     if (after <= g) continue;
     const int64_t lendable = ModelLendable(ns, model);
-    if (after <= amount.limit * 1000 && after - g <= lendable) continue;
+    if (after <= amount.limit * 1000 && after - std::max(after - demand, g) <= lendable) continue;
+    if (after > amount.limit * 1000) {
+      return StrCat("gpusched: namespace ", ns, " at its ", model, " limit: holds ",
+                    FormatGpus(after - demand), " of limit ", amount.limit, " ", model,
+                    " GPUs; pod needs ", FormatGpus(demand));
+    }
     return StrCat("gpusched: namespace ", ns, " at ", model, " quota: ", FormatGpus(after - demand),
-                  "/", amount.guaranteed, " GPUs guaranteed, limit ", amount.limit,
-                  ", cohort can lend ", FormatGpus(lendable), "; pod needs ", FormatGpus(demand));
+                  "/", amount.guaranteed, " GPUs guaranteed, limit ", amount.limit, ", ",
+                  FormatGpus(lendable), " idle ", model, " GPUs it may borrow; pod needs ",
+                  FormatGpus(demand));
   }
   return "";
 }
 
+std::string FormatLimit(int64_t milli) {
+  return milli >= kUnlimitedMilli ? std::string("no limit") : StrCat("limit ", FormatGpus(milli));
+}
+
 std::string QuotaMessage(const std::string& ns, const std::string& cohort, const QuotaVerdict& v) {
-  std::string cohort_text =
-      cohort.empty() ? std::string("no cohort to borrow from")
-                     : StrCat("cohort ", cohort, " has ", FormatGpus(v.lendable), " idle");
+  if (v.over_limit) {
+    return StrCat("gpusched: namespace ", ns, " at its limit: holds ", FormatGpus(v.usage),
+                  " of limit ", FormatGpus(v.limit), " GPUs (", FormatGpus(v.guaranteed),
+                  " guaranteed)");
+  }
+  std::string idle = StrCat(FormatGpus(v.lendable), " idle GPUs it may borrow");
+  if (!cohort.empty() && v.cohort_lendable > 0) {
+    StrAppend(&idle, " (", FormatGpus(v.cohort_lendable), " lent by cohort ", cohort, ")");
+  }
   if (v.claimed > 0) {
-    StrAppend(&cohort_text, " (", FormatGpus(v.claimed),
-              " more held for pods of namespaces below their guarantee)");
+    StrAppend(&idle, ", ", FormatGpus(v.claimed),
+              " more held for pods of namespaces below their guarantee");
   }
   return StrCat("gpusched: namespace ", ns, " at quota: ", FormatGpus(v.usage), "/",
-                FormatGpus(v.guaranteed), " GPUs guaranteed, limit ", FormatGpus(v.limit), ", ",
-                cohort_text);
+                FormatGpus(v.guaranteed), " GPUs guaranteed, ", FormatLimit(v.limit), ", ", idle);
 }
 
 }  // namespace gpusched::queue

@@ -1,16 +1,28 @@
 // QuotaLedger: GPU usage per namespace (and per GPU model) derived from one
-// ClusterSnapshot, checked against the quotas of config/scheduler-policy.json.
-// Usage is never stored anywhere else: it is the GPUs of the pods the
-// snapshot shows on nodes (bound, assumed by bind, or reserved for a gang).
-// Amounts are in milli-GPUs so shared devices count fractionally.
+// ClusterSnapshot, checked against the quotas of config/scheduler-policy.json
+// (or GPUQuota objects). Usage is never stored anywhere else: it is the GPUs
+// of the pods the snapshot shows on nodes (bound, assumed by bind, or
+// reserved for a gang). Amounts are in milli-GPUs so shared devices count
+// fractionally.
 //
-// Admission rule: a demand d is admissible for namespace n when
+// The model is work-conserving (docs/queue.md, "Who may use an idle GPU"):
+// a demand d is admissible for namespace n when
 //   usage(n) + d <= guaranteed(n), or
-//   usage(n) + d <= limit(n) and usage(n) + d - guaranteed(n) <= lendable(n),
-// where lendable(n) = sum over the other members o of n's cohort of
-// max(0, guaranteed(o) - usage(o)) minus what they borrow themselves
-// (sum of max(0, usage(o) - guaranteed(o))), never below 0. The same rule
-// applies per model key (ProductMatches against the node's product).
+//   usage(n) + d <= limit(n) and
+//   usage(n) + d - max(usage(n), guaranteed(n)) <= lendable(n)
+// (what it takes beyond its own idle guarantee), where lendable(n) is every
+// idle GPU of the cluster except n's own idle guarantee and the idle
+// guarantee that claims hold back for other namespaces' reclaiming pods:
+//   lendable(n) = capacity - sum of all usage - max(0, guaranteed(n) - usage(n))
+//                 - claims held back by others, never below 0.
+// Whose idle guarantee or which unguaranteed GPU a borrower uses does not
+// matter for admission: what is above a guarantee stays reclaimable
+// (reclaim restores guarantees from any borrower, and a cohort's idle
+// guarantee from borrowers outside the cohort). CohortLendable is the part
+// n's cohort lends (the idle guarantee of its other members minus what they
+// borrow themselves), used by reclaim and in messages. The same rule applies
+// per model key (ProductMatches against the node's product), over the
+// capacity of the matching products.
 //
 // Claims: a namespace below its guarantee whose waiting pod reclaim is
 // freeing GPUs for holds back up to that pod's demand of its idle guarantee
@@ -26,6 +38,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,19 +53,25 @@ inline constexpr char kReservationUidPrefix[] = "gpusched-reservation/";
 
 // Returns milli-GPUs as a GPU count for messages: "16", "2.5".
 std::string FormatGpus(int64_t milli);
+// A limit that is not set (kUnlimitedGpus, quota_objects.h), in milli-GPUs.
+inline constexpr int64_t kUnlimitedMilli = (int64_t{1} << 24) * 1000;
+// "limit 24", or "no limit" for kUnlimitedMilli.
+std::string FormatLimit(int64_t milli);
 
 // GPU milli-units a pod holds or asks for.
 inline int64_t DemandMilli(const GpuRequest& gpu) { return gpu.total_milli(); }
 
 struct QuotaVerdict {
   bool ok = true;
-  bool borrows = false;  // admissible only by borrowing from the cohort
-  int64_t usage = 0;     // milli
+  bool borrows = false;     // above the guarantee: admissible only by borrowing
+  bool over_limit = false;  // refused by the limit itself (not by idle GPUs)
+  int64_t usage = 0;        // milli
   int64_t demand = 0;
   int64_t guaranteed = 0;
   int64_t limit = 0;
-  int64_t lendable = 0;  // what the cohort can lend now
-  int64_t claimed = 0;   // idle guarantee the cohort holds back (claims)
+  int64_t lendable = 0;         // idle GPUs it may borrow now (see above)
+  int64_t cohort_lendable = 0;  // the part its cohort lends
+  int64_t claimed = 0;          // idle guarantee held back for others' reclaims
 };
 
 class QuotaLedger {
@@ -70,15 +89,23 @@ class QuotaLedger {
   int64_t Guaranteed(const std::string& ns) const { return Quota(ns).gpus.guaranteed * 1000; }
   int64_t Limit(const std::string& ns) const { return Quota(ns).gpus.limit * 1000; }
   int64_t Borrowed(const std::string& ns) const;
-  // What the other members of ns's cohort can lend now (milli, >= 0).
+  // The cluster's GPU capacity and what no pod holds (milli).
+  int64_t Capacity() const { return base_->capacity().total; }
+  int64_t Idle() const;
+  // Idle GPUs ns may borrow now (milli, >= 0; see the rule above).
   int64_t Lendable(const std::string& ns) const;
-  // Idle guarantee the other members of ns's cohort hold back by claims.
+  // What the other members of ns's cohort can lend now (milli, >= 0).
+  int64_t CohortLendable(const std::string& ns) const;
+  // Idle guarantee other namespaces hold back by claims.
   int64_t Claimed(const std::string& ns) const;
+  // Sum of the guarantees of the listed namespaces and of the unlisted ones
+  // holding GPUs (what the cluster has promised), milli.
+  int64_t GuaranteedTotal() const;
   // namespace -> milli-GPUs of its idle guarantee held back (see above).
   void SetClaims(std::map<std::string, int64_t> claims) {
     claims_ = std::move(claims);
     cohort_free_.clear();
-    cohort_held_.clear();
+    held_total_.reset();
   }
   const std::map<std::string, int64_t>& claims() const { return claims_; }
   // Points the ledger at an equal copy of its config (planning on copies
@@ -101,6 +128,8 @@ class QuotaLedger {
   int64_t ModelLendable(const std::string& ns, const std::string& model) const;
   // The part of o's idle guarantee its claim holds back.
   int64_t HeldBack(const std::string& o) const;
+  // Fills the cached sums below if they are empty.
+  void FillSums() const;
 
   const QuotaConfig* config_;
   const Use* Find(const std::string& ns) const;
@@ -116,13 +145,17 @@ class QuotaLedger {
   // (what Lendable subtracts one member from). Filled on first use, emptied
   // by every change.
   mutable std::map<std::string, int64_t> cohort_free_;
-  // Per cohort: the sum of HeldBack over its claiming members (what Claimed
-  // subtracts one member from). Filled on first use, emptied when a claim
-  // or a claiming member's usage changes.
-  mutable std::map<std::string, int64_t> cohort_held_;
+  // The sum of every namespace's usage and the sum of HeldBack over the
+  // claiming namespaces (what Claimed subtracts one namespace from). Filled
+  // on first use (sums_ready_); Add keeps the usage sum current and drops
+  // the held sum when a claiming namespace's usage moves.
+  mutable bool sums_ready_ = false;
+  mutable int64_t used_total_ = 0;
+  mutable std::optional<int64_t> held_total_;
 };
 
-// The standard "at quota" message (without the queue position).
+// The standard "at quota" message (without the queue position): names the
+// limit when the limit refuses, else what is guaranteed and what is idle.
 std::string QuotaMessage(const std::string& ns, const std::string& cohort, const QuotaVerdict& v);
 
 }  // namespace gpusched::queue

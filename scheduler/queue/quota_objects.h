@@ -37,8 +37,8 @@ enum class QuotaObjectKind { kGpuQuota, kElasticQuota };
 // The cohort every ElasticQuota namespace joins: the capacity-scheduling
 // plugin lets each of them borrow the unused min of all the others.
 inline constexpr char kElasticQuotaCohort[] = "elasticquota";
-// An amount no cluster reaches: a limit that is not set.
-inline constexpr int64_t kUnlimitedGpus = int64_t{1} << 24;
+// An amount no cluster reaches: a limit that is not set (core/config.h).
+using ::gpusched::kUnlimitedGpus;
 
 struct QuotaObject {
   QuotaObjectKind kind = QuotaObjectKind::kGpuQuota;

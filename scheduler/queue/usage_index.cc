@@ -21,14 +21,22 @@ void AddOrErase(Map& m, const std::string& key, int64_t by) {
 
 }  // namespace
 
-std::shared_ptr<const UsageTable> UsageTable::Of(std::map<std::string, NamespaceUse> use) {
+int64_t NodeCapacityMilli(const NodeInfo& node) {
+  int64_t held = 0;
+  for (const PodOnNode& p : node.pods) held += int64_t{p.gpus} * p.milli_per_gpu;
+  if (node.unschedulable) return held;
+  return std::max<int64_t>(held, int64_t{node.healthy_count()} * 1000);
+}
+
+std::shared_ptr<const UsageTable> UsageTable::Of(std::map<std::string, NamespaceUse> use,
+                                                 GpuCapacity capacity) {
   std::vector<Row> rows;
   rows.reserve(use.size());
   for (auto& [ns, u] : use) {
     u.ns = ns;
     rows.push_back(std::make_shared<const NamespaceUse>(std::move(u)));
   }
-  return std::make_shared<const UsageTable>(std::move(rows));
+  return std::make_shared<const UsageTable>(std::move(rows), std::move(capacity));
 }
 
 const NamespaceUse* UsageTable::Find(const std::string& ns) const {
@@ -42,7 +50,7 @@ std::shared_ptr<const UsageTable> UsageIndex::Table() const {
     std::vector<UsageTable::Row> rows;
     rows.reserve(use_.size());
     for (const auto& [ns, u] : use_) rows.push_back(u);
-    table_ = std::make_shared<const UsageTable>(std::move(rows));
+    table_ = std::make_shared<const UsageTable>(std::move(rows), capacity_);
   }
   return table_;
 }
@@ -63,11 +71,17 @@ void UsageIndex::Clear() {
   last_.reset();
   table_.reset();
   use_.clear();
+  capacity_ = {};
   gang_held_.clear();
   gang_nodes_.clear();
 }
 
 void UsageIndex::Apply(const NodeInfo& node, const std::string& product, int sign) {
+  if (const int64_t cap = NodeCapacityMilli(node) * sign; cap != 0) {
+    table_.reset();
+    capacity_.total += cap;
+    AddOrErase(capacity_.by_product, product, cap);
+  }
   for (const PodOnNode& p : node.pods) {
     const int64_t milli = int64_t{p.gpus} * p.milli_per_gpu * sign;
     NamespaceUse& u = Mutable(p.ns);
@@ -98,6 +112,7 @@ void UsageIndex::Update(std::shared_ptr<const ClusterSnapshot> snapshot) {
     }
   } else {
     use_.clear();
+    capacity_ = {};
     table_.reset();
     gang_held_.clear();
     gang_nodes_.clear();

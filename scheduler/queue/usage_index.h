@@ -9,6 +9,9 @@
 // namespace or product appears while at least one pod of it is on a node,
 // even one holding 0 GPUs.
 //
+// It also sums the cluster's GPU capacity (NodeCapacityMilli: what the
+// work-conserving quota model lends from), in total and per product.
+//
 // QuotaLedgers are built from it without copying the sums: Table() is a
 // sorted list of pointers to immutable per-namespace sums, shared until a
 // namespace changes (copy on write, one namespace at a time).
@@ -39,23 +42,40 @@ struct NamespaceUse {
   std::map<std::string, int64_t> pods_by_product;  // counts (keys live while > 0)
 };
 
-// Every namespace holding pods on nodes, sorted by name. Immutable; copies
-// share the sums.
+// The GPUs of the cluster that pods can hold, in milli-GPUs, in total and
+// per product. A node counts its healthy devices, or what its pods hold if
+// that is more; a cordoned node counts only what its pods hold (its free
+// devices cannot be given to anyone).
+struct GpuCapacity {
+  int64_t total = 0;
+  std::map<std::string, int64_t> by_product;
+  bool operator==(const GpuCapacity&) const = default;
+};
+
+// What `node` adds to GpuCapacity (milli-GPUs).
+int64_t NodeCapacityMilli(const NodeInfo& node);
+
+// Every namespace holding pods on nodes, sorted by name, and the capacity.
+// Immutable; copies share the sums.
 class UsageTable {
  public:
   using Row = std::shared_ptr<const NamespaceUse>;
   UsageTable() = default;
   // REQUIRES: rows sorted by ns, no namespace twice.
-  explicit UsageTable(std::vector<Row> rows) : rows_(std::move(rows)) {}
+  UsageTable(std::vector<Row> rows, GpuCapacity capacity)
+      : rows_(std::move(rows)), capacity_(std::move(capacity)) {}
   // From sums made some other way (the from-scratch walk).
-  static std::shared_ptr<const UsageTable> Of(std::map<std::string, NamespaceUse> use);
+  static std::shared_ptr<const UsageTable> Of(std::map<std::string, NamespaceUse> use,
+                                              GpuCapacity capacity);
 
   const NamespaceUse* Find(const std::string& ns) const;
   bool contains(const std::string& ns) const { return Find(ns) != nullptr; }
   const std::vector<Row>& rows() const { return rows_; }
+  const GpuCapacity& capacity() const { return capacity_; }
 
  private:
   std::vector<Row> rows_;
+  GpuCapacity capacity_;
 };
 
 class UsageIndex {
@@ -85,6 +105,7 @@ class UsageIndex {
   NamespaceUse& Mutable(const std::string& ns);
 
   std::map<std::string, std::shared_ptr<NamespaceUse>> use_;
+  GpuCapacity capacity_;
   mutable std::shared_ptr<const UsageTable> table_;      // for use_ as it is; null: make again
   absl::flat_hash_map<std::string, int32_t> gang_held_;  // "ns/gang" -> pods
   // "ns/gang" -> node name -> pods there.

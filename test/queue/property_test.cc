@@ -31,13 +31,14 @@ TEST(QueuePropertyTest, InvariantsHoldOverLongRandomSequences) {
               << r.evictions << " evictions, " << r.quota_changes << " quota changes, "
               << r.restarts << " restarts, " << r.gang_followups
               << " victim gangs evicted whole across nodes, up to " << r.gang_reservations
-              << " reserved device sets\n";
+              << " reserved device sets, " << r.idle_checks << " work-conservation checks\n";
     sum.binds += r.binds;
     sum.finishes += r.finishes;
     sum.preemptions += r.preemptions;
     sum.evictions += r.evictions;
     sum.quota_changes += r.quota_changes;
     sum.gang_followups += r.gang_followups;
+    sum.idle_checks += r.idle_checks;
   }
   // The invariants must be checked on a cluster that moves, not a stuck
   // one: per 100,000 steps, thousands of binds, hundreds of finishes, and
@@ -48,6 +49,7 @@ TEST(QueuePropertyTest, InvariantsHoldOverLongRandomSequences) {
   EXPECT_GE(sum.preemptions, 20 * scale);
   EXPECT_GE(sum.evictions, 5 * scale);
   EXPECT_GE(sum.quota_changes, 500 * scale);
+  EXPECT_GE(sum.idle_checks, 200 * scale);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << total << " steps in " << secs << " s\n";

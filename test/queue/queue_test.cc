@@ -47,20 +47,64 @@ PodRequest Running(const std::string& name, const std::string& ns, int gpus,
   return PodBuilder(name, ns).Gpus(gpus).OnNode(node, ids).Priority(priority).Build();
 }
 
-TEST(QuotaLedgerTest, LendsOnlyIdleGuaranteeNotAlreadyBorrowed) {
+TEST(QuotaLedgerTest, LendsEveryIdleGpuButTheBorrowersOwnIdleGuarantee) {
   auto state = gpusched::testing::MakeState(
       H100s(3), {Running("a", "team-a", 8, "h0", 0xff), Running("c", "team-c", 8, "h1", 0xff)});
   QuotaConfig q = Quotas(
-      {{"team-a", Quota(4, 16, "r")}, {"team-b", Quota(8, 8, "r")}, {"team-c", Quota(8, 8, "r")}});
+      {{"team-a", Quota(4, 24, "r")}, {"team-b", Quota(8, 8, "r")}, {"team-c", Quota(8, 8, "r")}});
   QuotaLedger ledger(q, *state->Snapshot());
-  // team-a borrows 4 of team-b's idle 8; team-b's idle minus that is 4.
+  // 24 GPUs, 16 held: 8 idle, all of them team-b's idle guarantee.
+  EXPECT_EQ(ledger.Capacity(), 24000);
+  EXPECT_EQ(ledger.Idle(), 8000);
   EXPECT_EQ(ledger.Usage("team-a"), 8000);
   EXPECT_EQ(ledger.Borrowed("team-a"), 4000);
-  EXPECT_EQ(ledger.Lendable("team-a"), 8000);  // b: 8 idle, c: 0
-  EXPECT_EQ(ledger.Lendable("team-b"), 0);     // c: 0, a: -4 (borrowing)
+  EXPECT_EQ(ledger.Lendable("team-a"), 8000);        // every idle GPU
+  EXPECT_EQ(ledger.Lendable("team-b"), 0);           // the idle ones are its own guarantee
+  EXPECT_EQ(ledger.CohortLendable("team-a"), 8000);  // b: 8 idle, c: 0
+  EXPECT_EQ(ledger.CohortLendable("team-b"), 0);     // c: 0, a: -4 (borrowing)
   EXPECT_TRUE(ledger.Check("team-a", 4000).ok);
-  EXPECT_FALSE(ledger.Check("team-a", 8000).ok);  // limit 16 ok, but 12 > 8 lendable
-  EXPECT_TRUE(ledger.Check("team-b", 8000).ok);   // within guarantee: always
+  EXPECT_TRUE(ledger.Check("team-a", 8000).ok);   // every idle GPU
+  EXPECT_FALSE(ledger.Check("team-a", 9000).ok);  // limit 24 ok, but 9 > 8 idle
+  EXPECT_FALSE(ledger.Check("team-a", 9000).over_limit);
+  EXPECT_TRUE(ledger.Check("team-a", 17000).over_limit);
+  EXPECT_TRUE(ledger.Check("team-b", 8000).ok);  // within guarantee: always
+}
+
+// GPUs no guarantee covers are lent to every namespace, cohort or not, up
+// to its limit; a refusal by the limit says so.
+TEST(QuotaLedgerTest, LendsUnguaranteedGpusToEveryNamespaceUpToItsLimit) {
+  auto state = gpusched::testing::MakeState(H100s(4), {Running("a", "team-a", 8, "h0", 0xff, 0)});
+  QuotaConfig q = Quotas({{"team-a", Quota(8, 32, "c")}}, Quota(0, 4, "c"));
+  QuotaLedger ledger(q, *state->Snapshot());
+  EXPECT_EQ(ledger.GuaranteedTotal(), 8000);
+  EXPECT_EQ(ledger.Lendable("team-a"), 24000);
+  EXPECT_EQ(ledger.CohortLendable("team-a"), 0);  // the cohort lends nothing: 24 GPUs no one's
+  EXPECT_TRUE(ledger.Check("team-a", 8000).ok);
+  EXPECT_TRUE(ledger.Check("default", 1000).ok);
+  EXPECT_TRUE(ledger.Check("no-cohort-ns", 0).ok);
+  QuotaVerdict v = ledger.Check("default", 8000);
+  EXPECT_FALSE(v.ok);
+  EXPECT_TRUE(v.over_limit);
+  EXPECT_EQ(QuotaMessage("default", "c", v),
+            "gpusched: namespace default at its limit: holds 0 of limit 4 GPUs (0 guaranteed)");
+  // A namespace with no cohort borrows the same idle GPUs.
+  QuotaConfig alone = Quotas({{"team-a", Quota(8, 32)}, {"solo", Quota(0, 16)}});
+  QuotaLedger l2(alone, *state->Snapshot());
+  EXPECT_TRUE(l2.Check("solo", 16000).ok);
+  EXPECT_FALSE(l2.Check("solo", 17000).ok);
+}
+
+// An unset limit reads "no limit" in messages.
+TEST(QuotaLedgerTest, MessageNamesIdleGpusAndAnUnsetLimit) {
+  auto state = gpusched::testing::MakeState(H100s(1), {Running("a", "team-a", 8, "h0", 0xff)});
+  QuotaConfig q = Quotas({{"team-a", Quota(8, 8)}}, Quota(0, kUnlimitedGpus));
+  QuotaLedger ledger(q, *state->Snapshot());
+  QuotaVerdict v = ledger.Check("default", 1000);
+  EXPECT_FALSE(v.ok);
+  EXPECT_FALSE(v.over_limit);
+  EXPECT_EQ(QuotaMessage("default", "", v),
+            "gpusched: namespace default at quota: 0/0 GPUs guaranteed, no limit, 0 idle GPUs it "
+            "may borrow");
 }
 
 // Claims held back per cohort are cached in the ledger (Claimed is read on
@@ -76,13 +120,14 @@ TEST(QuotaLedgerTest, ClaimedFollowsUsageAddedToAClaimingNamespace) {
       {"team-a", 4000}, {"team-c", 3000}, {"team-d", 8000}};
   QuotaLedger ledger(q, *state->Snapshot());
   ledger.SetClaims(claims);
-  EXPECT_EQ(ledger.Claimed("team-b"), 4000 + 3000);  // a: 6 idle, holds 4; c: holds 3
-  EXPECT_EQ(ledger.Claimed("team-a"), 3000);         // not its own
-  EXPECT_EQ(ledger.Claimed("team-d"), 0);            // alone in its cohort
+  // Every claim holds back, whatever the cohort.
+  EXPECT_EQ(ledger.Claimed("team-b"), 4000 + 3000 + 8000);  // a: 6 idle, holds 4; c: 3; d: 8
+  EXPECT_EQ(ledger.Claimed("team-a"), 3000 + 8000);         // not its own
+  EXPECT_EQ(ledger.Claimed("team-d"), 4000 + 3000);
   // team-a takes 4 GPUs more: 2 idle left, so it holds back 2, not 4.
   ledger.Add("team-a", "NVIDIA-H100-80GB-HBM3", 4000);
   ledger.Add("team-c", "NVIDIA-H100-80GB-HBM3", 2000);  // c: 2 idle, holds 2
-  EXPECT_EQ(ledger.Claimed("team-b"), 2000 + 2000);
+  EXPECT_EQ(ledger.Claimed("team-b"), 2000 + 2000 + 8000);
   auto after = gpusched::testing::MakeState(
       H100s(4), {Running("a", "team-a", 6, "h0", 0x3f), Running("c", "team-c", 2, "h1", 0x03)});
   QuotaLedger fresh(q, *after->Snapshot());
@@ -90,6 +135,7 @@ TEST(QuotaLedgerTest, ClaimedFollowsUsageAddedToAClaimingNamespace) {
   for (const std::string ns : {"team-a", "team-b", "team-c", "team-d", "team-e"}) {
     EXPECT_EQ(ledger.Claimed(ns), fresh.Claimed(ns)) << ns;
     EXPECT_EQ(ledger.Lendable(ns), fresh.Lendable(ns)) << ns;
+    EXPECT_EQ(ledger.CohortLendable(ns), fresh.CohortLendable(ns)) << ns;
     for (int64_t demand : {1000, 4000, 9000}) {
       EXPECT_EQ(ledger.Check(ns, demand).ok, fresh.Check(ns, demand).ok) << ns << " " << demand;
     }
@@ -99,7 +145,7 @@ TEST(QuotaLedgerTest, ClaimedFollowsUsageAddedToAClaimingNamespace) {
 TEST(QueueTest, InadmissiblePodFailsEveryNodeWithOneMessage) {
   Harness h(H100s(4),
             {Running("a0", "team-a", 8, "h0", 0xff), Running("a1", "team-a", 8, "h1", 0xff),
-             Running("b0", "team-b", 8, "h2", 0xff)},
+             Running("b0", "team-b", 8, "h2", 0xff), Running("x0", "other", 8, "h3", 0xff)},
             ResearchCohort());
   PodRequest p1 = PodBuilder("p1", "team-a").Gpus(4).Created(1).Build();
   PodRequest p2 = PodBuilder("p2", "team-a").Gpus(4).Created(2).Build();
@@ -109,12 +155,12 @@ TEST(QueueTest, InadmissiblePodFailsEveryNodeWithOneMessage) {
   h.Filter(p3);
   EXPECT_THAT(h.Filter(p1, &reason), IsEmpty());
   EXPECT_EQ(reason,
-            "gpusched: namespace team-a at quota: 16/16 GPUs guaranteed, limit 24, cohort "
-            "research has 0 idle; pod needs 4; position 1 in queue");
+            "gpusched: namespace team-a at quota: 16/16 GPUs guaranteed, limit 24, 0 idle GPUs it "
+            "may borrow; pod needs 4; position 1 in queue");
   h.Filter(p3, &reason);
   EXPECT_EQ(reason,
-            "gpusched: namespace team-a at quota: 16/16 GPUs guaranteed, limit 24, cohort "
-            "research has 0 idle; pod needs 4; 2 earlier in queue need 8; position 3 in queue");
+            "gpusched: namespace team-a at quota: 16/16 GPUs guaranteed, limit 24, 0 idle GPUs it "
+            "may borrow; pod needs 4; 2 earlier in queue need 8; position 3 in queue");
 }
 
 TEST(QueueTest, BorrowsIdleGuaranteeOfCohortUpToLimit) {
@@ -126,7 +172,7 @@ TEST(QueueTest, BorrowsIdleGuaranteeOfCohortUpToLimit) {
   ASSERT_EQ(h.Bind(p, "h2"), "");
   std::string reason;
   EXPECT_THAT(h.Filter(PodBuilder("q", "team-a").Gpus(1).Build(), &reason), IsEmpty());
-  EXPECT_THAT(reason, HasSubstr("24/16 GPUs guaranteed, limit 24"));
+  EXPECT_THAT(reason, HasSubstr("at its limit: holds 24 of limit 24 GPUs (16 guaranteed)"));
 }
 
 TEST(QueueTest, NoQuotasSectionMeansNoEnforcement) {
@@ -264,7 +310,7 @@ TEST(BindTest, RechecksQuotaAtBind) {
   h.now_ms += o.stale_after_ms + 1;  // p stops blocking q (as if kube lost interest)
   ASSERT_THAT(h.Filter(q), SizeIs(2));
   EXPECT_EQ(h.Bind(q, "h0"), "");
-  EXPECT_THAT(h.Bind(p, "h1"), HasSubstr("bind rejected: namespace team-a at quota"));
+  EXPECT_THAT(h.Bind(p, "h1"), HasSubstr("bind rejected: namespace team-a at its limit"));
   EXPECT_FALSE(h.state().FindPod(p.uid)->HoldsGpus());
 }
 
@@ -664,13 +710,13 @@ TEST(ReclaimTest, FreedGpusAreNotLentToAnotherBorrowerFirst) {
   PodRequest c2 = PodBuilder("c2", "team-c").Gpus(4).Priority(5).Build();
   std::string reason;
   EXPECT_THAT(h.Filter(c2, &reason), IsEmpty());
-  EXPECT_THAT(reason, HasSubstr("cohort r has 4 idle (4 more held for pods of namespaces below "
-                                "their guarantee)"));
+  EXPECT_THAT(reason, HasSubstr("0 idle GPUs it may borrow, 4 more held for pods of namespaces "
+                                "below their guarantee"));
   EXPECT_THAT(h.Filter(b), ElementsAre("h1"));
   // The pod the claim was for is deleted: the guarantee is lendable again.
   h.state().RemovePod(b.uid);
   h.state().Commit();
-  EXPECT_THAT(h.Filter(c2), ElementsAre("h1"));
+  EXPECT_THAT(h.Filter(c2, &reason), ElementsAre("h1")) << reason;
 }
 
 // Reclaim takes only what a namespace borrows: a victim whose eviction would
@@ -805,19 +851,64 @@ TEST(HotReloadTest, LoweringALimitBlocksNewPodsAndEvictsOnlyWhenAsked) {
   EXPECT_EQ(h.queue->Tick(), 0);
 }
 
+// A gang whose size annotation is invalid is refused with that reason,
+// never admitted, and does not hold back its namespace's later pods (it
+// used to wait "for an object not read yet" at the head of the queue).
+TEST(GangTest, InvalidGangSizeNamesTheAnnotationAndBlocksNoOne) {
+  Harness h(H100s(2), {}, ResearchCohort());
+  PodRequest bad = PodBuilder("bad-0", "team-b").Gpus(8).Created(100).Build();
+  bad.gang = "kueue/grp";
+  bad.gang_size = kGangSizeUnknown;
+  bad.gang_size_reason =
+      "annotation kueue.x-k8s.io/pod-group-total-count: 'abc' is not a member count (1..100000)";
+  std::string reason;
+  EXPECT_THAT(h.Filter(bad, &reason), IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("gang kueue/grp: annotation "
+                                "kueue.x-k8s.io/pod-group-total-count: 'abc' is not a member"));
+  // team-b may hold 8 GPUs: the later 8-GPU pod is not behind the bad one.
+  PodRequest later = PodBuilder("later", "team-b").Gpus(8).Created(200).Build();
+  EXPECT_THAT(h.Filter(later, &reason), SizeIs(2)) << reason;
+  auto explained = h.queue->ExplainPod("team-b", "bad-0");
+  ASSERT_TRUE(explained.has_value());
+  EXPECT_EQ(explained->reason, bad.UnknownGangSizeReason());
+  EXPECT_THAT(explained->reason, ::testing::Not(HasSubstr("admissible")));
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
+}
+
+// A member of a gang of unknown size gets no preemption: it could not take
+// the GPUs freed for it. The same pod alone would.
+TEST(GangTest, UnknownGangSizeGetsNoPreemption) {
+  Harness h(H100s(1), {Running("low", "team-a", 8, "h0", 0xff)}, ResearchCohort());
+  PodRequest bad = PodBuilder("bad-0", "team-b").Gpus(8).Priority(10).Build();
+  bad.gang = "lws/k";
+  bad.gang_size = kGangSizeUnknown;
+  bad.gang_size_reason =
+      "annotation leaderworkerset.sigs.k8s.io/size: '99999999999' is not a "
+      "member count (1..100000)";
+  EXPECT_THAT(h.Filter(bad), IsEmpty());
+  PreemptionArgs args;
+  args.pod = bad;
+  args.candidates.push_back({"h0", {"uid-team-a-low"}, 0});
+  EXPECT_THAT(h.service->Preempt(args).nodes, IsEmpty());
+  PodRequest alone = PodBuilder("alone", "team-b").Gpus(8).Priority(10).Build();
+  EXPECT_THAT(h.Filter(alone), IsEmpty());
+  args.pod = alone;
+  EXPECT_THAT(h.service->Preempt(args).nodes, SizeIs(1));
+}
+
 TEST(ExplainTest, ReportsQueueAndWhyAPodWaits) {
   Harness h(H100s(4),
             {Running("a0", "team-a", 8, "h0", 0xff), Running("a1", "team-a", 8, "h1", 0xff),
-             Running("b0", "team-b", 8, "h2", 0xff)},
+             Running("b0", "team-b", 8, "h2", 0xff), Running("x0", "other", 8, "h3", 0xff)},
             ResearchCohort());
   PodRequest p = PodBuilder("p", "team-a").Gpus(4).Priority(5).Build();
   h.Filter(p);
   QueueReport r = h.queue->Report();
-  ASSERT_THAT(r.namespaces, SizeIs(2));
-  EXPECT_EQ(r.namespaces[0].ns, "team-a");
-  EXPECT_EQ(r.namespaces[0].usage_milli, 16000);
-  ASSERT_THAT(r.namespaces[0].queue, SizeIs(1));
-  EXPECT_THAT(r.namespaces[0].queue[0].reason, HasSubstr("at quota"));
+  ASSERT_THAT(r.namespaces, SizeIs(3));  // other, team-a, team-b
+  EXPECT_EQ(r.namespaces[1].ns, "team-a");
+  EXPECT_EQ(r.namespaces[1].usage_milli, 16000);
+  ASSERT_THAT(r.namespaces[1].queue, SizeIs(1));
+  EXPECT_THAT(r.namespaces[1].queue[0].reason, HasSubstr("at quota"));
   auto pod = h.queue->ExplainPod("team-a", "p");
   ASSERT_TRUE(pod.has_value());
   EXPECT_EQ(pod->state, "pending");

@@ -376,8 +376,45 @@ class Simulation {
           return;
         }
       }
+      CheckIdleGpusAreLent(*snap, ledger);
+      if (!r_.violation.empty()) return;
     }
     CheckGuaranteeAdmits(*snap, ledger);
+  }
+
+  // Work conservation, checked after every tick: the head of a namespace's
+  // queue never waits for quota while a node has room for it now and its
+  // namespace is below its limit with it (GPUs held back for another
+  // namespace's reclaim excepted: they are spoken for).
+  void CheckIdleGpusAreLent(const ClusterSnapshot& snap, const QuotaLedger& ledger) {
+    std::map<std::string, PodRequest> heads;
+    for (PodRequest& p : Pods(true)) {
+      auto it = heads.find(p.ns);
+      if (it == heads.end() || Earlier(p, it->second)) heads[p.ns] = std::move(p);
+    }
+    auto fw = h_.service->framework();
+    for (const auto& [ns, head] : heads) {
+      if (!head.gang.empty()) continue;
+      if (ledger.Usage(ns) + DemandMilli(head.gpu) > ledger.Limit(ns)) continue;
+      policy::PodContext ctx = fw->Prepare(head, snap);
+      bool room = false;
+      for (const auto& node : snap.nodes()) {
+        room = room || policy::FitsWithDevices(*fw, ctx, *node);
+      }
+      if (!room) continue;
+      std::string reason;
+      if (!h_.Filter(head, &reason).empty()) continue;
+      if (reason.find(" at quota:") != std::string::npos &&
+          reason.find("position 1 in queue") != std::string::npos &&
+          reason.find("held for pods of namespaces below their guarantee") == std::string::npos) {
+        r_.violation = StrCat("head ", head.Key(),
+                              " waits for quota below its limit while a node "
+                              "has room for it: ",
+                              reason);
+        return;
+      }
+      ++r_.idle_checks;
+    }
   }
 
   // A gang that lost a member to preemption runs no member after the next

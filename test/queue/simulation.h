@@ -29,6 +29,9 @@ struct SimulationResult {
   int64_t submits = 0, finishes = 0, cancels = 0, quota_changes = 0;
   int64_t gang_reservations = 0;
   int64_t gang_followups = 0;  // victim gangs whose other members the tick evicted
+  // Heads admitted by the work-conservation check after a tick (below their
+  // limit with a node that has room): how often that invariant was tested.
+  int64_t idle_checks = 0;
 };
 
 // `from_scratch`: the queue rebuilds its incremental state before every

@@ -44,6 +44,9 @@ struct TopologyTemplate {
 using ScoringConfig = policy::ScoringSpec;
 using FragmentationShape = policy::FragmentationShape;
 
+// An amount no cluster reaches: a limit that is not set.
+inline constexpr int64_t kUnlimitedGpus = int64_t{1} << 24;
+
 // One quota: GPUs a namespace (or a GPU model within it) may hold.
 struct QuotaAmount {
   int64_t guaranteed = 0;
@@ -74,7 +77,12 @@ struct AttainedServiceConfig {
 
 struct NamespaceQuota {
   QuotaAmount gpus;
-  std::string cohort;                         // "" = lends and borrows with nobody
+  // Its idle guarantee is lent to this cohort's members first: they may
+  // reclaim it from borrowers outside the cohort. "" = no cohort.
+  std::string cohort;
+  // Its share of the GPUs above guarantees when several namespaces want
+  // more than their guarantee (weighted fair share; > 0).
+  double weight = 1.0;
   std::map<std::string, QuotaAmount> models;  // product entry -> amount
   QueueingStrategy queueing = QueueingStrategy::kStrictFifo;
   AttainedServiceConfig attained;
@@ -83,7 +91,9 @@ struct NamespaceQuota {
 
 struct QuotaConfig {
   bool enabled = false;  // false when the file has no "quotas" section
-  NamespaceQuota default_quota;
+  // Without a "default" entry: nothing guaranteed, no limit (the namespace
+  // uses idle GPUs, borrowed and so reclaimable).
+  NamespaceQuota default_quota = {.gpus = {.guaranteed = 0, .limit = kUnlimitedGpus}};
   std::map<std::string, NamespaceQuota> namespaces;
 };
 
