@@ -216,8 +216,41 @@ expect_in 'resourceName: gpu-scheduler'
 
 expect_doc PriorityClass training-high
 expect_doc PriorityClass training-low
-expect_doc DaemonSet gpusched-topology-agent
+# The node agent: GPU nodes only, GPU taints tolerated, the kubelet's device
+# plugin and pod-resources directories mounted; rights limited to its node's
+# pods' two device annotations (RBAC plus the admission policy).
+expect_doc DaemonSet gpusched-node-agent
 expect_in 'nvidia.com/gpu.present: "true"'
+expect_in 'key: nvidia.com/gpu'
+expect_in '- node-agent'
+expect_in 'path: /var/lib/kubelet/device-plugins'
+expect_in 'path: /var/lib/kubelet/pod-resources'
+expect_in 'serviceAccountName: gpusched-node-agent'
+expect_doc ClusterRole gpusched-node-agent
+# The verbs of the rule whose resources are exactly [pods].
+pod_verbs=$(awk '
+  /^- apiGroups:/ { if (res == "pods,") print verbs; res = ""; verbs = ""; sect = "" }
+  /^  resources:/ { sect = "r"; next }
+  /^  verbs:/ { sect = "v"; next }
+  /^  - / { if (sect == "r") res = res substr($0, 5) ","; if (sect == "v") verbs = verbs substr($0, 5) " " }
+  END { if (res == "pods,") print verbs }
+' <<<"${current}")
+[[ "${pod_verbs}" == "get list patch " ]] ||
+  fail "ClusterRole/gpusched-node-agent: pods verbs are '${pod_verbs}', want get list patch"
+if grep -Eq -- '- (delete|update|deletecollection|"\*")$' <<<"${current}"; then
+  fail "ClusterRole/gpusched-node-agent grants a delete or update verb"
+fi
+if grep -Eq 'secrets|configmaps|pods/binding|pods/eviction' <<<"${current}"; then
+  fail "ClusterRole/gpusched-node-agent grants more than nodes, pods and events"
+fi
+expect_doc ValidatingAdmissionPolicy gpusched-node-agent-pods
+expect_in 'authentication.kubernetes.io/node-name'
+expect_in 'gpusched.io/gpu-ids-confirmed'
+expect_doc ValidatingAdmissionPolicyBinding gpusched-node-agent-pods
+expect_in 'policyName: gpusched-node-agent-pods'
+if [[ -n "$(doc DaemonSet gpusched-topology-agent)" ]]; then
+  fail "the topology-agent DaemonSet is still rendered beside the node agent"
+fi
 
 expect_doc ConfigMap gpusched-grafana-dashboard
 expect_in 'grafana_dashboard: "1"'
