@@ -3,7 +3,6 @@
 // probe port), then serves until SIGTERM. Pieces: ServerOptionsFrom (flags
 // over the config's server section), ConfigReloader (live reload), Serve
 // (wiring).
-#include <sys/stat.h>
 
 #include <fstream>
 #include <iostream>
@@ -34,21 +33,6 @@
 
 namespace gpusched::cli {
 namespace {
-
-// Identity of the config file as seen through symlinks (a ConfigMap update
-// swaps the ..data symlink): a change of inode, size or mtime means reload.
-struct FileStamp {
-  ino_t inode = 0;
-  off_t size = 0;
-  time_t mtime = 0;
-  bool operator==(const FileStamp&) const = default;
-};
-
-FileStamp Stamp(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return {};
-  return {st.st_ino, st.st_size, st.st_mtime};
-}
 
 // --NAME as an integer in [min, max]; unchanged `*out` if the flag is absent.
 absl::Status IntFlag(const Flags& flags, const std::string& name, int64_t min, int64_t max,
@@ -177,7 +161,10 @@ std::vector<std::string> RestartFields(const http::ServerOptions& running,
 // effect at once; server settings and topologyTemplates (baked into the
 // listeners and the cluster view at start) are reported as needing a
 // restart. One log line per reload. Triggers: SIGHUP and a change of the
-// file's stamp (the file watcher); both may run on different I/O threads.
+// file's content (the file watcher reads it every period and compares it
+// with what it read last: an in-place edit of the same size within the
+// same second leaves inode, size and mtime alone, never the content); both
+// may run on different I/O threads.
 class ConfigReloader {
  public:
   ConfigReloader(std::string path, std::string text, const SchedulerConfig& config,
@@ -189,12 +176,12 @@ class ConfigReloader {
         running_templates_(config.topology_templates),
         service_(service),
         queue_(queue),
-        stamp_(Stamp(path_)),
+        read_text_(text),
         applied_text_(std::move(text)) {}
 
-  // SIGHUP: reloads even if the file's stamp did not change.
+  // SIGHUP: reloads even if the file's content did not change.
   void OnSignal() { Reload("SIGHUP", true); }
-  // Periodic: reloads if the file's stamp changed.
+  // Periodic: reloads if the file's content changed since it was last read.
   void OnTick() { Reload("file change", false); }
 
   codec::RunningConfig Running() const {
@@ -221,14 +208,19 @@ class ConfigReloader {
  private:
   void Reload(const char* trigger, bool forced) {
     absl::MutexLock l(&mu_);
-    const FileStamp now = Stamp(path_);
-    if (!forced && now == stamp_) return;
-    stamp_ = now;
     std::ifstream in(path_, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
     const std::string text = ss.str();
-    if (!in) return Log(trigger, StrCat("reload rejected, keeping the old one: cannot read"));
+    if (!in) {
+      // Reported once until the file is readable again (or on SIGHUP).
+      if (!forced && read_failed_) return;
+      read_failed_ = true;
+      return Log(trigger, StrCat("reload rejected, keeping the old one: cannot read"));
+    }
+    read_failed_ = false;
+    if (!forced && text == read_text_) return;
+    read_text_ = text;
     if (text == applied_text_) {
       if (forced) Log(trigger, "unchanged, nothing to apply");
       return;
@@ -268,7 +260,8 @@ class ConfigReloader {
   ExtenderService* service_;
   queue::QueueConfigApplier* queue_;
   mutable absl::Mutex mu_;
-  FileStamp stamp_ ABSL_GUARDED_BY(mu_);
+  std::string read_text_ ABSL_GUARDED_BY(mu_);  // the file as last read (applied or not)
+  bool read_failed_ ABSL_GUARDED_BY(mu_) = false;
   std::string applied_text_ ABSL_GUARDED_BY(mu_);
   std::string last_error_ ABSL_GUARDED_BY(mu_);
   int64_t reloads_ ABSL_GUARDED_BY(mu_) = 0;
@@ -383,6 +376,10 @@ int Serve(const std::vector<std::string>& args) {
   }
 
   ClusterState state(config->topology_templates);
+  // Each conflicting device claim once (gpusched_device_conflicts counts them).
+  state.SetConflictLog([](const std::string& node, const std::string& what) {
+    std::cerr << StrCat("gpusched: node ", node, ": device conflict: ", what, "\n");
+  });
   ExtenderService service(&state, std::shared_ptr<const policy::Framework>(std::move(*fw)));
   Metrics metrics;
   FileClusterSource source(flags.Get("cluster"));

@@ -20,7 +20,8 @@ constexpr char kUsage[] =
     "name quotas under which a namespace can never get GPUs.\n"
     "  --config FILE        the policy config\n"
     "  --cluster LIST.json  also load a `kubectl get nodes,pods -A -o json` List and\n"
-    "                       report its nodes, GPUs and topology problems\n";
+    "                       report its nodes, GPUs, topology problems and device\n"
+    "                       conflicts (pods claiming the same gpusched.io/gpu-ids)\n";
 
 // The guarantee that other namespaces of `cohort` could ever lend to the
 // namespace configured at `self` (nullptr: the default quota, i.e. any
@@ -126,11 +127,21 @@ int Validate(const std::vector<std::string>& args) {
       return 2;
     }
     snap = state.Snapshot();
-    std::cout << "cluster " << flags.Get("cluster") << ": ok (" << snap->nodes().size()
-              << " nodes, " << snap->TotalGpus() << " healthy GPUs, "
-              << snap->AllocatedGpuMilli() / 1000.0 << " allocated)\n";
+    const auto conflicts = state.DeviceConflicts();
+    std::cout << "cluster " << flags.Get("cluster") << ": "
+              << (conflicts.empty()
+                      ? "ok"
+                      : StrCat(conflicts.size(),
+                               conflicts.size() == 1 ? " device conflict" : " device conflicts"))
+              << " (" << snap->nodes().size() << " nodes, " << snap->TotalGpus()
+              << " healthy GPUs, " << snap->AllocatedGpuMilli() / 1000.0 << " allocated)\n";
     for (const auto& [node, err] : state.TopologyErrors()) {
       std::cout << "  warning: node " << node << ": " << err << "\n";
+    }
+    // Conflicting gpusched.io/gpu-ids claims: every claim is counted (the
+    // devices are held), but the cluster's annotations disagree.
+    for (const auto& [node, what] : conflicts) {
+      std::cout << "  warning: node " << node << ": device conflict: " << what << "\n";
     }
   }
   for (const std::string& w : QuotaWarnings(config->quotas, snap.get())) {

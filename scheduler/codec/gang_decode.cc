@@ -52,10 +52,28 @@ std::optional<Object> ObjectIn(const Object& obj, std::string_view key) {
   return o;
 }
 
-// A count annotation: 1..kMaxGangSize, else kGangSizeUnknown.
-int32_t Count(std::string_view text) {
-  int v = 0;
-  if (!absl::SimpleAtoi(ToAbsl(text), &v) || v < 1 || v > kMaxGangSize) return kGangSizeUnknown;
+// A count annotation `key` (absent: nullopt): 1..kMaxGangSize, else
+// kGangSizeUnknown with why in `*reason`, naming the annotation.
+int32_t Count(std::string_view key, std::optional<std::string_view> text, std::string* reason) {
+  if (!text.has_value()) {
+    *reason = StrCat("annotation ", key, " is missing (it gives the group's member count)");
+    return kGangSizeUnknown;
+  }
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(ToAbsl(*text), &v) || v < 1 || v > kMaxGangSize) {
+    *reason =
+        StrCat("annotation ", key, ": '", *text, "' is not a member count (1..", kMaxGangSize, ")");
+    return kGangSizeUnknown;
+  }
+  return static_cast<int32_t>(v);
+}
+
+// An annotation as a string; nullopt if absent or not a string.
+std::optional<std::string_view> Annotation(const std::optional<Object>& ann, std::string_view key) {
+  if (!ann) return std::nullopt;
+  std::string_view v;
+  auto m = Member(*ann, key);
+  if (!m || m->get_string().get(v) != simdjson::SUCCESS) return std::nullopt;
   return v;
 }
 
@@ -93,9 +111,9 @@ void SetOwned(PodRequest& pod, GangOwnerKind kind, std::string_view name) {
 }
 
 void SetCounted(PodRequest& pod, std::string_view prefix, std::string_view name,
-                std::string_view count) {
+                const std::optional<Object>& ann, std::string_view count_key) {
   pod.gang = StrCat(prefix, name);
-  pod.gang_size = Count(count);
+  pod.gang_size = Count(count_key, Annotation(ann, count_key), &pod.gang_size_reason);
 }
 
 // Element as a non-negative count: absent/null = `dflt`; wrong type or
@@ -178,10 +196,10 @@ void ApplyGangDeclarations(const Object& meta, PodRequest& pod) {
     }
   }
   if (auto v = StringIn(labels, kKueueGroupLabel); !v.empty()) {
-    return SetCounted(pod, "kueue/", v, StringIn(ann, kKueueCountAnnotation));
+    return SetCounted(pod, "kueue/", v, ann, kKueueCountAnnotation);
   }
   if (auto v = StringIn(labels, kLwsGroupKeyLabel); !v.empty()) {
-    return SetCounted(pod, "lws/", v, StringIn(ann, kLwsSizeAnnotation));
+    return SetCounted(pod, "lws/", v, ann, kLwsSizeAnnotation);
   }
   if (auto v = StringIn(labels, kJobSetNameLabel); !v.empty()) {
     return SetOwned(pod, GangOwnerKind::kJobSet, v);

@@ -61,6 +61,17 @@ std::optional<std::string> RawGpuIds(const Object& pod) {
   return std::string(s);
 }
 
+// A Pod as the source keeps it: decoded, or (DecodePod refused it, and it
+// is bound) what it holds, with why it did not decode; else DecodePod's
+// error.
+absl::StatusOr<PodItem> DecodePodItem(const Element& item, const Object& obj) {
+  auto pod = DecodePod(item, "Pod");
+  if (pod.ok()) return PodItem{*std::move(pod), RawGpuIds(obj), ""};
+  auto held = DecodeHeldPod(item, "Pod");
+  if (!held.ok()) return pod.status();
+  return PodItem{*std::move(held), RawGpuIds(obj), std::string(FromAbsl(pod.status().message()))};
+}
+
 // Decodes one item into `page` or records it as bad.
 void DecodeItem(const Element& item, ObjectKind kind, ListPage& page) {
   Object obj;
@@ -76,9 +87,9 @@ void DecodeItem(const Element& item, ObjectKind kind, ListPage& page) {
     }
     return;
   }
-  auto pod = DecodePod(item, "Pod");
+  auto pod = DecodePodItem(item, obj);
   if (pod.ok()) {
-    page.pods.push_back(PodItem{std::move(*pod), RawGpuIds(obj)});
+    page.pods.push_back(*std::move(pod));
   } else {
     page.bad_items.push_back(StrCat(key, ": ", FromAbsl(pod.status().message())));
   }
@@ -211,9 +222,9 @@ absl::StatusOr<WatchEvent> KubeDecoder::DecodeWatchEvent(std::string& line, Obje
       ev.decode_error = std::string(FromAbsl(node.status().message()));
     }
   } else {
-    auto pod = DecodePod(*object, "Pod");
+    auto pod = DecodePodItem(*object, obj);
     if (pod.ok()) {
-      ev.pod = PodItem{std::move(*pod), RawGpuIds(obj)};
+      ev.pod = *std::move(pod);
     } else {
       ev.decode_error = std::string(FromAbsl(pod.status().message()));
     }

@@ -41,6 +41,10 @@ struct KubeStatus {
 struct PodItem {
   PodRequest pod;
   std::optional<std::string> raw_gpu_ids;
+  // Set when the Pod did not decode but is bound and not finished: `pod` is
+  // what it still holds (its requests, devices unknown; never counted
+  // free), and this is why it did not decode, naming the field.
+  std::string decode_error;
 };
 
 struct ListPage {
@@ -48,7 +52,8 @@ struct ListPage {
   std::string continue_token;
   std::vector<NodeSpec> nodes;
   std::vector<PodItem> pods;
-  // Items that could not be decoded: "namespace/name: why".
+  // Items that could not be decoded and hold nothing (or cannot be
+  // identified): "namespace/name: why".
   std::vector<std::string> bad_items;
 };
 
@@ -58,9 +63,9 @@ struct WatchEvent {
   std::string resource_version;  // the object's (bookmarks carry only this)
   std::string ns, name, uid;     // identity, also when the object did not decode
   std::optional<NodeSpec> node;
-  std::optional<PodItem> pod;
-  std::string decode_error;  // set if the object is there but not decodable
-  KubeStatus status;         // for kError
+  std::optional<PodItem> pod;  // also a held pod that did not decode (decode_error)
+  std::string decode_error;    // set if the object is there, not decodable, holds nothing
+  KubeStatus status;           // for kError
 };
 
 class KubeDecoder {

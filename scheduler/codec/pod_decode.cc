@@ -3,7 +3,10 @@
 // container's nvidia.com/gpu is its limit, or its request if it has no limit.
 #include <simdjson.h>
 
+#include <algorithm>
 #include <limits>
+#include <optional>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -235,7 +238,85 @@ PodPhase ParsePhase(std::string_view p) {
   return PodPhase::kUnknown;
 }
 
+// A string member, "" if absent or of another type (DecodeHeldPod reads
+// what it can and never fails on a field it does not need).
+std::string_view LenientString(const Object& obj, std::string_view key) {
+  std::string_view v;
+  auto m = Member(obj, key);
+  if (!m || m->get_string().get(v) != simdjson::SUCCESS) return "";
+  return v;
+}
+
+std::optional<Object> LenientObject(const Object& obj, std::string_view key) {
+  Object o;
+  auto m = Member(obj, key);
+  if (!m || m->get_object().get(o) != simdjson::SUCCESS) return std::nullopt;
+  return o;
+}
+
+// The most GPUs a bound pod can hold on a node: what DecodeHeldPod counts
+// for a pod whose requests cannot be read.
+constexpr int32_t kMaxGpusHeld = 64;
+
+// What a bound pod holds: its requests, or (unreadable) a whole node.
+void HeldResources(const std::optional<Object>& spec, std::string_view path, PodRequest& pod) {
+  absl::StatusOr<Resources> r = spec ? EffectiveResources(*spec, StrCat(path, ".spec"))
+                                     : absl::StatusOr<Resources>(Resources{});
+  if (!r.ok()) {
+    pod.gpu.count = kMaxGpusHeld;
+    return;
+  }
+  pod.gpu.count = static_cast<int32_t>(std::min<int64_t>(r->gpus, kMaxGpusHeld));
+  pod.cpu_milli = r->cpu_milli;
+  pod.memory_mib = r->memory_mib;
+}
+
 }  // namespace
+
+absl::StatusOr<PodRequest> DecodeHeldPod(const Element& e, std::string_view path) {
+  Object pod_obj;
+  if (e.get_object().get(pod_obj) != simdjson::SUCCESS) return TypeError(path, "object");
+  auto meta = LenientObject(pod_obj, "metadata");
+  if (!meta || LenientString(*meta, "name").empty()) {
+    return absl::InvalidArgumentError(StrCat(path, ".metadata.name: missing"));
+  }
+  auto spec = LenientObject(pod_obj, "spec");
+  auto status = LenientObject(pod_obj, "status");
+  PodRequest pod;
+  pod.name = std::string(LenientString(*meta, "name"));
+  const std::string_view ns = LenientString(*meta, "namespace");
+  pod.ns = ns.empty() ? "default" : std::string(ns);
+  const std::string_view uid = LenientString(*meta, "uid");
+  pod.uid = uid.empty() ? pod.ns + "/" + pod.name : std::string(uid);
+  if (spec) pod.node_name = std::string(LenientString(*spec, "nodeName"));
+  if (status) pod.phase = ParsePhase(LenientString(*status, "phase"));
+  if (!pod.HoldsGpus()) {
+    return absl::InvalidArgumentError(StrCat(path, ": not bound to a node, holds nothing"));
+  }
+  pod.deleting = Member(*meta, "deletionTimestamp").has_value();
+  HeldResources(spec, path, pod);
+  if (spec) {
+    int64_t prio = 0;
+    auto p = Member(*spec, "priority");
+    if (p && p->get_int64().get(prio) == simdjson::SUCCESS) {
+      pod.priority = static_cast<int32_t>(std::clamp<int64_t>(
+          prio, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+    }
+    pod.priority_class = std::string(LenientString(*spec, "priorityClassName"));
+  }
+  for (auto [obj, key, out] : {std::tuple{&meta, "creationTimestamp", &pod.creation_unix},
+                               std::tuple{&status, "startTime", &pod.start_unix}}) {
+    if (!*obj) continue;
+    auto t = ParseTimestamp(LenientString(**obj, key), key);
+    if (t.ok()) *out = *t;
+  }
+  if (pod.start_unix == 0) pod.start_unix = pod.creation_unix;
+  // The gang it belongs to, if a framework declares one (never fails);
+  // gpusched's own annotations are not read: one of them may be what failed.
+  ApplyGangDeclarations(*meta, pod);
+  pod.workload = pod.gang.empty() ? OwningJob(*meta) : pod.gang;
+  return pod;
+}
 
 absl::StatusOr<PodRequest> DecodePod(const Element& e, std::string_view path) {
   Object pod_obj;

@@ -1,6 +1,7 @@
 #include "gpusched/core/cluster_state.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 
 #include "gpusched/util/strings.h"
@@ -31,8 +32,86 @@ PodOnNode OnNode(const PodRequest& p, bool devices_known) {
 
 }  // namespace
 
+namespace {
+
+// The node's state while its pods are applied: which pod first took each
+// device, for naming it in a conflict.
+struct Holders {
+  std::array<const PodRequest*, kMaxGpusPerNode> by_device{};
+};
+
+// Why `p`'s gpusched.io/gpu-ids claim cannot be honoured as written on `n`
+// (ids the node does not have, a count that differs from the request, a
+// device already full), or "" if it can.
+std::string ClaimProblem(const NodeInfo& n, const PodRequest& p, const Holders& h) {
+  const DeviceMask all = LowMask(n.gpu_count);
+  if ((p.gpu_ids & ~all) != 0) {
+    return StrCat("pod ", p.Key(), " claims GPUs ", FormatMask(p.gpu_ids), ", node has ",
+                  n.gpu_count);
+  }
+  if (PopCount(p.gpu_ids) != p.gpu.count) {
+    return StrCat("pod ", p.Key(), " claims ", PopCount(p.gpu_ids), " GPU ids (",
+                  FormatMask(p.gpu_ids), ") for ", p.gpu.count, " GPUs");
+  }
+  const int add = p.gpu.shared() ? p.gpu.milli_per_gpu : 1000;
+  for (DeviceMask m = p.gpu_ids; m != 0; m &= m - 1) {
+    const int d = std::countr_zero(m);
+    if (n.used_milli[d] + add <= 1000) continue;
+    const PodRequest* other = h.by_device[d];
+    return StrCat("pods ", other != nullptr ? other->Key() : "?", " and ", p.Key(),
+                  " both claim GPU ", d);
+  }
+  return "";
+}
+
+// Marks `p`'s claimed devices used (ClaimProblem found none).
+void ApplyClaim(NodeInfo& n, const PodRequest& p, PodOnNode& on, Holders& h) {
+  const int add = p.gpu.shared() ? p.gpu.milli_per_gpu : 1000;
+  on.devices = p.gpu_ids;
+  for (DeviceMask m = p.gpu_ids; m != 0; m &= m - 1) {
+    const int d = std::countr_zero(m);
+    n.used_milli[d] = static_cast<uint16_t>(n.used_milli[d] + add);
+    if (h.by_device[d] == nullptr) h.by_device[d] = &p;
+  }
+}
+
+// Gives `p` (devices unknown) free devices: its own claimed ones first, then
+// healthy ones, then the rest (it holds devices regardless). Returns how
+// many it still lacks.
+int TakeFreeDevices(NodeInfo& n, const PodRequest& p, PodOnNode& on, Holders& h) {
+  const DeviceMask all = LowMask(n.gpu_count);
+  const DeviceMask own = p.has_gpu_ids ? p.gpu_ids & all : 0;
+  int need = p.gpu.count;
+  for (DeviceMask pool : {own & n.healthy, n.healthy, all & ~n.healthy}) {
+    for (DeviceMask m = pool; m != 0 && need > 0; m &= m - 1) {
+      const int d = std::countr_zero(m);
+      if (p.gpu.shared()) {
+        if (n.used_milli[d] + p.gpu.milli_per_gpu > 1000) continue;
+        n.used_milli[d] = static_cast<uint16_t>(n.used_milli[d] + p.gpu.milli_per_gpu);
+        need = 0;
+      } else if (n.used_milli[d] == 0) {
+        n.used_milli[d] = 1000;
+        --need;
+      } else {
+        continue;
+      }
+      on.devices |= DeviceMask{1} << d;
+      if (h.by_device[d] == nullptr) h.by_device[d] = &p;
+    }
+  }
+  return need;
+}
+
+bool StartedEarlier(const PodRequest* a, const PodRequest* b) {
+  if (a->start_unix != b->start_unix) return a->start_unix < b->start_unix;
+  return a->uid < b->uid;
+}
+
+}  // namespace
+
 NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> topology,
-                       const std::vector<const PodRequest*>& pods, uint16_t product_id) {
+                       const std::vector<const PodRequest*>& pods, uint16_t product_id,
+                       std::vector<std::string>* conflicts) {
   NodeInfo n;
   n.name = spec.name;
   n.product_id = product_id;
@@ -44,56 +123,42 @@ NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> 
   n.cpu_milli = spec.cpu_milli;
   n.memory_mib = spec.memory_mib;
   n.unschedulable = spec.unschedulable;
-  auto conflict = [&] { ++n.device_conflicts; };
-  const DeviceMask all = LowMask(n.gpu_count);
-  // Pass 1: pods with known device ids. Pass 2: pods without.
-  std::vector<const PodRequest*> unknown;
+  auto conflict = [&](std::string why) {
+    ++n.device_conflicts;
+    if (conflicts != nullptr) conflicts->push_back(std::move(why));
+  };
+  // Pass 1: claims that can be honoured, earliest started first (a later
+  // claim on the same device is the one not honoured). Pass 2: pods without
+  // usable ids, and those whose claim was not honoured: each holds that
+  // many free devices, so every claim counts and a full node looks full.
+  std::vector<const PodRequest*> claimed, unknown;
   for (const PodRequest* p : pods) {
     n.cpu_used_milli += p->cpu_milli;
     n.memory_used_mib += p->memory_mib;
     if (p->gpu.count == 0) continue;
+    (p->has_gpu_ids ? claimed : unknown).push_back(p);
+  }
+  std::sort(claimed.begin(), claimed.end(), StartedEarlier);
+  Holders holders;
+  for (const PodRequest* p : claimed) {
     PodOnNode on = OnNode(*p, /*devices_known=*/true);
-    if (!p->has_gpu_ids) {
+    std::string why = ClaimProblem(n, *p, holders);
+    if (!why.empty()) {
+      conflict(StrCat(why, "; ", p->Key(), " is counted on other free devices"));
       unknown.push_back(p);
       continue;
     }
-    DeviceMask ids = p->gpu_ids;
-    if ((ids & ~all) != 0 || PopCount(ids) != p->gpu.count) conflict();
-    ids &= all;
-    on.devices = ids;
-    for (DeviceMask m = ids; m != 0; m &= m - 1) {
-      int d = std::countr_zero(m);
-      int add = p->gpu.shared() ? p->gpu.milli_per_gpu : 1000;
-      if (n.used_milli[d] + add > 1000) {
-        conflict();
-        n.used_milli[d] = 1000;
-      } else {
-        n.used_milli[d] = static_cast<uint16_t>(n.used_milli[d] + add);
-      }
-    }
+    ApplyClaim(n, *p, on, holders);
     n.pods.push_back(std::move(on));
   }
+  std::sort(unknown.begin(), unknown.end(), StartedEarlier);
   for (const PodRequest* p : unknown) {
     PodOnNode on = OnNode(*p, /*devices_known=*/false);
-    int need = p->gpu.count;
-    // Healthy devices first, then the rest: the pod holds devices regardless.
-    for (DeviceMask pool : {n.healthy, all & ~n.healthy}) {
-      for (DeviceMask m = pool; m != 0 && need > 0; m &= m - 1) {
-        int d = std::countr_zero(m);
-        if (p->gpu.shared()) {
-          if (n.used_milli[d] + p->gpu.milli_per_gpu <= 1000) {
-            n.used_milli[d] = static_cast<uint16_t>(n.used_milli[d] + p->gpu.milli_per_gpu);
-            on.devices |= DeviceMask{1} << d;
-            need = 0;
-          }
-        } else if (n.used_milli[d] == 0) {
-          n.used_milli[d] = 1000;
-          on.devices |= DeviceMask{1} << d;
-          --need;
-        }
-      }
+    const int missing = TakeFreeDevices(n, *p, on, holders);
+    if (missing > 0) {
+      conflict(StrCat("pod ", p->Key(), " holds ", p->gpu.count, " GPUs, ", missing,
+                      " more than the node has free"));
     }
-    if (need > 0) conflict();
     n.pods.push_back(std::move(on));
   }
   for (DeviceMask m = n.healthy; m != 0; m &= m - 1) {
@@ -152,6 +217,7 @@ void ClusterState::RemoveNode(std::string_view name) {
   if (nodes_.erase(std::string(name)) > 0) {
     topology_changed_ = true;
     built_.erase(std::string(name));
+    conflicts_.erase(std::string(name));
   }
 }
 
@@ -239,6 +305,7 @@ void ClusterState::Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> po
     nodes_[name] = std::move(n);
     dirty_.insert(name);
   }
+  absl::erase_if(conflicts_, [this](const auto& kv) { return !nodes_.contains(kv.first); });
   for (PodRequest& p : pods) {
     if (!p.node_name.empty()) pods_by_node_[p.node_name].insert(p.uid);
     uid_by_key_.insert_or_assign(p.Key(), p.uid);
@@ -348,8 +415,10 @@ std::shared_ptr<const ClusterSnapshot> ClusterState::CommitLocked() {
     int gpus = std::clamp(std::max(s.gpu_count, s.gpu_allocatable), 0, kMaxGpusPerNode);
     std::string topo_error;
     auto topo = catalog_.ForNode(s, gpus, &topo_error);
-    auto info =
-        std::make_shared<NodeInfo>(BuildNodeInfo(s, std::move(topo), pods, ProductId(s.product)));
+    std::vector<std::string> found;
+    auto info = std::make_shared<NodeInfo>(
+        BuildNodeInfo(s, std::move(topo), pods, ProductId(s.product), &found));
+    NoteConflictsLocked(name, std::move(found));
     if (!topo_error.empty()) spec->second.topology_error = topo_error;
     built_[name] = std::move(info);
   }
@@ -448,6 +517,38 @@ ClusterState::PodChanges ClusterState::TakePodChanges(
   pods_reset_ = false;
   pods_changed_.store(false, std::memory_order_relaxed);  // under mu_: no change is lost
   return out;
+}
+
+void ClusterState::NoteConflictsLocked(const std::string& node, std::vector<std::string> found) {
+  auto it = conflicts_.find(node);
+  if (found.empty()) {
+    if (it != conflicts_.end()) conflicts_.erase(it);
+    return;
+  }
+  if (conflict_log_) {
+    for (const std::string& what : found) {
+      const bool known = it != conflicts_.end() &&
+                         std::find(it->second.begin(), it->second.end(), what) != it->second.end();
+      if (!known) conflict_log_(node, what);
+    }
+  }
+  conflicts_[node] = std::move(found);
+}
+
+std::vector<std::pair<std::string, std::string>> ClusterState::DeviceConflicts() const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [node, list] : conflicts_) {
+    if (!nodes_.contains(node)) continue;
+    for (const std::string& what : list) out.emplace_back(node, what);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void ClusterState::SetConflictLog(ConflictLog log) {
+  absl::MutexLock l(&mu_);
+  conflict_log_ = std::move(log);
 }
 
 std::vector<std::pair<std::string, std::string>> ClusterState::TopologyErrors() const {

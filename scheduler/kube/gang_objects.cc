@@ -76,6 +76,7 @@ void GangSizes::Fill(PodRequest& pod) {
   } else {
     pod.gang = StrCat(codec::GangOwnerApiOf(owner.kind).key_prefix, owner.name);
     pod.gang_size = e.known ? e.size : kGangSizeUnknown;
+    pod.gang_size_reason = e.known ? "" : e.error;
   }
   const bool ask = k.served == Served::kNo ? k.due_ms <= now : !e.known && e.due_ms <= now;
   if (ask && !e.queued) {
@@ -166,6 +167,7 @@ bool GangSizes::Read(const std::string& key) {
   bool changed = discover && Discover(kind);
   const codec::GangOwnerApi& api = codec::GangOwnerApiOf(kind);
   std::optional<int32_t> size;
+  std::string error;  // why `size` is not known, if a read says
   std::chrono::milliseconds next = options_.retry;
   bool readable = false;
   {
@@ -192,16 +194,22 @@ bool GangSizes::Read(const std::string& key) {
       if (s.ok()) {
         size = *s;
       } else {
+        error = StrCat(api.kind, " ", name,
+                       " declares no valid size: ", FromAbsl(s.status().message()));
         std::cerr << "gpusched: kube: " << api.kind << " " << ns << "/" << name
                   << ": gang size unreadable, its pods wait: " << s.status().message() << "\n";
       }
-    } else if (!res.ok() || res->status != 404) {
+    } else if (res.ok() && res->status == 404) {
+      error = StrCat(api.kind, " ", name, " does not exist (yet) in namespace ", ns);
+    } else {
       std::cerr << "gpusched: kube: read " << api.kind << " " << ns << "/" << name << ": "
                 << (res.ok()
                         ? StrCat("HTTP ", res->status, " ", codec::DecodeStatus(res->body).message)
                         : std::string(FromAbsl(res.status().message())))
                 << "\n";
     }
+  } else if (readable) {
+    error = StrCat(api.kind, " name '", name, "' is not a valid object name");
   }
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(key);
@@ -210,10 +218,12 @@ bool GangSizes::Read(const std::string& key) {
   e.queued = false;
   const bool was_known = e.known;
   const int32_t was = e.size;
+  const std::string was_error = e.error;
   e.known = size.has_value();
   e.size = size.value_or(kGangSizeUnknown);
+  if (e.known || !error.empty()) e.error = std::move(error);  // a transport error keeps it
   e.due_ms = Now() + next.count();
-  return changed || e.known != was_known || e.size != was;
+  return changed || e.known != was_known || e.size != was || e.error != was_error;
 }
 
 }  // namespace gpusched::kube

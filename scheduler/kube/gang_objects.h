@@ -5,7 +5,9 @@
 //
 //  - Fill answers from the cache and never waits on the API: an object not
 //    read yet leaves gang_size at kGangSizeUnknown (the gang waits) and
-//    queues a read;
+//    queues a read; an object that is not there, cannot be read or declares
+//    an invalid size also leaves it unknown, with why in
+//    PodRequest::gang_size_reason (naming the object and the field);
 //  - every kind is optional: its first read asks discovery for its
 //    group/version. A 404 there (the CRD is not installed) disables the
 //    kind: Fill drops those pods' declarations (they are scheduled as single
@@ -67,6 +69,7 @@ class GangSizes {
     std::string ns, name;
     bool known = false;
     int32_t size = kGangSizeUnknown;
+    std::string error;  // why the size is unknown, once a read said so
     bool queued = false;
     int64_t due_ms = 0;   // next read (retry or refresh)
     int64_t used_ms = 0;  // last Fill that named it

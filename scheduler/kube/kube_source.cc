@@ -42,6 +42,8 @@ codec::ListPage Concat(std::vector<codec::ListPage> pages) {
 // What CheckIds reads of a pod (nullopt when there is nothing to check):
 // kept while the pod itself moves into the cluster state.
 std::optional<IdsCheck> IdsToCheck(const codec::PodItem& item) {
+  // A pod that did not decode is reported as such (its ids are not read).
+  if (!item.decode_error.empty()) return std::nullopt;
   if (!item.raw_gpu_ids.has_value() || !item.pod.HoldsGpus()) return std::nullopt;
   const PodRequest& p = item.pod;
   return IdsCheck{p.uid, p.ns, p.name, p.node_name, *item.raw_gpu_ids, p.has_gpu_ids, p.gpu_ids};
@@ -55,11 +57,11 @@ struct KubeClusterSource::Watch {
 };
 
 KubeClusterSource::KubeClusterSource(KubeHttpClient* client, SourceOptions options,
-                                     Metrics* metrics, BadIdsReporter on_bad_ids)
+                                     Metrics* metrics, PodProblemReporter on_problem)
     : client_(client),
       options_(std::move(options)),
       metrics_(metrics),
-      on_bad_ids_(std::move(on_bad_ids)) {}
+      on_problem_(std::move(on_problem)) {}
 
 KubeClusterSource::~KubeClusterSource() { Stop(); }
 
@@ -159,6 +161,7 @@ void KubeClusterSource::InstallList(codec::ListPage nodes, std::vector<codec::Li
   list.reserve(count);
   std::vector<IdsCheck> checks;  // against the nodes once they are in the state
   checks.reserve(to_check);
+  std::vector<codec::PodItem> undecodable;  // held pods that did not decode
   {
     absl::MutexLock lock(&mu_);
     absl::flat_hash_map<std::string, PodRequest> still;
@@ -169,6 +172,7 @@ void KubeClusterSource::InstallList(codec::ListPage nodes, std::vector<codec::Li
         if (gang_sizes_ != nullptr) gang_sizes_->Fill(item.pod);
         api_node_[item.pod.uid] = item.pod.node_name;
         if (auto c = IdsToCheck(item)) checks.push_back(*std::move(c));
+        if (!item.decode_error.empty()) undecodable.push_back(item);
         auto it = assumed_.find(item.pod.uid);
         if (it != assumed_.end() && item.pod.node_name.empty() && !item.pod.deleting) {
           still.emplace(it->first, it->second);
@@ -184,6 +188,7 @@ void KubeClusterSource::InstallList(codec::ListPage nodes, std::vector<codec::Li
     state_->Commit();
   }
   for (const IdsCheck& c : checks) CheckIds(c);
+  for (const codec::PodItem& item : undecodable) ReportUndecodable(item);
 }
 
 bool KubeClusterSource::ListAll(std::string* node_rv, std::string* pod_rv) {
@@ -395,6 +400,7 @@ void KubeClusterSource::ApplyPods(std::vector<codec::WatchEvent>& events) {
   for (const codec::WatchEvent& ev : events) {
     if (ev.type != codec::WatchEvent::Type::kDeleted && ev.pod.has_value()) {
       if (auto c = IdsToCheck(*ev.pod)) CheckIds(*c);
+      if (!ev.pod->decode_error.empty()) ReportUndecodable(*ev.pod);
     }
   }
   events.clear();
@@ -430,17 +436,14 @@ void KubeClusterSource::CheckIds(const IdsCheck& c) {
     }
   }
   if (why.empty()) return;
-  {
-    absl::MutexLock lock(&report_mu_);
-    if (!reported_.insert(StrCat(c.uid, "|", c.raw)).second) return;
-  }
+  if (!FirstReport(StrCat(c.uid, "|", c.raw))) return;
   StrAppend(&why, "; its devices are treated as used");
   std::cerr << "gpusched: kube: pod " << c.ns << "/" << c.name << ": " << why << "\n";
   if (metrics_ != nullptr) {
     metrics_->Inc("gpusched_bad_gpu_ids_total",
                   "Pods whose gpusched.io/gpu-ids annotation could not be honoured.", {});
   }
-  if (!on_bad_ids_) return;
+  if (!on_problem_) return;
   PodRequest pod;  // what the report names: the pod, where and which devices
   pod.uid = c.uid;
   pod.ns = c.ns;
@@ -448,7 +451,26 @@ void KubeClusterSource::CheckIds(const IdsCheck& c) {
   pod.node_name = c.node;
   pod.has_gpu_ids = c.decodable;
   pod.gpu_ids = c.ids;
-  on_bad_ids_(pod, why);
+  on_problem_(pod, kGpuIdsUnusableReason, why);
+}
+
+bool KubeClusterSource::FirstReport(const std::string& key) {
+  absl::MutexLock lock(&report_mu_);
+  return reported_.insert(key).second;
+}
+
+void KubeClusterSource::ReportUndecodable(const codec::PodItem& item) {
+  const PodRequest& p = item.pod;
+  if (!FirstReport(StrCat(p.uid, "|undecodable|", item.decode_error))) return;
+  const std::string why =
+      StrCat(item.decode_error, "; the pod holds its ", p.gpu.count, " GPUs on ", p.node_name,
+             " with devices unknown (never counted free) until it decodes");
+  std::cerr << "gpusched: kube: pod " << p.Key() << ": " << why << "\n";
+  if (metrics_ != nullptr) {
+    metrics_->Inc("gpusched_kube_decode_errors_total", "Objects that could not be decoded.",
+                  {{"resource", "pods"}});
+  }
+  if (on_problem_) on_problem_(p, kPodUndecodableReason, why);
 }
 
 void KubeClusterSource::RefillGangs() {
@@ -460,7 +482,10 @@ void KubeClusterSource::RefillGangs() {
     if (p.gang_owner.kind == GangOwnerKind::kNone || !api_node_.contains(p.uid)) continue;
     PodRequest q = p;
     gang_sizes_->Fill(q);
-    if (q.gang == p.gang && q.gang_size == p.gang_size) continue;
+    if (q.gang == p.gang && q.gang_size == p.gang_size &&
+        q.gang_size_reason == p.gang_size_reason) {
+      continue;
+    }
     state_->UpsertPod(std::move(q));
     changed = true;
   }

@@ -17,8 +17,14 @@
 // devices cannot be handed out twice in between.
 //
 // Bad gpu-ids annotations (undecodable, or naming devices the node does not
-// have) are reported once per pod and value through `on_bad_ids`; the state
-// fails closed on them (see cluster_state.h).
+// have) are reported once per pod and value through `on_problem` (reason
+// GpuIdsUnusable); the state fails closed on them (see cluster_state.h).
+// A bound, unfinished pod that does not decode (an invalid gpusched
+// annotation, say) is never skipped: it enters the state as what it holds,
+// its requests with devices unknown, so its GPUs count against its
+// namespace and its node and are never counted free; it is logged, counted
+// in gpusched_kube_decode_errors_total and reported (reason
+// PodUndecodable) once per pod and error.
 //
 // Threading: Start spawns a list thread and one watch thread per kind; all
 // public methods are thread-safe. Stop joins them.
@@ -56,7 +62,6 @@ struct SourceOptions {
   std::chrono::milliseconds list_timeout{60000};
 };
 
-// Called for a pod whose gpu-ids annotation is unusable: (pod, why).
 // A pod that holds GPUs under a gpusched.io/gpu-ids annotation, as
 // KubeClusterSource checks it against its node once the node is known.
 struct IdsCheck {
@@ -66,12 +71,17 @@ struct IdsCheck {
   DeviceMask ids = 0;
 };
 
-using BadIdsReporter = std::function<void(const PodRequest&, const std::string&)>;
+// Called for a pod whose objects gpusched cannot fully honour: (pod, Event
+// reason, why). On the source's threads.
+using PodProblemReporter =
+    std::function<void(const PodRequest&, const std::string&, const std::string&)>;
+inline constexpr char kGpuIdsUnusableReason[] = "GpuIdsUnusable";
+inline constexpr char kPodUndecodableReason[] = "PodUndecodable";
 
 class KubeClusterSource final : public ClusterSource {
  public:
   KubeClusterSource(KubeHttpClient* client, SourceOptions options, Metrics* metrics,
-                    BadIdsReporter on_bad_ids = nullptr);
+                    PodProblemReporter on_problem = nullptr);
   ~KubeClusterSource() override;
 
   // Returns at once; the first list happens on the source's thread.
@@ -114,6 +124,11 @@ class KubeClusterSource final : public ClusterSource {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyNode(codec::WatchEvent& ev);
   void CheckIds(const IdsCheck& c) ABSL_LOCKS_EXCLUDED(report_mu_);
+  // Logs, counts and reports a held pod that did not decode, once per pod
+  // and error.
+  void ReportUndecodable(const codec::PodItem& item) ABSL_LOCKS_EXCLUDED(report_mu_);
+  // True the first time `key` is seen.
+  bool FirstReport(const std::string& key) ABSL_LOCKS_EXCLUDED(report_mu_);
   PodRequest Merge(const PodRequest& api, const PodRequest& assumed) const;
   // Sleeps up to `d`; returns false if stopping or a relist was requested.
   bool Sleep(std::chrono::milliseconds d) ABSL_LOCKS_EXCLUDED(ctl_mu_);
@@ -123,7 +138,7 @@ class KubeClusterSource final : public ClusterSource {
   KubeHttpClient* client_;
   const SourceOptions options_;
   Metrics* metrics_;
-  BadIdsReporter on_bad_ids_;
+  PodProblemReporter on_problem_;
   GangSizes* gang_sizes_ = nullptr;
   ClusterState* state_ = nullptr;
   std::function<void(bool)> on_synced_;

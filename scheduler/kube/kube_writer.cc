@@ -54,6 +54,13 @@ void EventRecorder::Record(const PodRequest& pod, std::string type, std::string 
 
 void EventRecorder::RecordLazy(const PodRequest& pod, std::string type, std::string reason,
                                absl::FunctionRef<std::string()> message) {
+  if (options_.shown && !options_.shown(pod)) {
+    if (metrics_ != nullptr) {
+      metrics_->Inc("gpusched_events_unknown_pod_total",
+                    "Events not written: the pod is not one the cluster source shows.", {});
+    }
+    return;
+  }
   auto now = std::chrono::steady_clock::now();
   {
     absl::MutexLock lock(&mu_);

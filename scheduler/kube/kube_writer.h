@@ -3,6 +3,8 @@
 //  - EventRecorder: core/v1 Events on pods (waiting, preemption, bad
 //    annotations), sent by a background thread; rate-limited per pod and
 //    reason and globally; dropped (and counted) rather than blocking callers.
+//    Only pods the cluster source shows get Events (Options::shown): a pod
+//    named only in an extender request (anyone may send one) gets none.
 //  - KubeBinder: the bind write-back run after the in-memory assumption:
 //    PATCH the pod's gpusched.io/gpu-ids, then POST pods/binding. A 409 that
 //    says the pod is already on the same node is success (a retried bind
@@ -42,6 +44,9 @@ class EventRecorder {
     int burst = 25;
     size_t max_queue = 1000;
     std::string instance = "gpusched";  // reportingInstance
+    // Whether the cluster source shows `pod` (same uid, namespace and
+    // name). Unset: every pod is (tests of the recorder alone).
+    std::function<bool(const PodRequest&)> shown;
   };
   EventRecorder(KubeHttpClient* client, Options options, Metrics* metrics);
   ~EventRecorder();

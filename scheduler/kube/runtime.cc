@@ -207,12 +207,17 @@ absl::StatusOr<std::unique_ptr<KubeRuntime>> StartKube(const KubeOptions& option
   rt->client_ = *std::move(client);
   EventRecorder::Options eo;
   eo.instance = options.leader.identity;
+  eo.shown = [state](const PodRequest& pod) {
+    auto known = state->FindPod(pod.uid);
+    return known.has_value() && known->ns == pod.ns && known->name == pod.name &&
+           !known->reservation;
+  };
   rt->events_ = std::make_unique<EventRecorder>(rt->client_.get(), eo, metrics);
   KubeRuntime* r = rt.get();
   rt->source_ = std::make_unique<KubeClusterSource>(
       rt->client_.get(), options.source, metrics,
-      [r](const PodRequest& pod, const std::string& why) {
-        r->events_->Record(pod, "Warning", "GpuIdsUnusable", why);
+      [r](const PodRequest& pod, const std::string& reason, const std::string& why) {
+        r->events_->Record(pod, "Warning", reason, why);
       });
   rt->gang_sizes_ = std::make_unique<GangSizes>(rt->client_.get(), GangSizesOptions{}, metrics);
   rt->source_->set_gang_sizes(rt->gang_sizes_.get());

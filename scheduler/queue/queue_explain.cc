@@ -191,6 +191,10 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
     r.reason = "pod requests no GPU: gpusched does not queue it";
     return r;
   }
+  if (pod->gang_size == kGangSizeUnknown) {
+    r.reason = pod->UnknownGangSizeReason();  // never admitted, not queued
+    return r;
+  }
   Evaluation ev = EvaluateLocked(*pod, *snapshot, *fw, /*all_checks=*/true);
   r.position = ev.position;
   r.reason = ev.reason;

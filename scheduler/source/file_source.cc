@@ -5,6 +5,7 @@
 
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/extender_codec.h"
+#include "scheduler/codec/gang_codec.h"
 
 namespace gpusched {
 namespace {
@@ -38,6 +39,15 @@ absl::Status FileClusterSource::Start(ClusterState* state, std::function<void(bo
   if (!objects.ok()) {
     return absl::InvalidArgumentError(
         StrCat("cluster ", path_, ": ", FromAbsl(objects.status().message())));
+  }
+  // A gang whose size an object declares (PodGroup, JobSet, ...) can never
+  // learn it here: the pods say why instead of waiting for a read.
+  for (PodRequest& p : objects->pods) {
+    if (p.gang_size != kGangSizeUnknown || p.gang_owner.kind == GangOwnerKind::kNone) continue;
+    p.gang_size_reason =
+        StrCat("its size is declared by ", codec::GangOwnerApiOf(p.gang_owner.kind).kind, " ",
+               p.gang_owner.name, ", which the --cluster file source does not read; set ",
+               kAnnotationGangSize, " on its pods");
   }
   state->Reset(std::move(objects->nodes), std::move(objects->pods));
   state->Commit();

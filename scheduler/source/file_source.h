@@ -1,7 +1,9 @@
 // FileClusterSource: cluster state from a Kubernetes List JSON file, exactly
 // as `kubectl get nodes,pods -A -o json` writes it (--cluster). Loaded once
 // at Start; evictions decided by gpusched are applied to the in-memory state
-// and logged. Not thread-safe for Start; Evict is thread-safe.
+// and logged. No object that declares a gang's size (PodGroup, JobSet, ...)
+// is read: such gangs' pods are refused, saying so, and hold no one back. Not thread-safe for
+// Start; Evict is thread-safe.
 #ifndef GPUSCHED_SOURCE_FILE_SOURCE_H_
 #define GPUSCHED_SOURCE_FILE_SOURCE_H_
 

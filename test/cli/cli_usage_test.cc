@@ -93,6 +93,18 @@ TEST(CliUsageTest, ValidateWarnsAboutNamespacesThatNeverGetGpus) {
                            Not(HasSubstr("quotas.namespaces.fine"))));
 }
 
+// Two running pods claiming the same devices: validate does not call the
+// cluster ok, names the conflict, and counts both claims as allocated.
+TEST(CliUsageTest, ValidateReportsConflictingDeviceClaims) {
+  Outcome r = Gpusched("validate --config " + Source("config/scheduler-policy.json") +
+                       " --cluster " + Source("test/cli/warn/conflicting_ids.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, AllOf(HasSubstr(": 1 device conflict (1 nodes, 8 healthy GPUs, 8 allocated)"),
+                           HasSubstr("warning: node h0: device conflict: pods team-a/first and "
+                                     "team-b/second both claim GPU 0"),
+                           Not(HasSubstr(": ok (1 nodes"))));
+}
+
 TEST(CliUsageTest, ShippedConfigHasNoWarnings) {
   Outcome r = Gpusched("validate --config " + Source("config/scheduler-policy.json") +
                        " --cluster " + Source("config/demo-cluster.json"));

@@ -2,8 +2,8 @@
 // config through a ConfigMap-style symlink chain
 // (scheduler-policy.json -> ..data/scheduler-policy.json, ..data -> ..vN);
 // swapping ..data applies a valid config without a restart, an invalid one is
-// rejected naming the field and the old one keeps answering, and SIGHUP
-// reloads a change the file watcher cannot see.
+// rejected naming the field and the old one keeps answering, and an in-place
+// edit that keeps inode, size and mtime is applied by content.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -156,8 +156,9 @@ TEST_F(ServeReloadTest, SymlinkSwapAndSighupReloadInvalidConfigKeepsTheOld) {
   EXPECT_TRUE(Passes());
   EXPECT_TRUE(child_->Alive());
 
-  // A valid config written in place with the same inode, size and mtime:
-  // the watcher cannot see it, SIGHUP applies it. The server is stopped
+  // A valid config written in place with the same inode, size and mtime
+  // (an edit within the same second as the last one): the watcher compares
+  // content, so it applies it without a signal. The server is stopped
   // while the file is written and its mtime put back, so its watcher cannot
   // poll between the two and see the write's own mtime.
   child_->Signal(SIGSTOP);
@@ -176,13 +177,23 @@ TEST_F(ServeReloadTest, SymlinkSwapAndSighupReloadInvalidConfigKeepsTheOld) {
   }
   const timespec times[2] = {before.st_atim, before.st_mtim};
   ASSERT_EQ(utimensat(AT_FDCWD, target.c_str(), times, 0), 0);
+  struct stat after {};
+  ASSERT_EQ(stat(target.c_str(), &after), 0);
+  ASSERT_EQ(after.st_ino, before.st_ino);
+  ASSERT_EQ(after.st_size, before.st_size);
+  ASSERT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
   child_->Signal(SIGCONT);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // > one watcher period
-  EXPECT_TRUE(Passes()) << "the watcher reloaded a change it cannot see";
-  child_->Signal(SIGHUP);
   ASSERT_TRUE(WaitFor([&] { return !Passes(); }, std::chrono::milliseconds(15000)))
       << ReadAll(log_);
+  EXPECT_EQ(Count(ReadAll(log_), "(file change): reloaded"), 2u) << ReadAll(log_);
+
+  // SIGHUP on an unchanged file applies nothing.
+  child_->Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor([&] { return Count(ReadAll(log_), "unchanged, nothing to apply") == 1; },
+                      std::chrono::milliseconds(15000)))
+      << ReadAll(log_);
   EXPECT_EQ(Count(ReadAll(log_), "reloaded"), 2u);
+  EXPECT_FALSE(Passes());
   EXPECT_TRUE(child_->Alive());
 }
 
@@ -273,6 +284,48 @@ TEST_F(ServeReloadTest, OutOfDescriptorsBacksOffAndRecovers) {
   EXPECT_TRUE(WaitFor([&] { return Http(port_, "GET", "/healthz").status == 200; }))
       << ReadAll(log_);
   EXPECT_NE(ReadAll(log_).find("Too many open files"), std::string::npos) << ReadAll(log_);
+}
+
+// With --cluster no PodGroup is read: a PodGroup gang's pod is refused
+// saying so (not "waiting for an object not read yet"), /debug/pods gives
+// that reason, and the namespace's later pod is not held back by it.
+TEST_F(ServeReloadTest, ClusterFilePodGroupGangIsRefusedAndBlocksNoOne) {
+  Json cluster = Json::parse(kCluster);
+  auto pod = [](const std::string& name, const std::string& created) {
+    Json p = Json::parse(R"({"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"c",
+      "resources":{"limits":{"nvidia.com/gpu":"8"}}}]},"status":{"phase":"Pending"}})");
+    p["metadata"] = {{"name", name},
+                     {"namespace", "team-a"},
+                     {"uid", "uid-" + name},
+                     {"creationTimestamp", created}};
+    return p;
+  };
+  Json member = pod("pg-0", "2026-01-01T00:00:00Z");
+  member["metadata"]["labels"] = {{"scheduling.x-k8s.io/pod-group", "llm"}};
+  const Json later = pod("later", "2026-01-01T00:05:00Z");
+  cluster["items"].push_back(member);
+  cluster["items"].push_back(later);
+  Write(dir_ / "cluster.json", cluster.dump());
+  Publish(Config(8, 8));  // team-a may hold 8 GPUs: one of the two
+  Start();
+  auto filter = [&](const Json& p) {
+    Json body = {{"Pod", p}, {"NodeNames", Json::array({"h0"})}};
+    HttpResult r = Http(port_, "POST", "/scheduler/filter", body.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return Json::parse(r.body);
+  };
+  Json refused = filter(member);
+  EXPECT_TRUE(refused["NodeNames"].empty()) << refused.dump();
+  const std::string reason = refused["FailedNodes"].value("h0", "");
+  EXPECT_NE(reason.find("gang pg/llm: its size is declared by PodGroup llm, which the --cluster "
+                        "file source does not read"),
+            std::string::npos)
+      << reason;
+  EXPECT_EQ(filter(later)["NodeNames"], Json::array({"h0"}));
+  HttpResult page = Http(port_, "GET", "/debug/pods/team-a/pg-0");
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_NE(page.body.find("does not read"), std::string::npos) << page.body;
+  EXPECT_EQ(page.body.find("admissible"), std::string::npos) << page.body;
 }
 
 // Numeric flags are checked; the error names the flag.

@@ -164,6 +164,33 @@ TEST_F(GangSourcesTest, ElasticMinMemberObjectCreatedLateAndResized) {
   EXPECT_TRUE(WaitFor([&] { return changes_.load() >= 2; }));
 }
 
+// An object that does not exist or declares no valid size leaves the size
+// unknown with the real reason, naming the object and the field; once
+// fixed, the size is read and the reason goes.
+TEST_F(GangSourcesTest, InvalidOrMissingObjectGivesTheReason) {
+  api_->ServeApiGroup(kPodGroupApi);
+  auto sizes = NewSizes();
+  const PodRequest pod = OwnedPod("train", GangOwnerKind::kPodGroup, "bad");
+  auto reason = [&] {
+    PodRequest p = pod;
+    sizes->Fill(p);
+    return p.gang_size_reason;
+  };
+  ASSERT_TRUE(WaitFor([&] { return !reason().empty(); }));
+  EXPECT_EQ(reason(), "PodGroup bad does not exist (yet) in namespace train");
+  api_->Put(kPodGroups, PodGroup("train", "bad", -1));
+  ASSERT_TRUE(
+      WaitFor([&] { return reason() != "PodGroup bad does not exist (yet) in namespace train"; }));
+  PodRequest p = pod;
+  sizes->Fill(p);
+  EXPECT_EQ(p.gang_size, kGangSizeUnknown);
+  EXPECT_EQ(p.gang_size_reason, "PodGroup bad declares no valid size: spec.minMember: negative");
+  api_->Put(kPodGroups, PodGroup("train", "bad", 2));
+  PodRequest fixed = FillSettled(*sizes, pod);
+  EXPECT_EQ(fixed.gang_size, 2);
+  EXPECT_EQ(fixed.gang_size_reason, "");
+}
+
 TEST_F(GangSourcesTest, MissingCrdIsNotAnErrorItDisablesTheKind) {
   // No group served: discovery answers 404, as without the CRD.
   auto sizes = NewSizes();

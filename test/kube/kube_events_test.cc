@@ -116,9 +116,10 @@ class KubeEventsTest : public ::testing::Test {
   void TearDown() override { rt_.reset(); }
 
   // POST /scheduler/filter for the pod as the API server has it.
-  Json Filter(const std::string& key) {
-    Json body = {{"Pod", *api_->Get("pods", key)},
-                 {"NodeNames", Json::array({"gpu-0", "gpu-1", "gpu-2"})}};
+  Json Filter(const std::string& key) { return FilterPod(*api_->Get("pods", key)); }
+  // POST /scheduler/filter for `pod` as the request names it.
+  Json FilterPod(const Json& pod) {
+    Json body = {{"Pod", pod}, {"NodeNames", Json::array({"gpu-0", "gpu-1", "gpu-2"})}};
     http::HttpRequest req{"POST", "/scheduler/filter", body.dump()};
     http::RequestContext ctx;
     std::string route;
@@ -180,6 +181,30 @@ TEST_F(KubeEventsTest, PodHeldBackByQuotaGetsTheQueueReason) {
   EXPECT_EQ(events[0]["reason"], kube::kWaitingEventReason);
   EXPECT_EQ(events[0]["type"], "Normal");  // it waits in its namespace queue
   EXPECT_EQ(events[0]["message"], reason);
+}
+
+// Pods named only in filter requests (anyone who can reach the port may
+// send one) get no Event: neither a pod the API server never had, nor one
+// that borrows a real pod's UID under another name or namespace.
+TEST_F(KubeEventsTest, InventedPodsGetNoEvent) {
+  const int before = api_->events_created();
+  Json ghost = PodJson("kube-system", "ghost", 16);
+  ghost["metadata"]["uid"] = "uid-ghost";
+  Json renamed = *api_->Get("pods", "t/huge");
+  renamed["metadata"]["name"] = "impostor";
+  Json moved = *api_->Get("pods", "t/huge");
+  moved["metadata"]["namespace"] = "kube-system";
+  for (const Json& pod : {ghost, renamed, moved}) {
+    Json r = FilterPod(pod);
+    EXPECT_TRUE(r["NodeNames"].empty()) << r.dump();
+  }
+  rt_->events()->Flush();
+  EXPECT_EQ(api_->events_created(), before);
+  EXPECT_EQ(metrics_.CounterValue("gpusched_events_unknown_pod_total", {}), 3);
+  // The real pod still gets its Event.
+  Filter("t/huge");
+  ASSERT_TRUE(WaitFor([&] { return api_->events_created() == before + 1; }));
+  EXPECT_EQ(EventsFor("huge").size(), 1u);
 }
 
 TEST_F(KubeEventsTest, PodThatFitsGetsNoEvent) {

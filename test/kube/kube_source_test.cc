@@ -44,9 +44,10 @@ class KubeSourceTest : public ::testing::Test {
     o.backoff_initial = std::chrono::milliseconds(20);
     o.backoff_max = std::chrono::milliseconds(200);
     auto s = std::make_unique<kube::KubeClusterSource>(
-        client_.get(), o, &metrics_, [this](const PodRequest& p, const std::string& why) {
+        client_.get(), o, &metrics_,
+        [this](const PodRequest& p, const std::string& reason, const std::string& why) {
           std::lock_guard<std::mutex> lock(bad_mu_);
-          bad_.push_back(p.Key() + ": " + why);
+          bad_.push_back(reason + " " + p.Key() + ": " + why);
         });
     EXPECT_TRUE(s->Start(state, [synced](bool v) {
                    if (synced) *synced = v;
@@ -177,7 +178,7 @@ TEST_F(KubeSourceTest, ColdStartAtProductionSize) {
   ClusterState state(ShippedTemplates());
   kube::SourceOptions o;  // the default page size
   kube::KubeClusterSource src(client_.get(), o, &metrics_,
-                              [](const PodRequest&, const std::string&) {});
+                              [](const PodRequest&, const std::string&, const std::string&) {});
   std::atomic<bool> synced{false};
   const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(src.Start(&state, [&synced](bool v) { synced = v; }).ok());
@@ -287,6 +288,56 @@ TEST_F(KubeSourceTest, BadGpuIdsFailClosedAndAreReported) {
   ASSERT_TRUE(WaitFor([&] { return src->relists() > lists && src->synced(); }));
   EXPECT_EQ(BadCount(), 2u);
   EXPECT_EQ(metrics_.CounterValue("gpusched_bad_gpu_ids_total", {}), 2);
+}
+
+// A running pod the source cannot decode (an invalid gpusched annotation)
+// is not skipped: it holds its GPUs, counted against its namespace's quota
+// and its node (devices unknown, never free), listed or watched, and is
+// reported once.
+TEST_F(KubeSourceTest, UndecodableRunningPodStillHoldsItsGpus) {
+  Json bad = PodJson("a", "odd", 8, "gpu-4", "0,1,2,3,4,5,6,7", "Running");
+  bad["metadata"]["annotations"]["gpusched.io/topology"] = "whatever";
+  api_->Put("pods", bad);
+  ClusterState state(ShippedTemplates());
+  auto src = NewSource(&state);
+  ASSERT_TRUE(WaitFor([&] { return src->synced(); }));
+  EXPECT_EQ(state.Snapshot()->Find("gpu-4")->free_count(), 0);
+  auto held = state.FindPodByName("a", "odd");
+  ASSERT_TRUE(held.has_value());
+  EXPECT_EQ(held->gpu.count, 8);
+  EXPECT_FALSE(held->has_gpu_ids);  // devices unknown
+  // Namespace a holds 2 + 8 GPUs: its 4-GPU pending pod is over quota.
+  auto q = NewQueue(&state);
+  auto pending = state.FindPodByName("a", "pending");
+  ASSERT_TRUE(pending.has_value());
+  auto fw = policy::Framework::Create(ScoringConfig{});
+  ASSERT_TRUE(fw.ok());
+  const std::string why = q->Admit(*pending, *state.Snapshot(), **fw).reason;
+  EXPECT_NE(why.find("10/8"), std::string::npos) << why;
+  ASSERT_TRUE(WaitFor([&] { return BadCount() == 1; }));
+  {
+    std::lock_guard<std::mutex> lock(bad_mu_);
+    EXPECT_EQ(bad_[0].rfind("PodUndecodable a/odd: Pod.metadata.annotations[\"gpusched.io/"
+                            "topology\"]: 'whatever' is not",
+                            0),
+              0u)
+        << bad_[0];
+  }
+
+  // The same through the watch, on a node with room: its 4 GPUs are held.
+  Json watched = PodJson("b", "odd-too", 4, "gpu-3", "", "Running");
+  watched["metadata"]["annotations"]["gpusched.io/gpu-milli"] = "abc";
+  api_->Put("pods", watched);
+  ASSERT_TRUE(WaitFor([&] { return state.Snapshot()->Find("gpu-3")->free_count() == 4; }));
+  ASSERT_TRUE(WaitFor([&] { return BadCount() == 2; }));
+  EXPECT_EQ(metrics_.CounterValue("gpusched_kube_decode_errors_total", {{"resource", "pods"}}), 2);
+  // Reported once: a relist reads both again without a new report.
+  const int64_t lists = src->relists();
+  api_->CompactAndDropWatches();
+  ASSERT_TRUE(WaitFor([&] { return src->relists() > lists && src->synced(); }));
+  EXPECT_EQ(BadCount(), 2u);
+  EXPECT_EQ(state.Snapshot()->Find("gpu-4")->free_count(), 0);
+  EXPECT_EQ(state.Snapshot()->Find("gpu-3")->free_count(), 4);
 }
 
 }  // namespace

@@ -61,6 +61,48 @@ TEST(ClusterStateTest, ConflictingClaimsFailClosed) {
   const NodeInfo* n = state->Snapshot()->Find("t4");
   EXPECT_EQ(n->device_conflicts, 2);  // device 1 twice; device 7 does not exist
   EXPECT_EQ(n->whole_free & Devices({1}), 0u);
+  // Every claim holds a device: b and c are counted on free ones.
+  EXPECT_EQ(n->free_count(), 1);
+}
+
+// Two running pods claiming the same four devices of an 8-GPU node: the
+// node looks full (each claim counts), the conflict is described naming
+// both pods, and it is logged once, not on every commit or relist.
+TEST(ClusterStateTest, PodsClaimingTheSameDevicesFillTheNode) {
+  const std::vector<PodRequest> pods = {
+      PodBuilder("first").Gpus(4).OnNode("h", Devices({0, 1, 2, 3})).Build(),
+      PodBuilder("second").Gpus(4).OnNode("h", Devices({0, 1, 2, 3})).Build()};
+  auto state = MakeState({testing::Hgx8H100("h")});
+  std::vector<std::string> logged;
+  state->SetConflictLog([&logged](const std::string& node, const std::string& what) {
+    logged.push_back(node + ": " + what);
+  });
+  state->Reset({testing::Hgx8H100("h")}, pods);
+  state->Commit();
+  const NodeInfo* n = state->Snapshot()->Find("h");
+  EXPECT_EQ(n->free_count(), 0);
+  EXPECT_EQ(n->device_conflicts, 1);
+  EXPECT_EQ(state->Snapshot()->AllocatedGpuMilli(), 8000);
+  const std::string what =
+      "pods default/first and default/second both claim GPU 0; default/second is counted on "
+      "other free devices";
+  EXPECT_EQ(state->DeviceConflicts(),
+            (std::vector<std::pair<std::string, std::string>>{{"h", what}}));
+  ASSERT_EQ(logged, std::vector<std::string>{"h: " + what});
+
+  // A relist with the same pods, and an unrelated change on the node.
+  state->Reset({testing::Hgx8H100("h")}, pods);
+  state->Commit();
+  state->UpsertPod(PodBuilder("third").Gpus(0).OnNodeUnknownIds("h").Build());
+  state->Commit();
+  EXPECT_EQ(logged.size(), 1u);
+  EXPECT_EQ(state->DeviceConflicts().size(), 1u);
+
+  // The second pod leaves: no conflict.
+  state->RemovePod(pods[1].uid);
+  state->Commit();
+  EXPECT_TRUE(state->DeviceConflicts().empty());
+  EXPECT_EQ(state->Snapshot()->Find("h")->free_count(), 4);
 }
 
 TEST(ClusterStateTest, SharedDevicesAccumulateMilli) {

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "absl/strings/match.h"
 #include "gpusched/policy/framework.h"
 #include "gpusched/policy/registry.h"
 #include "gpusched/util/strings.h"
@@ -174,6 +175,37 @@ TEST(ScoringConfig, NumberOverflowIsASyntaxError) {
   EXPECT_EQ(config.status().message(),
             "config: not valid JSON at line 2, column 34: number overflow parsing '9e999'");
   EXPECT_FALSE(codec::DecodeConfig("\n9999e99999999999999999*98").ok());
+}
+
+// A key set twice in one object is refused naming it, at every depth (it
+// used to win silently, last one first), and the same key in different
+// objects is not a duplicate.
+TEST(ScoringConfig, DuplicateKeyIsRefusedNamingIt) {
+  struct Case {
+    const char* text;
+    const char* field;
+  };
+  const Case cases[] = {
+      {R"({"gang": {"reservationSeconds": 60}, "gang": {"reservationSeconds": 90}})", "gang"},
+      {R"({"quotas": {"namespaces": {"team-a": {"guaranteed": 8, "limit": 8, "limit": 80}}}})",
+       "quotas.namespaces.team-a.limit"},
+      {R"({"quotas": {"namespaces": {"a": {"guaranteed": 1}, "a": {"guaranteed": 2}}}})",
+       "quotas.namespaces.a"},
+      {R"({"scoring": {"fragmentationTarget": [{"gpus": 1, "weight": 1},
+           {"gpus": 2, "weight": 1, "weight": 3}]}})",
+       "scoring.fragmentationTarget[1].weight"},
+      {R"({"topologyTemplates": [[1, 2], {"name": "x", "name": "y"}]})",
+       "topologyTemplates[1].name"},
+  };
+  for (const Case& c : cases) {
+    auto config = codec::DecodeConfig(c.text);
+    ASSERT_FALSE(config.ok()) << c.text;
+    EXPECT_TRUE(absl::StartsWith(config.status().message(), StrCat(c.field, ": duplicate key")))
+        << config.status().message();
+  }
+  auto ok = codec::DecodeConfig(R"({"quotas": {"namespaces": {
+      "a": {"guaranteed": 1, "limit": 2}, "b": {"guaranteed": 1, "limit": 2}}}})");
+  EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
 }  // namespace

@@ -146,6 +146,43 @@ TEST(GangDecodeTest, PodsAsFrameworksCreateThem) {
   }
 }
 
+// A count annotation that is missing or not a member count leaves the size
+// unknown with the real reason, naming the annotation and the value.
+TEST(GangDecodeTest, InvalidCountAnnotationsNameTheAnnotation) {
+  const std::string kueue = "kueue.x-k8s.io/pod-group-total-count";
+  const std::string lws = "leaderworkerset.sigs.k8s.io/size";
+  struct Case {
+    Json pod;
+    std::string reason;
+  } cases[] = {
+      {Pod({{"kueue.x-k8s.io/pod-group-name", "grp"}}),
+       "annotation " + kueue + " is missing (it gives the group's member count)"},
+      {Pod({{"kueue.x-k8s.io/pod-group-name", "grp"}}, {{kueue, "0"}}),
+       "annotation " + kueue + ": '0' is not a member count (1..100000)"},
+      {Pod({{"kueue.x-k8s.io/pod-group-name", "grp"}}, {{kueue, "-1"}}),
+       "annotation " + kueue + ": '-1' is not a member count (1..100000)"},
+      {Pod({{"kueue.x-k8s.io/pod-group-name", "grp"}}, {{kueue, "abc"}}),
+       "annotation " + kueue + ": 'abc' is not a member count (1..100000)"},
+      {Pod({{"kueue.x-k8s.io/pod-group-name", "grp"}}, {{kueue, "1000000000000"}}),
+       "annotation " + kueue + ": '1000000000000' is not a member count (1..100000)"},
+      {Pod({{"leaderworkerset.sigs.k8s.io/group-key", "k"}}, {{lws, "99999999999"}}),
+       "annotation " + lws + ": '99999999999' is not a member count (1..100000)"},
+  };
+  codec::RequestDecoder d;
+  for (auto& c : cases) {
+    std::string body = c.pod.dump();
+    auto pod = d.DecodePodObject(body);
+    ASSERT_TRUE(pod.ok()) << pod.status();
+    EXPECT_EQ(pod->gang_size, kGangSizeUnknown) << body;
+    EXPECT_EQ(pod->gang_size_reason, c.reason) << body;
+  }
+  std::string valid = Pod({{"kueue.x-k8s.io/pod-group-name", "grp"}}, {{kueue, "4"}}).dump();
+  auto pod = d.DecodePodObject(valid);
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_EQ(pod->gang_size, 4);
+  EXPECT_EQ(pod->gang_size_reason, "");
+}
+
 TEST(GangDecodeTest, OwnerObjectSizes) {
   struct Case {
     const char* name;

@@ -5,11 +5,14 @@
 //
 // Accounting rules (fail closed, never over-allocate):
 //  - a pod holds GPUs while it has a node and is not Succeeded/Failed;
-//  - devices named by gpusched.io/gpu-ids are used; ids the node does not
-//    have, or a device claimed twice, are counted as a conflict and the
-//    claimed devices stay used;
-//  - a bound pod without ids holds that many devices anyway: the lowest-index
-//    free healthy devices are marked used for it;
+//  - devices named by gpusched.io/gpu-ids are used. A claim that cannot be
+//    honoured as written (ids the node does not have, a count other than the
+//    pod's, a device another pod claimed first; pods that started earlier
+//    are honoured first) is a conflict: that pod's devices are unknown and
+//    it holds free devices as below, so every claim counts;
+//  - a bound pod without ids (or with an unusable claim) holds that many
+//    devices anyway: its own claimed devices that are free, then the
+//    lowest-index free healthy devices, are marked used for it;
 //  - devices at or beyond allocatable nvidia.com/gpu (unhealthy) are never
 //    offered: the highest indices are taken as the unhealthy ones.
 //
@@ -41,9 +44,11 @@
 namespace gpusched {
 
 // Returns the NodeInfo for `spec` with `pods` (those bound to it) applied;
-// inconsistent device claims are counted in NodeInfo::device_conflicts.
+// inconsistent device claims are counted in NodeInfo::device_conflicts and,
+// if `conflicts` is not null, described there (naming the pods and devices).
 NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> topology,
-                       const std::vector<const PodRequest*>& pods, uint16_t product_id);
+                       const std::vector<const PodRequest*>& pods, uint16_t product_id,
+                       std::vector<std::string>* conflicts = nullptr);
 
 class ClusterState {
  public:
@@ -122,6 +127,15 @@ class ClusterState {
   // Node specs whose topology annotation was rejected, with why.
   std::vector<std::pair<std::string, std::string>> TopologyErrors() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Device conflicts of the published nodes (BuildNodeInfo), as (node, what),
+  // sorted.
+  std::vector<std::pair<std::string, std::string>> DeviceConflicts() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Called once per conflict when a commit first finds it (node, what), under
+  // the state's mutex: it must not call back into the state. Set before the
+  // source starts.
+  using ConflictLog = std::function<void(const std::string&, const std::string&)>;
+  void SetConflictLog(ConflictLog log) ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   uint16_t ProductId(const std::string& product) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Touch(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -137,6 +151,9 @@ class ClusterState {
                                     std::map<std::pair<std::string, int>, int>* taken)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ClusterSnapshot> CommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the conflicts `node` was just built with; logs the new ones.
+  void NoteConflictsLocked(const std::string& node, std::vector<std::string> found)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   TopologyCatalog catalog_ ABSL_GUARDED_BY(mu_);
@@ -154,6 +171,10 @@ class ClusterState {
   std::atomic<bool> pods_changed_{true};
   bool topology_changed_ ABSL_GUARDED_BY(mu_) = true;
   absl::flat_hash_map<std::string, std::shared_ptr<const NodeInfo>> built_ ABSL_GUARDED_BY(mu_);
+  // Nodes with device conflicts, as last built (kept over a Reset, so a
+  // relist does not log them again).
+  absl::flat_hash_map<std::string, std::vector<std::string>> conflicts_ ABSL_GUARDED_BY(mu_);
+  ConflictLog conflict_log_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> product_names_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const std::vector<std::string>> products_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const ClusterSnapshot::NodeIndex> index_ ABSL_GUARDED_BY(mu_);

@@ -48,9 +48,11 @@ struct GangOwner {
   bool operator==(const GangOwner&) const = default;
 };
 
-// PodRequest::gang_size of a gang whose size is declared by an object not
-// read yet: the pod belongs to a gang and must not be admitted (alone or
-// otherwise) until the size is known.
+// PodRequest::gang_size of a gang whose size is not known: declared by an
+// object not read yet, or by an invalid annotation or object
+// (PodRequest::gang_size_reason says which). The pod belongs to a gang and
+// must not be admitted (alone or otherwise) until the size is known; it
+// waits outside its namespace's queue, holding no one back.
 inline constexpr int32_t kGangSizeUnknown = -1;
 
 // What the pod needs from GPUs on one node.
@@ -86,6 +88,10 @@ struct PodRequest {
   // kGangSizeUnknown while gang_owner has not been read.
   int32_t gang_size = 0;
   GangOwner gang_owner;  // kind kNone when the size is on the pod
+  // With gang_size kGangSizeUnknown: why, naming the annotation or object
+  // ("annotation kueue.x-k8s.io/pod-group-total-count: 'abc' is not a
+  // member count (1..100000)"); empty: the declaring object is not read yet.
+  std::string gang_size_reason;
   // The workload the pod belongs to, whose GPU-seconds add up across its
   // pods and their replacements (attained-service ordering): its gang, else
   // its controlling Job; empty: the pod alone (WorkloadKey).
@@ -109,6 +115,17 @@ struct PodRequest {
   std::string Key() const { return ns + "/" + name; }
   // The name attained service is counted under (namespace-scoped).
   const std::string& WorkloadKey() const { return workload.empty() ? name : workload; }
+  // Why a pod of a gang of unknown size is not admitted (the filter's
+  // reason on every node).
+  std::string UnknownGangSizeReason() const {
+    if (!gang_size_reason.empty()) {
+      return "gpusched: gang " + gang + ": " + gang_size_reason +
+             "; the pod is not scheduled until this is fixed (it holds no one back)";
+    }
+    return "gpusched: gang " + gang + ": its size is not known yet (declared by " +
+           (gang_owner.name.empty() ? std::string("an object not read yet") : gang_owner.name) +
+           "); the pod waits until it is read";
+  }
 };
 
 }  // namespace gpusched

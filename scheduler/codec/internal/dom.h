@@ -38,6 +38,13 @@ absl::StatusOr<std::optional<bool>> OptBool(const Object& obj, std::string_view 
 
 // Decodes a v1.Pod object. `path` prefixes error messages ("ExtenderArgs.Pod").
 absl::StatusOr<PodRequest> DecodePod(const Element& pod, std::string_view path);
+// What a pod that DecodePod refused still holds, if it is bound and not
+// finished: its identity, node, phase, priority, framework gang and
+// requests (unreadable requests: 64 GPUs, a whole node), with no gpusched
+// annotation read and its devices unknown (has_gpu_ids false), so the
+// cluster state counts its GPUs used and never free. An error if the pod
+// holds nothing (not bound, finished) or has no name.
+absl::StatusOr<PodRequest> DecodeHeldPod(const Element& pod, std::string_view path);
 // Decodes a v1.Node object.
 absl::StatusOr<NodeSpec> DecodeNode(const Element& node, std::string_view path);
 

@@ -14,8 +14,9 @@ namespace gpusched::codec {
 // pod-group label, Volcano group-name annotation, Kueue pod-group label,
 // LeaderWorkerSet group key, JobSet name label, PyTorchJob/MPIJob controller.
 // Does nothing if gpusched's own annotations already set a gang or a size
-// (they win). Never fails: a malformed framework field is not part of the
-// pod's GPU request, it leaves the gang's size unknown (kGangSizeUnknown).
+// (they win). Never fails: a malformed or missing count annotation is not
+// part of the pod's GPU request, it leaves the gang's size unknown
+// (kGangSizeUnknown) with why in pod.gang_size_reason, naming it.
 void ApplyGangDeclarations(const Object& meta, PodRequest& pod);
 
 }  // namespace gpusched::codec
