@@ -128,8 +128,9 @@ bool ConnTable::Hold(ConnEntry& e, int64_t bytes, ConnClock::time_point now,
   absl::MutexLock l(&mu_);
   if (e.evicted || e.closed) return bytes <= 0;
   const int64_t rise = bytes - e.held;
-  if (rise > 0 && inflight_ + rise > budget_.max_bytes) {
-    const int64_t need = inflight_ + rise - budget_.max_bytes;
+  const int64_t cap = CapFor(bytes);
+  if (rise > 0 && inflight_ + rise > cap) {
+    const int64_t need = inflight_ + rise - cap;
     if (EvictableBytesLocked(e, now) < need) return false;
     std::vector<ConnEntry*> slow;
     for (const auto& c : entries_) {
@@ -138,7 +139,7 @@ bool ConnTable::Hold(ConnEntry& e, int64_t bytes, ConnClock::time_point now,
     std::sort(slow.begin(), slow.end(),
               [](const ConnEntry* a, const ConnEntry* b) { return a->held > b->held; });
     for (ConnEntry* v : slow) {
-      if (inflight_ + rise <= budget_.max_bytes) break;
+      if (inflight_ + rise <= cap) break;
       EvictLocked(*v, ReasonOf(*v), now, evicted);
     }
   }
@@ -148,8 +149,12 @@ bool ConnTable::Hold(ConnEntry& e, int64_t bytes, ConnClock::time_point now,
 
 bool ConnTable::HasRoom(const ConnEntry& e, int64_t bytes, ConnClock::time_point now) {
   absl::MutexLock l(&mu_);
-  const int64_t need = inflight_ + bytes - budget_.max_bytes;
+  const int64_t need = inflight_ + bytes - CapFor(e.held + bytes);
   return need <= 0 || EvictableBytesLocked(e, now) >= need;
+}
+
+int64_t ConnTable::CapFor(int64_t bytes) const {
+  return bytes <= budget_.small_bytes ? budget_.max_bytes + budget_.lane_bytes : budget_.max_bytes;
 }
 
 bool ConnTable::evicted(const ConnEntry& e) {

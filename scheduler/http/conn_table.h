@@ -12,10 +12,13 @@
 //    503) or, past the refusal slots too, dropped.
 //  - Memory budget: one count of bytes in flight, shared by request bodies
 //    (charged as their bytes arrive, never as announced) and answers (charged
-//    from when they are made until their last byte is written). A charge that
-//    does not fit evicts connections whose body or answer stalls (no progress
-//    for `slow_after`, or slower on average than `min_rate` once older than
-//    that), largest holding first, and only if that makes the room.
+//    from when they are made until their last byte is written). Holdings of
+//    at most `small_bytes` may also use `lane_bytes` past `max_bytes`, so
+//    one large request being handled cannot make kube-scheduler's small ones
+//    wait. A charge that does not fit evicts connections whose body or
+//    answer stalls (no progress for `slow_after`, or slower on average than
+//    `min_rate` once older than that), largest holding first, and only if
+//    that makes the room.
 //
 // Thread-safe: one mutex, held for a scan of the connections at most.
 #ifndef GPUSCHED_HTTP_CONN_TABLE_H_
@@ -75,6 +78,8 @@ struct ListenerLimits {
 
 struct BudgetLimits {
   int64_t max_bytes = 32 << 20;
+  int64_t lane_bytes = 4 << 20;
+  int64_t small_bytes = 1 << 20;
   std::chrono::milliseconds slow_after{250};
   int64_t min_rate = 1 << 20;  // bytes per second
 };
@@ -120,8 +125,9 @@ class ConnTable {
   // `bytes` more of the body read or the answer written.
   void Progress(ConnEntry& e, int64_t bytes, ConnClock::time_point now);
   void RequestDone(ConnEntry& e);
-  // Sets e's holding to `bytes`. A rise that does not fit, even after
-  // evicting slow holders, leaves the holding unchanged and returns false.
+  // Sets e's holding to `bytes`. A rise that does not fit (in max_bytes, or
+  // with the lane for a small holding), even after evicting slow holders,
+  // leaves the holding unchanged and returns false.
   bool Hold(ConnEntry& e, int64_t bytes, ConnClock::time_point now, std::vector<Eviction>* evicted);
   // True if `bytes` more could be charged now or after evicting slow holders
   // (nothing is charged or evicted).
@@ -136,6 +142,8 @@ class ConnTable {
     int refused = 0;
     std::map<std::string, int> per_source;
   };
+  // The cap a holding of `bytes` is charged against.
+  int64_t CapFor(int64_t bytes) const;
   bool SlowLocked(const ConnEntry& e, ConnClock::time_point now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t EvictableBytesLocked(const ConnEntry& e, ConnClock::time_point now) const

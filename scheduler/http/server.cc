@@ -331,7 +331,8 @@ HttpServer::HttpServer(ServerOptions options, const Router* router, Metrics* met
   }
   impl_->shared.table = std::make_shared<ConnTable>(
       std::move(limits),
-      BudgetLimits{opt.max_inflight_body_bytes, opt.slow_after, opt.min_transfer_rate});
+      BudgetLimits{opt.max_inflight_body_bytes, opt.small_lane_bytes, opt.small_request_bytes,
+                   opt.slow_after, opt.min_transfer_rate});
   AddGauges(metrics, impl_->shared.table, impl_->shared.listener_names);
 }
 

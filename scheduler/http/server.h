@@ -70,6 +70,11 @@ struct ServerOptions {
   // max_connections). Past it, the source's own connection waiting longest
   // for a request header is evicted.
   int max_connections_per_source = 0;
+  // Requests and answers of at most small_request_bytes may also use
+  // small_lane_bytes past max_inflight_body_bytes: a large request being
+  // handled (not evictable) never makes kube-scheduler's ~100 KB ones wait.
+  int64_t small_lane_bytes = 4 << 20;
+  int64_t small_request_bytes = 1 << 20;
   // A body being read or an answer being written that made no progress for
   // slow_after, or moved fewer than min_transfer_rate bytes/s on average
   // once older than that, may be evicted when the budget is short.

@@ -286,8 +286,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     if (beast::iequals(h[bhttp::field::expect], "100-continue") && h.version() >= 11) {
       // Refused without reading the body if it cannot fit now.
       auto len = parser_->content_length();
-      if (len && !shared_->table->HasRoom(*entry_, static_cast<int64_t>(*len + kBodyPadding),
-                                          Clock::now())) {
+      if (len && !shared_->table->HasRoom(*entry_, static_cast<int64_t>(*len), Clock::now())) {
         return RefuseBudget();
       }
       continue_.emplace(bhttp::status::continue_, h.version());
@@ -347,7 +346,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     }
     const size_t area = static_cast<size_t>(std::min<uint64_t>(
         limit, std::max({got_ + buffer_.size(), got_ + kMinBodyStep, 2 * body_.size()})));
-    if (!Hold(static_cast<int64_t>(area + kBodyPadding))) {
+    // The padding is not charged, so a body of the budget's size fits.
+    if (!Hold(static_cast<int64_t>(area))) {
       RefuseBudget();
       return false;
     }

@@ -18,7 +18,7 @@ class ConnTableTest : public ::testing::Test {
  protected:
   ConnTableTest()
       : table_({ListenerLimits{4, 3, 2}, ListenerLimits{2, 2, 0}},
-               BudgetLimits{1000, milliseconds(100), 1000}) {}
+               BudgetLimits{1000, 0, 0, milliseconds(100), 1000}) {}
 
   // Opens a served connection on the main listener at t0 + `at`.
   std::shared_ptr<ConnEntry> Serve(const std::string& source, milliseconds at) {
@@ -206,6 +206,30 @@ TEST_F(ConnTableTest, TricklingBelowTheMinimumRateIsSlow) {
   // 100 bytes in a second: under 1000 bytes/s, though the last byte is new.
   EXPECT_TRUE(table_.Hold(*asker, 500, At(milliseconds(1000)), &ev));
   EXPECT_TRUE(trickle->evicted);
+}
+
+// Small holdings may use the lane past the budget; large ones may not.
+TEST(ConnTableLaneTest, SmallHoldingsUseTheLane) {
+  ConnTable table({ListenerLimits{8, 8, 0}}, BudgetLimits{1000, 300, 100, milliseconds(100), 1});
+  const auto t = ConnClock::now();
+  auto large = table.Open(0, "10.0.0.1", t).entry;
+  auto small1 = table.Open(0, "10.0.0.2", t).entry;
+  auto small2 = table.Open(0, "10.0.0.3", t).entry;
+  auto small3 = table.Open(0, "10.0.0.4", t).entry;
+  for (auto& e : {large, small1, small2, small3}) table.SetPhase(*e, ConnPhase::kHandling, t);
+  std::vector<Eviction> ev;
+  EXPECT_TRUE(table.Hold(*large, 1000, t, &ev));  // the whole budget, being handled
+  EXPECT_TRUE(table.Hold(*small1, 100, t, &ev));
+  EXPECT_TRUE(table.Hold(*small2, 100, t, &ev));
+  EXPECT_TRUE(table.HasRoom(*small3, 100, t));
+  EXPECT_FALSE(table.HasRoom(*small3, 101, t));  // not small
+  EXPECT_TRUE(table.Hold(*small3, 100, t, &ev));
+  EXPECT_FALSE(table.Hold(*small3, 101, t, &ev));  // growing past small: the budget only
+  EXPECT_EQ(table.Stats(0).inflight_bytes, 1300);
+  EXPECT_TRUE(table.Hold(*large, 0, t, &ev));
+  EXPECT_FALSE(table.Hold(*large, 801, t, &ev));  // 300 held by small ones: 700 left
+  EXPECT_TRUE(table.Hold(*large, 700, t, &ev));
+  EXPECT_TRUE(ev.empty());
 }
 
 TEST_F(ConnTableTest, ListenersHaveTheirOwnSlots) {

@@ -428,6 +428,8 @@ class HttpCapsTest : public HttpTest {
     opt.max_connections_per_source = max_connections_;
     opt.max_body_bytes = 64 * 1024;
     opt.max_inflight_body_bytes = 100 * 1024;
+    opt.small_lane_bytes = lane_;
+    opt.small_request_bytes = 8 * 1024;
     opt.slow_after = std::chrono::hours(1);
   }
   // A filter request padded with spaces to `size` bytes.
@@ -448,11 +450,17 @@ class HttpCapsTest : public HttpTest {
     EXPECT_TRUE(json::parse(r.body).contains("Error")) << r.body;
   }
   int max_connections_ = 64;
+  int64_t lane_ = 0;
 };
 
 class HttpConnectionCapTest : public HttpCapsTest {
  protected:
   HttpConnectionCapTest() { max_connections_ = 2; }
+};
+
+class HttpLaneTest : public HttpCapsTest {
+ protected:
+  HttpLaneTest() { lane_ = 32 * 1024; }  // for requests of at most 8 KiB
 };
 
 // Bodies are charged as they arrive: a sent 60 KiB body blocks a second
@@ -464,7 +472,7 @@ TEST_F(HttpCapsTest, BodiesInFlightPastTheCapGet503ThenServingGoesOn) {
   announced.SendRaw(PostHeader(size, false));
   Client first(port_);
   first.SendRaw(PostHeader(size, false) + body.substr(0, size - 1));
-  ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes >= 60 * 1024; }));
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes >= 59 * 1024; }));
   {
     Client second(port_);
     auto r = second.Post("/scheduler/filter", body);
@@ -533,8 +541,8 @@ TEST_F(HttpConnectionCapTest, ConnectionsPastTheCapEvictIdleOnesElseGet503) {
   for (int i = 1; i <= 2; ++i) {
     busy.push_back(std::make_unique<Client>(port_));
     busy.back()->SendRaw(PostHeader(1000, false) + "{");
-    // Each holds its body's 1,000 bytes and the decoder's padding.
-    ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes >= i * 1064; }));
+    // Each holds room for its body's 1,000 bytes.
+    ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes >= i * 1000; }));
   }
   ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().open == 2; }));
   {
@@ -549,6 +557,26 @@ TEST_F(HttpConnectionCapTest, ConnectionsPastTheCapEvictIdleOnesElseGet503) {
   Client probe(server_->health_port());
   EXPECT_EQ(probe.Get("/healthz").status, 200);
   EXPECT_GE(metrics_.CounterValue("gpusched_http_evictions_total", {{"reason", "idle"}}), 1);
+}
+
+// Large bodies fill the budget and are never slow here; kube-scheduler's
+// small requests still pass, in the lane only they may use.
+TEST_F(HttpLaneTest, SmallRequestsPassWhileLargeOnesFillTheBudget) {
+  std::vector<std::unique_ptr<Client>> large;
+  for (size_t size : {60 * 1024, 40 * 1024}) {
+    large.push_back(std::make_unique<Client>(port_));
+    large.back()->SendRaw(PostHeader(size, false) + PaddedFilter(size - 1));
+  }
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes >= 99 * 1024; }));
+  const std::string small = testing::ReadSourceFile("config/examples/filter-request.json");
+  ASSERT_LE(small.size(), 8u * 1024);
+  for (int i = 0; i < 3; ++i) {
+    Client c(port_);
+    EXPECT_EQ(c.Post("/scheduler/filter", small).status, 200);
+  }
+  Client medium(port_);  // over 8 KiB: the budget only, which is full
+  ExpectRetryLater(medium.Post("/scheduler/filter", PaddedFilter(20 * 1024)));
+  EXPECT_LE(server_->stats().peak_inflight_bytes, (100 + 32) * 1024);
 }
 
 // Request headers: every byte and field counts, however the header arrives.
@@ -629,10 +657,13 @@ TEST_F(HttpTest, PreemptAnswersANodeListedTwiceOnce) {
 class HttpAttackTest : public HttpTest {
  protected:
   static constexpr int64_t kBudget = 4 << 20;
+  static constexpr int64_t kLane = 256 << 10;  // for requests of at most 64 KiB
   void Tune(ServerOptions& opt) override {
     opt.max_connections = 16;  // 8 per source
     opt.max_body_bytes = 1 << 20;
     opt.max_inflight_body_bytes = kBudget;
+    opt.small_lane_bytes = kLane;
+    opt.small_request_bytes = 64 << 10;
     opt.slow_after = std::chrono::milliseconds(100);
     opt.header_timeout = std::chrono::seconds(5);
     opt.read_timeout = std::chrono::seconds(30);  // as deployed
@@ -686,7 +717,7 @@ TEST_F(HttpAttackTest, AnnouncedBodiesHoldNoBudget) {
 TEST_F(HttpAttackTest, StalledBodiesAreEvictedWhenOthersNeedTheRoom) {
   const std::string almost = PaddedFilter((1 << 20) - 1);
   std::vector<std::unique_ptr<Client>> attackers;
-  for (int i = 0; i < 4; ++i) {  // 3 fit: each holds 1 MiB and the padding
+  for (int i = 0; i < 4; ++i) {  // each holds 1 MiB: together the whole budget
     attackers.push_back(std::make_unique<Client>(port_, "127.0.0.2"));
     attackers.back()->SendRaw("POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Length: " +
                               std::to_string(1 << 20) + "\r\n\r\n" + almost);
@@ -696,7 +727,7 @@ TEST_F(HttpAttackTest, StalledBodiesAreEvictedWhenOthersNeedTheRoom) {
   Client c(port_);                                              // needs more than the ~1 MiB left
   EXPECT_EQ(c.Post("/scheduler/filter", PaddedFilter((1 << 20) - 100)).status, 200);
   EXPECT_GE(Evictions("body"), 1);
-  EXPECT_LE(server_->stats().peak_inflight_bytes, kBudget);
+  EXPECT_LE(server_->stats().peak_inflight_bytes, kBudget + kLane);
   EXPECT_EQ(WellBehavedFilter(), 200);
 }
 
@@ -710,7 +741,7 @@ TEST_F(HttpAttackTest, AnswerLargerThanTheBudgetIsRefused) {
   EXPECT_EQ(r.status, 503);
   EXPECT_NE(json::parse(r.body)["Error"].get<std::string>().find("does not fit"), std::string::npos)
       << r.body;
-  EXPECT_LE(server_->stats().peak_inflight_bytes, kBudget);
+  EXPECT_LE(server_->stats().peak_inflight_bytes, kBudget + kLane);
   EXPECT_EQ(server_->stats().inflight_bytes, 0);
   EXPECT_EQ(WellBehavedFilter(), 200);
 }
@@ -741,7 +772,7 @@ TEST_F(HttpAttackTest, NeverReadAnswersAreEvictedAndTheirWritesTimeOut) {
   EXPECT_EQ(WellBehavedFilter(), 200);
   EXPECT_TRUE(testing::WaitFor([&] { return server_->stats().inflight_bytes == 0; }));
   EXPECT_EQ(Evictions("answer"), 1);
-  EXPECT_LE(server_->stats().peak_inflight_bytes, kBudget);
+  EXPECT_LE(server_->stats().peak_inflight_bytes, kBudget + kLane);
 }
 
 // Slowloris: far more connections than slots, each with half a header. New
