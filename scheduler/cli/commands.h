@@ -14,6 +14,8 @@ std::string ServeUsage();
 int Validate(const std::vector<std::string>& args);
 int Simulate(const std::vector<std::string>& args);
 int TopologyAgent(const std::vector<std::string>& args);
+// gpusched node-agent: device plugin, PodResources reconciliation, topology.
+int NodeAgent(const std::vector<std::string>& args);
 // gpusched queue (also `kubectl gpusched queue`): pending pods in queue order.
 int Queue(const std::vector<std::string>& args);
 // gpusched quota export: a policy file's quotas as GPUQuota manifests.

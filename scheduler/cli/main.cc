@@ -21,8 +21,9 @@ void Usage(std::ostream& out) {
          "                  TLS: --tls-cert PEM --tls-key PEM [--tls-client-ca PEM] (mTLS)\n"
          "  validate        check a policy config (--config) and optionally a cluster (--cluster)\n"
          "  simulate        run the simulator (--protocol fgd|replay; see docs/simulator.md)\n"
-         "  topology-agent  publish this node's nvidia-smi GPU topology (--node, --interval,\n"
-         "                  --once)\n"
+         "  node-agent      on a GPU node: kubelet device plugin, the kubelet's truth for\n"
+         "                  gpusched.io/gpu-ids, topology (--node; see --help)\n"
+         "  topology-agent  the node agent's topology job alone (--node, --interval, --once)\n"
          "  queue           pending GPU pods in queue order with position and reason\n"
          "                  (-n NAMESPACE | -A; also `kubectl gpusched queue` with\n"
          "                  kubectl-gpusched on the PATH)\n"
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   if (cmd == "validate") return gpusched::cli::Validate(args);
   if (cmd == "simulate") return gpusched::cli::Simulate(args);
   if (cmd == "topology-agent") return gpusched::cli::TopologyAgent(args);
+  if (cmd == "node-agent") return gpusched::cli::NodeAgent(args);
   if (cmd == "queue") return gpusched::cli::Queue(args);
   if (cmd == "quota") return gpusched::cli::Quota(args);
   if (cmd == "version" || cmd == "--version") {

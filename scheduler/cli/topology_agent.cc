@@ -1,4 +1,7 @@
-// gpusched topology-agent: publishes this node's GPU link matrix. Runs
+// gpusched topology-agent: the node agent's topology job alone (the command's
+// former name, kept so existing DaemonSets go on doing only this; `gpusched
+// node-agent` runs it beside the device plugin). Publishes this node's GPU
+// link matrix. Runs
 // `nvidia-smi topo -m` (or reads --input), parses it (scheduler/agent) and
 // merge-patches the Node's gpusched.io/gpu-topology annotation through the
 // Kubernetes client (in-cluster, or --kubeconfig). Repeats every --interval
@@ -15,6 +18,7 @@
 #include "scheduler/agent/nvidia_smi_topo.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/flags.h"
+#include "scheduler/cli/topology_publish.h"
 #include "scheduler/codec/kube_codec.h"
 #include "scheduler/kube/runtime.h"
 #include "scheduler/source/file_source.h"
@@ -54,9 +58,11 @@ absl::StatusOr<std::string> RunNvidiaSmi(const std::string& binary) {
   return out;
 }
 
+}  // namespace
+
 // One round: read, parse, patch. Returns an error to log.
-absl::Status PublishOnce(kube::KubeHttpClient& client, const std::string& node,
-                         const std::string& input, const std::string& smi) {
+absl::Status PublishTopologyOnce(kube::KubeHttpClient& client, const std::string& node,
+                                 const std::string& input, const std::string& smi) {
   auto text = input.empty() ? RunNvidiaSmi(smi) : ReadFile(input);
   if (!text.ok()) return text.status();
   auto matrix = agent::ParseNvidiaSmiTopo(*text);
@@ -75,8 +81,6 @@ absl::Status PublishOnce(kube::KubeHttpClient& client, const std::string& node,
             << std::flush;
   return absl::OkStatus();
 }
-
-}  // namespace
 
 int TopologyAgent(const std::vector<std::string>& args) {
   Flags flags({"node", "interval", "nvidia-smi", "input", "kubeconfig", "context"}, {"once"},
@@ -108,7 +112,7 @@ int TopologyAgent(const std::vector<std::string>& args) {
   signal(SIGTERM, OnSignal);
   signal(SIGINT, OnSignal);
   while (true) {
-    absl::Status s = PublishOnce(**client, node, input, smi);
+    absl::Status s = PublishTopologyOnce(**client, node, input, smi);
     if (!s.ok()) std::cerr << "gpusched topology-agent: " << s.message() << "\n";
     if (flags.Has("once")) return s.ok() ? 0 : 1;
     // A failed round is retried sooner than the regular interval.
