@@ -32,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -238,6 +239,7 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(std::chrono::seconds(2));  // the attack takes hold
   std::vector<double> ms;
   int failed = 0;
+  std::map<int, int> failures;  // by status (-1: no answer)
   const auto end = Clock::now() + std::chrono::seconds(seconds);
   while (Clock::now() < end) {
     const auto start = Clock::now();
@@ -248,6 +250,7 @@ int main(int argc, char** argv) {
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     } else {
       ++failed;
+      ++failures[status];
     }
     std::this_thread::sleep_until(start + std::chrono::milliseconds(50));
   }
@@ -264,5 +267,7 @@ int main(int argc, char** argv) {
       mode.c_str(), ms.size() + static_cast<size_t>(failed), failed, pct(0.5), pct(0.99),
       ms.empty() ? -1.0 : ms.back(), static_cast<double>(peak_rss) / 1024,
       static_cast<double>(RssKiB(pid, "VmRSS:")) / 1024);
+  for (const auto& [status, n] : failures)
+    std::printf("    failed with status %d: %d\n", status, n);
   return failed == 0 ? 0 : 1;
 }

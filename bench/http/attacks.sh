@@ -2,15 +2,20 @@
 # Hostile-client run: gpusched serve with the deployed policy
 # (deploy/scheduler-policy.json: 32 MiB bodies, 30 s reads, 90 s idle; the
 # other caps at their defaults) on a 5,000-node cluster, then each attack of
-# bench/http/attack.cc in turn, SECONDS each, on a fresh server. For each:
+# bench/http/attack.cc in turn, SECONDS_EACH seconds each, on a fresh server. For each:
 # the well-behaved filters' latency (5,000 names, a new connection every
 # 50 ms, same source address as the attack) and the server's peak RSS (the
 # deployment's memory limit is 1 GiB).
-# Usage: [SECONDS_EACH=20] bench/http/attacks.sh [BUILD_DIR]   (default build-bench, Release)
+# Usage: [SECONDS_EACH=20] bench/http/attacks.sh [BUILD_DIR]
+#   (default build-bench, made Release if new; an existing one keeps its build type)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build="${1:-build-bench}"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+if [ -f "$build/CMakeCache.txt" ]; then  # an existing build keeps its type
+  cmake -S . -B "$build" -DGPUSCHED_BENCH=ON >/dev/null
+else
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
 cmake --build "$build" --target gpusched gen_inputs attack -j "$(nproc)"
 work="$(mktemp -d)"
 server=""

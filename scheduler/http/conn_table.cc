@@ -23,14 +23,6 @@ const char* EvictReasonName(EvictReason r) {
 
 namespace {
 
-// Slot eviction order: header pending, then never sent a byte, then idle
-// keep-alive; -1 = not evictable for a slot.
-int SlotRank(const ConnEntry& e) {
-  if (e.phase == ConnPhase::kHeader) return 0;
-  if (e.phase == ConnPhase::kIdle) return e.requests == 0 ? 1 : 2;
-  return -1;
-}
-
 EvictReason ReasonOf(const ConnEntry& e) {
   switch (e.phase) {
     case ConnPhase::kHeader:
@@ -60,12 +52,12 @@ ConnTable::Opened ConnTable::Open(int listener, const std::string& source,
     return it == s.per_source.end() ? 0 : it->second;
   };
   if (count() >= s.limits.max_per_source) {
-    if (ConnEntry* v = SlotVictimLocked(listener, source)) {
+    if (ConnEntry* v = SlotVictimLocked(listener, source, now)) {
       EvictLocked(*v, ReasonOf(*v), now, &out.evicted);
     }
   }
   if (count() < s.limits.max_per_source && s.open >= s.limits.max_connections) {
-    if (ConnEntry* v = SlotVictimLocked(listener, "")) {
+    if (ConnEntry* v = SlotVictimLocked(listener, "", now)) {
       EvictLocked(*v, ReasonOf(*v), now, &out.evicted);
     }
   }
@@ -192,16 +184,29 @@ int64_t ConnTable::EvictableBytesLocked(const ConnEntry& e, ConnClock::time_poin
   return total;
 }
 
-ConnEntry* ConnTable::SlotVictimLocked(int listener, const std::string& source) const {
+int ConnTable::SlotRankLocked(const ConnEntry& e, ConnClock::time_point now) const {
+  const bool body = e.phase == ConnPhase::kBody;
+  if (e.phase == ConnPhase::kHeader || (body && e.phase_bytes == 0)) return 0;
+  if ((body || e.phase == ConnPhase::kAnswer) && SlowLocked(e, now)) return 1;
+  if (e.phase == ConnPhase::kIdle) return e.requests == 0 ? 2 : 3;
+  return -1;
+}
+
+ConnEntry* ConnTable::SlotVictimLocked(int listener, const std::string& source,
+                                       ConnClock::time_point now) const {
   ConnEntry* best = nullptr;
   int best_rank = 0;
+  // Waiting since: the phase's start, or a slow transfer's last progress.
+  auto since = [](const ConnEntry& e, int rank) {
+    return rank == 1 ? e.last_progress : e.phase_since;
+  };
   for (const auto& c : entries_) {
     if (c->listener != listener || c->refused) continue;
     if (!source.empty() && c->source != source) continue;
-    const int rank = SlotRank(*c);
+    const int rank = SlotRankLocked(*c, now);
     if (rank < 0) continue;
     if (best == nullptr || rank < best_rank ||
-        (rank == best_rank && c->phase_since < best->phase_since)) {
+        (rank == best_rank && since(*c, rank) < since(*best, best_rank))) {
       best = c.get();
       best_rank = rank;
     }

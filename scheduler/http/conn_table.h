@@ -4,12 +4,12 @@
 //
 //  - Slots: each listener serves at most `max_connections` connections, and
 //    at most `max_per_source` from one remote address. A new connection past
-//    either cap evicts the connection that waits longest without having sent
-//    a whole request header (the source's own first, when over the source
-//    cap): header pending first (the oldest header first), then connections
-//    that never sent a byte, then idle keep-alive connections (the longest
-//    idle first). Only if none may go is it refused (a refusal slot answers
-//    503) or, past the refusal slots too, dropped.
+//    either cap evicts one that waits on its client (the source's own, when
+//    over the source cap): a header pending or a body not begun (the oldest
+//    first), then a slow body or answer (see below; the longest stalled
+//    first), then connections that never sent a byte, then idle keep-alive
+//    ones (the longest idle first). Only if none may go is it refused (a
+//    refusal slot answers 503) or, past the refusal slots too, dropped.
 //  - Memory budget: one count of bytes in flight, shared by request bodies
 //    (charged as their bytes arrive, never as announced) and answers (charged
 //    from when they are made until their last byte is written). Holdings of
@@ -148,9 +148,12 @@ class ConnTable {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t EvictableBytesLocked(const ConnEntry& e, ConnClock::time_point now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The best connection to evict for a slot (`source` empty = any source).
-  ConnEntry* SlotVictimLocked(int listener, const std::string& source) const
+  // Slot eviction order (lower first); -1 = not evictable for a slot.
+  int SlotRankLocked(const ConnEntry& e, ConnClock::time_point now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The best connection to evict for a slot (`source` empty = any source).
+  ConnEntry* SlotVictimLocked(int listener, const std::string& source,
+                              ConnClock::time_point now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictLocked(ConnEntry& e, EvictReason reason, ConnClock::time_point now,
                    std::vector<Eviction>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeSlotLocked(ConnEntry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -47,8 +47,8 @@ TEST_F(ConnTableTest, FullListenerEvictsHeaderPendingThenFreshThenIdle) {
     auto o = table_.Open(0, "10.0.1." + std::to_string(i), At(milliseconds(10 + i)));
     ASSERT_EQ(o.admission, ConnTable::Admission::kServe);
     ASSERT_EQ(o.evicted.size(), 1u);
-    // The newcomers stay busy (reading a body), so they are never victims.
-    table_.SetPhase(*o.entry, ConnPhase::kBody, At(milliseconds(10 + i)));
+    // The newcomers stay busy (being answered), so they are never victims.
+    table_.SetPhase(*o.entry, ConnPhase::kHandling, At(milliseconds(10 + i)));
     order.push_back(o.entry);
   }
   EXPECT_TRUE(header_old->evicted);
@@ -70,6 +70,7 @@ TEST_F(ConnTableTest, OrderWithinAKindIsOldestFirst) {
   table_.SetPhase(*b, ConnPhase::kHeader, At(milliseconds(1)));  // oldest header
   table_.SetPhase(*a, ConnPhase::kHeader, At(milliseconds(2)));
   table_.SetPhase(*c, ConnPhase::kBody, At(milliseconds(1)));
+  table_.Progress(*c, 10, At(milliseconds(1)));  // a body begun, not slow
   table_.SetPhase(*d, ConnPhase::kAnswer, At(milliseconds(1)));
   auto o = table_.Open(0, "10.0.0.5", At(milliseconds(3)));
   EXPECT_EQ(o.admission, ConnTable::Admission::kServe);
@@ -77,6 +78,33 @@ TEST_F(ConnTableTest, OrderWithinAKindIsOldestFirst) {
   EXPECT_FALSE(a->evicted);
   EXPECT_EQ(o.evicted.at(0).reason, EvictReason::kHeader);
   EXPECT_EQ(o.evicted.at(0).source, "10.0.0.2");
+}
+
+// A body not begun holds nothing and waits on its client like a header; a
+// slow body or answer comes next; a transfer making progress is never taken.
+TEST_F(ConnTableTest, BodiesNotBegunAndSlowTransfersGiveUpTheirSlots) {
+  auto moving = Serve("10.0.0.1", milliseconds(0));
+  auto slow = Serve("10.0.0.2", milliseconds(0));
+  auto not_begun = Serve("10.0.0.3", milliseconds(0));
+  auto idle = Serve("10.0.0.4", milliseconds(0));
+  for (auto& e : {moving, slow}) {
+    table_.SetPhase(*e, ConnPhase::kBody, At(milliseconds(0)));
+    table_.Progress(*e, 100, At(milliseconds(0)));
+  }
+  table_.Progress(*moving, 1000, At(milliseconds(290)));  // 1.1 KB in 0.3 s: fast enough
+  table_.SetPhase(*not_begun, ConnPhase::kBody, At(milliseconds(250)));
+  auto first = table_.Open(0, "10.0.1.1", At(milliseconds(300)));
+  ASSERT_EQ(first.evicted.size(), 1u);
+  EXPECT_TRUE(not_begun->evicted);
+  table_.SetPhase(*first.entry, ConnPhase::kHandling, At(milliseconds(300)));
+  auto second = table_.Open(0, "10.0.1.2", At(milliseconds(300)));
+  ASSERT_EQ(second.evicted.size(), 1u);
+  EXPECT_TRUE(slow->evicted);  // stalled 300 ms, before the idle connection
+  EXPECT_EQ(second.evicted[0].reason, EvictReason::kBody);
+  table_.SetPhase(*second.entry, ConnPhase::kHandling, At(milliseconds(300)));
+  table_.Open(0, "10.0.1.3", At(milliseconds(300)));
+  EXPECT_TRUE(idle->evicted);
+  EXPECT_FALSE(moving->evicted);
 }
 
 TEST_F(ConnTableTest, NothingEvictableMeansRefusalSlotsThenDrop) {
@@ -121,7 +149,7 @@ TEST_F(ConnTableTest, EvictedConnectionsCloseOnceAndSeeTheirEviction) {
   EXPECT_TRUE(table_.SetCancel(*a, [&] { ++cancelled; }));
   for (int i = 0; i < 3; ++i) {
     auto e = Serve("10.0.0.2", milliseconds(1));
-    table_.SetPhase(*e, ConnPhase::kBody, At(milliseconds(1)));
+    table_.SetPhase(*e, ConnPhase::kHandling, At(milliseconds(1)));
   }
   auto o = table_.Open(0, "10.0.0.3", At(milliseconds(2)));
   ASSERT_EQ(o.evicted.size(), 1u);

@@ -712,6 +712,22 @@ TEST_F(HttpAttackTest, AnnouncedBodiesHoldNoBudget) {
   EXPECT_LT(server_->stats().peak_inflight_bytes, 1 << 20);
 }
 
+// Connections that sent the header of a maximal POST and wait, far more
+// than the slots: they hold no budget and give up their slots to newcomers.
+TEST_F(HttpAttackTest, HeaderOnlyPostsDoNotShutOutNewConnections) {
+  std::vector<std::unique_ptr<Client>> attackers;
+  for (int i = 0; i < 100; ++i) {  // past the 16 slots and 64 refusal slots
+    attackers.push_back(std::make_unique<Client>(port_));
+    attackers.back()->SendRaw(
+        "POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n");
+  }
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(WellBehavedFilter(), 200) << "round " << round;
+  }
+  EXPECT_GE(Evictions("body"), 80);
+  EXPECT_EQ(server_->stats().refused, 0);
+}
+
 // Bodies sent nearly whole and then stalled hold budget, but only until
 // someone needs the room: the stalled holders are evicted.
 TEST_F(HttpAttackTest, StalledBodiesAreEvictedWhenOthersNeedTheRoom) {
