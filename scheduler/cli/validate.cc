@@ -7,6 +7,8 @@
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/flags.h"
 #include "scheduler/codec/config_codec.h"
+#include "scheduler/queue/quota_coverage.h"
+#include "scheduler/queue/usage_index.h"
 #include "scheduler/source/file_source.h"
 
 namespace gpusched::cli {
@@ -17,62 +19,32 @@ constexpr char kUsage[] =
     "\n"
     "Checks a policy config (default config/scheduler-policy.json): errors name the\n"
     "JSON field (or line and column for a syntax error) and exit 2. Warnings (exit 0)\n"
-    "name quotas under which a namespace can never get GPUs.\n"
+    "name quotas under which a namespace can never get GPUs and, with --cluster,\n"
+    "GPUs no quota can ever use and guarantees that over-promise the cluster.\n"
     "  --config FILE        the policy config\n"
     "  --cluster LIST.json  also load a `kubectl get nodes,pods -A -o json` List and\n"
     "                       report its nodes, GPUs, topology problems and device\n"
     "                       conflicts (pods claiming the same gpusched.io/gpu-ids)\n";
 
-// The guarantee that other namespaces of `cohort` could ever lend to the
-// namespace configured at `self` (nullptr: the default quota, i.e. any
-// unlisted namespace). Unlisted namespaces lend the default guarantee.
-int64_t MostLendable(const QuotaConfig& q, const std::string& cohort, const std::string* self) {
-  if (cohort.empty()) return 0;
-  int64_t sum = q.default_quota.cohort == cohort ? q.default_quota.gpus.guaranteed : 0;
-  for (const auto& [ns, quota] : q.namespaces) {
-    if ((self == nullptr || ns != *self) && quota.cohort == cohort) sum += quota.gpus.guaranteed;
-  }
-  return sum;
-}
-
-int64_t MostLendableModel(const QuotaConfig& q, const std::string& cohort, const std::string& model,
-                          const std::string* self) {
-  if (cohort.empty()) return 0;
-  auto guaranteed = [&](const NamespaceQuota& quota) -> int64_t {
-    auto it = quota.models.find(model);
-    return it == quota.models.end() ? 0 : it->second.guaranteed;
-  };
-  int64_t sum = q.default_quota.cohort == cohort ? guaranteed(q.default_quota) : 0;
-  for (const auto& [ns, quota] : q.namespaces) {
-    if ((self == nullptr || ns != *self) && quota.cohort == cohort) sum += guaranteed(quota);
-  }
-  return sum;
-}
-
-// Why an amount can never admit a pod, or "" if it can.
-std::string NeverAdmits(const QuotaAmount& a, const std::string& cohort, int64_t lendable) {
-  if (a.limit == 0) return "limit 0";
-  if (a.guaranteed > 0 || lendable > 0) return "";
-  if (cohort.empty()) return "guaranteed 0 and no cohort to borrow from";
-  return StrCat("guaranteed 0 and cohort ", cohort, " has no guarantee to lend");
-}
+// Why an amount can never admit a pod, or "" if it can. Idle GPUs are lent
+// to every namespace up to its limit (docs/queue.md), so only a limit of 0
+// shuts a namespace out.
+std::string NeverAdmits(const QuotaAmount& a) { return a.limit == 0 ? "limit 0" : ""; }
 
 // Warnings about quotas under which a namespace never gets a GPU: the whole
 // namespace, or a model (and, with a cluster, every model the cluster has).
 std::vector<std::string> QuotaWarnings(const QuotaConfig& q, const ClusterSnapshot* snap) {
   std::vector<std::string> out;
   if (!q.enabled) return out;
-  auto check = [&](const std::string& field, const std::string& who, const NamespaceQuota& quota,
-                   const std::string* self) {
-    std::string why = NeverAdmits(quota.gpus, quota.cohort, MostLendable(q, quota.cohort, self));
+  auto check = [&](const std::string& field, const std::string& who, const NamespaceQuota& quota) {
+    std::string why = NeverAdmits(quota.gpus);
     if (!why.empty()) {
       out.push_back(StrCat(field, ": ", why, ": pods in ", who, " can never get GPUs"));
       return;
     }
     std::vector<std::string> blocked;
     for (const auto& [model, amount] : quota.models) {
-      std::string m =
-          NeverAdmits(amount, quota.cohort, MostLendableModel(q, quota.cohort, model, self));
+      std::string m = NeverAdmits(amount);
       if (m.empty()) continue;
       blocked.push_back(model);
       out.push_back(StrCat(field, ".models.", model, ": ", m, ": pods in ", who, " can never get ",
@@ -92,9 +64,16 @@ std::vector<std::string> QuotaWarnings(const QuotaConfig& q, const ClusterSnapsh
     }
   };
   check("quotas.default", "any namespace not listed in quotas.namespaces (default included)",
-        q.default_quota, nullptr);
+        q.default_quota);
   for (const auto& [ns, quota] : q.namespaces) {
-    check(StrCat("quotas.namespaces.", ns), StrCat("namespace ", ns), quota, &ns);
+    check(StrCat("quotas.namespaces.", ns), StrCat("namespace ", ns), quota);
+  }
+  if (snap != nullptr) {
+    int64_t capacity = 0;
+    for (const auto& node : snap->nodes()) capacity += queue::NodeCapacityMilli(*node);
+    for (std::string& w : queue::CoverageWarnings(queue::CoverageOf(q, capacity))) {
+      out.push_back(StrCat("quotas: ", std::move(w)));
+    }
   }
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/queue/fair_share.h"
 #include "scheduler/queue/queue_manager.h"
 
 namespace gpusched::queue {
@@ -112,6 +113,8 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
     nq.usage_milli = ledger->Usage(ns);
     nq.borrowed_milli = ledger->Borrowed(ns);
     nq.lendable_milli = ledger->Lendable(ns);
+    nq.cohort_lendable_milli = ledger->CohortLendable(ns);
+    nq.weight = ledger->Quota(ns).weight;
     for (const auto& [model, amount] : ledger->Quota(ns).models) {
       nq.models.push_back(
           {model, amount.guaranteed * 1000, amount.limit * 1000, ledger->ModelUsage(ns, model)});
@@ -132,6 +135,15 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
     }
   }
   report.namespaces = std::move(shown);
+  std::vector<FairShareClaim> claims;
+  for (const NamespaceQueue& nq : report.namespaces) {
+    claims.push_back(
+        {nq.ns, nq.guaranteed_milli, nq.limit_milli, nq.usage_milli, nq.pending_milli, nq.weight});
+  }
+  report.capacity_milli = ledger->Capacity();
+  report.guaranteed_milli = ledger->GuaranteedTotal();
+  const auto shares = WeightedFairShares(claims, ledger->Capacity());
+  for (NamespaceQueue& nq : report.namespaces) nq.fair_share_milli = shares.at(nq.ns);
   std::sort(report.reservations.begin(), report.reservations.end(),
             [](const auto& a, const auto& b) { return a.ns + a.gang < b.ns + b.gang; });
   return report;

@@ -657,6 +657,14 @@ bool QueueManager::PlanReclaims(absl::Duration wait) {
   return true;
 }
 
+void QueueManager::LogCoverageLocked() {
+  if (!options_.quotas.enabled) return;
+  QuotaCoverage c = CoverageOf(options_.quotas, LedgerLocked().Capacity());
+  if (c == logged_coverage_) return;
+  logged_coverage_ = c;
+  for (const std::string& w : CoverageWarnings(c)) Log(StrCat("gpusched: quotas: ", w));
+}
+
 int QueueManager::Tick() {
   const auto started = std::chrono::steady_clock::now();
   const double cpu_started = ThreadCpuSeconds();
@@ -686,6 +694,7 @@ int QueueManager::Tick() {
     auto snapshot = deps_.state->Snapshot();
     SyncLocked(snapshot);
     ExpireReservationsLocked();
+    LogCoverageLocked();
     const int64_t now = Now();
     for (auto it = gang_plans_.begin(); it != gang_plans_.end();) {
       it = now - it->second.at_ms > options_.stale_after_ms ? gang_plans_.erase(it) : std::next(it);

@@ -67,6 +67,7 @@
 #include "gpusched/util/metrics.h"
 #include "scheduler/queue/attained_service.h"
 #include "scheduler/queue/queue_report.h"
+#include "scheduler/queue/quota_coverage.h"
 #include "scheduler/queue/quota_ledger.h"
 #include "scheduler/queue/timed_lock.h"
 #include "scheduler/queue/usage_index.h"
@@ -609,6 +610,10 @@ class QueueManager final : public PodGate {
   std::vector<std::shared_ptr<const HeldNodes>> HeldForReclaimLocked(const PodRequest& pod)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, Reclaim> reclaiming_ ABSL_GUARDED_BY(mu_);
+  // Logs the quota coverage's warnings (quota_coverage.h) when they change:
+  // GPUs no quota can use, guarantees over-promising the cluster.
+  void LogCoverageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  QuotaCoverage logged_coverage_ ABSL_GUARDED_BY(mu_);
   // What reclaiming_ means for admission now: the claims (QuotaLedger) and
   // the holds (HeldForReclaimLocked) of the reclaims that are current (not
   // stale, their pod still waiting), so that a filter does not walk every

@@ -53,7 +53,10 @@ struct NamespaceQueue {
   int64_t limit_milli = 0;
   int64_t usage_milli = 0;
   int64_t borrowed_milli = 0;
-  int64_t lendable_milli = 0;  // what its cohort could lend it now
+  int64_t lendable_milli = 0;         // idle GPUs it may borrow now
+  int64_t cohort_lendable_milli = 0;  // the idle guarantee its cohort lends it
+  int64_t fair_share_milli = 0;       // WeightedFairShares (fair_share.h)
+  double weight = 1.0;
   std::vector<ModelQuotaUse> models;
   int64_t pending_pods = 0;      // in the whole queue
   int64_t pending_milli = 0;     // milli-GPUs those pods ask for
@@ -71,7 +74,9 @@ struct GangReservationReport {
 
 struct QueueReport {
   bool quotas_enabled = false;
-  std::string quota_source;  // QueueOptions::quota_source
+  std::string quota_source;      // QueueOptions::quota_source
+  int64_t capacity_milli = 0;    // the cluster's GPUs (QuotaLedger::Capacity)
+  int64_t guaranteed_milli = 0;  // every guarantee added up (QuotaLedger::GuaranteedTotal)
   std::vector<NamespaceQueue> namespaces;
   std::vector<GangReservationReport> reservations;
 };

@@ -144,11 +144,19 @@ std::vector<QuotaObjectStatus> QuotaObjectStatuses(const ResolvedQuotas& resolve
     s.name = v.name;
     s.observed_generation = v.generation;
     const bool active = v.state == QuotaObjectState::kActive;
+    std::string message = v.message;
+    if (active && report.guaranteed_milli > report.capacity_milli) {
+      // Accepted (nodes come and go), but said where the team looks.
+      StrAppend(&message, message.empty() ? "" : "; ", "the cluster's guarantees add up to ",
+                FormatGpus(report.guaranteed_milli), " GPUs, ",
+                FormatGpus(report.guaranteed_milli - report.capacity_milli), " more than its ",
+                FormatGpus(report.capacity_milli), ": they cannot all be honoured at once");
+    }
     s.conditions.push_back({"Active", active,
                             active                                    ? "Enforced"
                             : v.state == QuotaObjectState::kDuplicate ? "Duplicate"
                                                                       : "Invalid",
-                            v.message});
+                            std::move(message)});
     s.conditions.push_back({"Valid", v.error.empty(), v.error.empty() ? "Valid" : "Invalid",
                             v.error.empty() ? "spec is valid" : v.error});
     auto n = by_ns.find(v.ns);

@@ -84,13 +84,29 @@ TEST(CliUsageTest, BadFlagIsAnErrorNotHelp) {
 TEST(CliUsageTest, ValidateWarnsAboutNamespacesThatNeverGetGpus) {
   Outcome r = Gpusched("validate --config " + Source("test/cli/warn/never_admitted.json"));
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_THAT(r.out, AllOf(HasSubstr("WARNING: quotas.default: guaranteed 0 and no cohort to "
-                                     "borrow from: pods in any namespace not listed"),
-                           HasSubstr("WARNING: quotas.namespaces.frozen: limit 0"),
-                           HasSubstr("WARNING: quotas.namespaces.lonely: guaranteed 0 and cohort "
-                                     "nobody-lends has no guarantee to lend"),
+  // Idle GPUs are lent to every namespace up to its limit: only a limit of
+  // 0 shuts one out (no guarantee and no cohort is fine).
+  EXPECT_THAT(r.out, AllOf(HasSubstr("WARNING: quotas.namespaces.frozen: limit 0"),
                            HasSubstr("WARNING: quotas.namespaces.no-h100.models.H100: limit 0"),
+                           Not(HasSubstr("quotas.default")), Not(HasSubstr("lonely")),
                            Not(HasSubstr("quotas.namespaces.fine"))));
+}
+
+// With a cluster: the GPUs no quota can ever use (unlisted namespaces hold
+// nothing, listed limits add up to less than the cluster), and guarantees
+// that over-promise the cluster, each with the amount.
+TEST(CliUsageTest, ValidateSaysWhichGpusNoQuotaCanUseAndHowFarGuaranteesOverPromise) {
+  const std::string cluster = " --cluster " + Source("config/demo-cluster.json");
+  Outcome r = Gpusched("validate --config " + Source("test/cli/warn/uncovered.json") + cluster);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("WARNING: quotas: 39 of the cluster's 59 GPUs can never be used: "
+                               "the listed limits add up to 20"));
+  EXPECT_THAT(r.out, Not(HasSubstr("guarantees add up")));
+  r = Gpusched("validate --config " + Source("test/cli/warn/overpromised.json") + cluster);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("WARNING: quotas: guarantees add up to 100 GPUs, 41 more than the "
+                               "cluster's 59"));  // one of the demo's 60 is unhealthy
+  EXPECT_THAT(r.out, Not(HasSubstr("can never be used")));
 }
 
 // Two running pods claiming the same devices: validate does not call the

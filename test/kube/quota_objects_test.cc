@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "gpusched/policy/framework.h"
+#include "scheduler/codec/config_codec.h"
 #include "scheduler/codec/quota_object_codec.h"
 #include "scheduler/kube/kube_source.h"
 #include "scheduler/kube/quota_status.h"
@@ -108,6 +109,13 @@ TEST(QuotaObjectCodec, InvalidSpecsNameTheField) {
        "spec.queueingStrategy: must be StrictFIFO or BestEffortFIFO, got 'LIFO'"},
       {{{"attainedService", {{"preemptionsPerHour", 2}}}},
        "spec.attainedService.demoteAfterGpuHours: required"},
+      {{{"limit", 8}, {"weight", -1}}, "spec.weight: must be a number in (0, 1000000], got -1"},
+      {{{"limit", 8}, {"weight", "2"}}, "spec.weight: must be a number in (0, 1000000], got \"2\""},
+      {{{"weight", 2}}, "spec.weight: is set but the limit is 0"},
+      {{{"guaranteed", 4},
+        {"limit", 8},
+        {"models", {{"H100", {{"guaranteed", 4}, {"limit", 16}}}}}},
+       "spec.models.H100.limit: must be <= the namespace's limit (8), got 16"},
       {Json::array(), "spec: required, must be an object"},
   };
   for (const Case& c : cases) {
@@ -376,6 +384,30 @@ TEST(QuotaObjectStatuses, LendingIsApportionedByIdleGuarantee) {
   EXPECT_EQ(d.conditions[0].reason, "Duplicate");
 }
 
+// Guarantees over-promising the cluster are accepted, and every active
+// GPUQuota's status says by how much.
+TEST(QuotaObjectStatuses, OverPromisedGuaranteesAreReportedWithTheAmount) {
+  queue::QueueReport report;
+  report.namespaces = {NsQueue("a", "", 24, 0), NsQueue("b", "", 16, 0)};
+  report.capacity_milli = 32000;
+  report.guaranteed_milli = 40000;
+  queue::ResolvedQuotas r =
+      queue::ResolveQuotaObjects({Obj(QuotaObjectKind::kGpuQuota, "a", "q", "t", Q(24, 48)),
+                                  Obj(QuotaObjectKind::kGpuQuota, "b", "q", "t", Q(16, 32))});
+  const auto statuses = queue::QuotaObjectStatuses(r, report);
+  ASSERT_EQ(statuses.size(), 2u);
+  for (const queue::QuotaObjectStatus& s : statuses) {
+    EXPECT_TRUE(s.conditions[0].status);
+    EXPECT_NE(s.conditions[0].message.find("guarantees add up to 40 GPUs, 8 more than its 32"),
+              std::string::npos)
+        << s.conditions[0].message;
+  }
+  report.capacity_milli = 40000;  // a node joins: no longer said
+  for (const queue::QuotaObjectStatus& s : queue::QuotaObjectStatuses(r, report)) {
+    EXPECT_EQ(s.conditions[0].message.find("add up to"), std::string::npos);
+  }
+}
+
 TEST(QueueConfigApplier, ObjectsReplaceTheFilesNamespacesOnly) {
   SchedulerConfig file;
   file.quotas.enabled = true;
@@ -574,6 +606,7 @@ class QuotaObjectsApiTest : public ::testing::Test {
     framework_ = std::shared_ptr<const policy::Framework>(std::move(*fw));
     queue::QueueDeps deps;
     deps.state = state_.get();
+    deps.writer = &evictions_;
     deps.framework = [f = framework_] { return f; };
     deps.log = [](const std::string&) {};
     queue_ = std::make_unique<queue::QueueManager>(std::move(deps), queue::QueueOptions{});
@@ -623,10 +656,27 @@ class QuotaObjectsApiTest : public ::testing::Test {
     return false;
   }
 
+  // Records the queue's evictions (reclaim) instead of calling the API.
+  struct RecordingWriter : ClusterWriter {
+    absl::Status Evict(const PodRequest& pod, const std::string& reason) override {
+      std::lock_guard<std::mutex> l(mu);
+      evicted.push_back(pod.Key());
+      (void)reason;
+      return absl::OkStatus();
+    }
+    std::vector<std::string> Evicted() {
+      std::lock_guard<std::mutex> l(mu);
+      return evicted;
+    }
+    std::mutex mu;
+    std::vector<std::string> evicted;
+  };
+
   std::unique_ptr<FakeApiServer> api_;
   std::unique_ptr<kube::KubeHttpClient> client_;
   Metrics metrics_;
   SchedulerConfig file_;
+  RecordingWriter evictions_;
   std::unique_ptr<ClusterState> state_;
   std::unique_ptr<kube::KubeClusterSource> source_;
   std::shared_ptr<const policy::Framework> framework_;
@@ -670,8 +720,8 @@ TEST_F(QuotaObjectsApiTest, WithoutTheCrdThePolicyFileIsTheSource) {
   EXPECT_FALSE(watcher_->Current().has_value());
   EXPECT_EQ(applier_->source(), "policy file policy.json");
   EXPECT_EQ(queue_->Report({"", 0}).quota_source, "policy file policy.json");
-  ASSERT_TRUE(WaitAdmit("team-a", "p8", true));                       // the file's 8
-  EXPECT_NE(Admit("team-z", "p2").find("quota"), std::string::npos);  // default limit 1
+  ASSERT_TRUE(WaitAdmit("team-a", "p8", true));                              // the file's 8
+  EXPECT_NE(Admit("team-z", "p2").find("at its limit"), std::string::npos);  // default limit 1
   EXPECT_EQ(api_->requests("GET /apis/gpusched.io/v1alpha1/gpuquotas"), 0);
 
   // The CRD is installed later: the objects become the source (none yet,
@@ -688,7 +738,7 @@ TEST_F(QuotaObjectsApiTest, CreateChangeAndDeleteChangeAdmission) {
   api_->Put("pods", PodJson("team-b", "p4", 4));
   Start();
   ASSERT_TRUE(watcher_->Current().has_value());
-  EXPECT_NE(Admit("team-b", "p4").find("quota"), std::string::npos);  // file default: 1
+  EXPECT_NE(Admit("team-b", "p4").find("at its limit"), std::string::npos);  // file default: 1
 
   api_->Put(kGpuQuotas, GpuQuotaJson("team-b", "gpu-quota", {{"guaranteed", 4}}));
   ASSERT_TRUE(WaitAdmit("team-b", "p4", true));
@@ -696,23 +746,63 @@ TEST_F(QuotaObjectsApiTest, CreateChangeAndDeleteChangeAdmission) {
 
   api_->Put(kGpuQuotas, GpuQuotaJson("team-b", "gpu-quota", {{"guaranteed", 2}, {"limit", 3}}));
   ASSERT_TRUE(WaitAdmit("team-b", "p4", false));
-  EXPECT_NE(Admit("team-b", "p4").find("quota"), std::string::npos);
+  EXPECT_NE(Admit("team-b", "p4").find("at its limit: holds 0 of limit 3"), std::string::npos);
 
-  // Above its guarantee only by borrowing: alone, nobody lends.
+  // Above its guarantee it borrows idle GPUs (32 of them, guaranteed to
+  // no one), up to its limit.
   api_->Put(kGpuQuotas, GpuQuotaJson("team-b", "gpu-quota",
                                      {{"guaranteed", 2}, {"limit", 8}, {"cohort", "research"}}));
-  ASSERT_TRUE(WaitFor([&] {
-    return queue_->Report({"team-b", 0}).namespaces.at(0).limit_milli == 8000;
-  }));
-  EXPECT_NE(Admit("team-b", "p4").find("cohort research has 0 idle"), std::string::npos)
-      << Admit("team-b", "p4");
-  // An idle member joins the cohort: team-b borrows its guarantee.
-  api_->Put(kGpuQuotas,
-            GpuQuotaJson("team-c", "gpu-quota", {{"guaranteed", 4}, {"cohort", "research"}}));
   ASSERT_TRUE(WaitAdmit("team-b", "p4", true));
+  EXPECT_EQ(queue_->Report({"team-b", 0}).namespaces.at(0).limit_milli, 8000);
   api_->Delete(kGpuQuotas, "team-b/gpu-quota");
   ASSERT_TRUE(WaitAdmit("team-b", "p4", false));  // back to the file's default
   EXPECT_EQ(queue_->Report({"team-b", 0}).namespaces.at(0).limit_milli, 1000);
+}
+
+// A fresh install: the CRD, no GPUQuota object yet, the deployed policy
+// file. A first Job in `default` runs on the idle cluster, an 8-GPU one
+// included (the deployed default sets no limit).
+TEST_F(QuotaObjectsApiTest, FreshInstallRunsAFirstEightGpuJobInDefault) {
+  auto deployed =
+      codec::LoadConfigFile(std::string(GPUSCHED_SOURCE_DIR) + "/deploy/scheduler-policy.json");
+  ASSERT_TRUE(deployed.ok()) << deployed.status();
+  file_ = *deployed;
+  api_->ServeApiGroup(kGpuQuotaApi);
+  api_->Put("pods", PodJson("default", "first-job-0", 8));
+  api_->Put("pods", PodJson("ml-sandbox", "small-0", 1));
+  Start();
+  ASSERT_TRUE(watcher_->Current().has_value());
+  EXPECT_EQ(applier_->source(), "GPUQuota objects (gpusched.io/v1alpha1)");
+  EXPECT_EQ(Admit("default", "first-job-0"), "");
+  EXPECT_EQ(Admit("ml-sandbox", "small-0"), "");
+}
+
+// The first GPUQuota created on a running cluster whose GPUs unlisted
+// namespaces borrow: the new guarantee is restored by reclaim, taking only
+// what the borrowers hold above their (zero) guarantee, and no more than the
+// waiting pod needs.
+TEST_F(QuotaObjectsApiTest, FirstGpuQuotaOnABusyClusterReclaimsBorrowers) {
+  auto deployed =
+      codec::LoadConfigFile(std::string(GPUSCHED_SOURCE_DIR) + "/deploy/scheduler-policy.json");
+  ASSERT_TRUE(deployed.ok()) << deployed.status();
+  file_ = *deployed;
+  api_->ServeApiGroup(kGpuQuotaApi);
+  for (int i = 0; i < 4; ++i) {
+    const std::string n = std::to_string(i);
+    api_->Put("pods", PodJson("default", "busy-" + n, 8, "gpu-" + n, "0,1,2,3,4,5,6,7", "Running"));
+  }
+  api_->Put("pods", PodJson("team-a", "train-0", 8));
+  Start();
+  // No quota for team-a yet: it may borrow, but nothing is idle.
+  EXPECT_NE(Admit("team-a", "train-0").find("0 idle GPUs it may borrow"), std::string::npos)
+      << Admit("team-a", "train-0");
+  EXPECT_EQ(queue_->Tick(), 0);  // nobody is below a guarantee
+  api_->Put(kGpuQuotas, GpuQuotaJson("team-a", "gpu-quota", {{"guaranteed", 16}}));
+  ASSERT_TRUE(WaitAdmit("team-a", "train-0", true));  // quota-wise; no node has room
+  EXPECT_EQ(queue_->Tick(), 1);
+  std::vector<std::string> evicted = evictions_.Evicted();
+  ASSERT_EQ(evicted.size(), 1u);
+  EXPECT_EQ(evicted[0].rfind("default/busy-", 0), 0u) << evicted[0];
 }
 
 TEST_F(QuotaObjectsApiTest, InvalidChangeKeepsTheOldSpecAndTheStatusSaysWhy) {
@@ -775,15 +865,9 @@ TEST_F(QuotaObjectsApiTest, ElasticQuotaIsReadWhereNoGpuQuotaIs) {
                                               {"max", {{"nvidia.com/gpu", "4"}}}}));
   Start();
   // Until the watcher's resolution reaches the queue, the default quota
-  // answers: wait for the ElasticQuota's own answer (not only for the
-  // namespace to show up, which the default quota already does).
-  ASSERT_TRUE(WaitFor([&] {
-    return Admit("ml", "p4").find("cohort elasticquota has 0 idle") != std::string::npos;
-  })) << Admit("ml", "p4");
-  // Every ElasticQuota lends its unused min to the others, as capacity
-  // scheduling does.
-  api_->Put(kElasticQuotas, ElasticQuotaJson("idle", "eq", {{"min", {{"nvidia.com/gpu", 8}}}}));
-  ASSERT_TRUE(WaitAdmit("ml", "p4", true));
+  // (limit 1) refuses the pod; the ElasticQuota's max of 4 lets it borrow
+  // idle GPUs above its min of 2.
+  ASSERT_TRUE(WaitAdmit("ml", "p4", true)) << Admit("ml", "p4");
   auto report = queue_->Report({"ml", 0});
   EXPECT_EQ(report.namespaces.at(0).guaranteed_milli, 2000);
   EXPECT_EQ(report.namespaces.at(0).limit_milli, 4000);

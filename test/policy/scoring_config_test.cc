@@ -126,6 +126,35 @@ TEST(QuotaConfig, QueueingStrategyIsStrictUnlessSetAndOtherValuesNameTheField) {
             "'bestEffortFIFO'");
 }
 
+// Weights: a positive number (default 1), never on a namespace that may
+// hold no GPU; per-model limits within the namespace's limit; no default
+// entry = nothing guaranteed and no limit.
+TEST(QuotaConfig, WeightsAndModelLimitsAreCheckedAndTheDefaultIsUnlimited) {
+  auto config = codec::DecodeConfig(R"({"quotas": {"namespaces": {
+      "a": {"guaranteed": 8, "weight": 2.5}, "b": {"guaranteed": 8}}}})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->quotas.namespaces.at("a").weight, 2.5);
+  EXPECT_EQ(config->quotas.namespaces.at("b").weight, 1.0);
+  EXPECT_EQ(config->quotas.default_quota.gpus.guaranteed, 0);
+  EXPECT_EQ(config->quotas.default_quota.gpus.limit, kUnlimitedGpus);
+  const std::pair<const char*, const char*> kBad[] = {
+      {R"({"a": {"guaranteed": 8, "weight": 0}})",
+       "quotas.namespaces.a.weight: must be a number in (0, 1000000], got 0"},
+      {R"({"a": {"guaranteed": 8, "weight": "heavy"}})",
+       "quotas.namespaces.a.weight: must be a number in (0, 1000000], got \"heavy\""},
+      {R"({"a": {"guaranteed": 0, "weight": 3}})",
+       "quotas.namespaces.a.weight: is set but the limit is 0: a namespace that may hold no GPU "
+       "has no share"},
+      {R"({"a": {"guaranteed": 4, "limit": 8, "models": {"H100": {"limit": 12}}}})",
+       "quotas.namespaces.a.models.H100.limit: must be <= the namespace's limit (8), got 12"},
+  };
+  for (const auto& [namespaces, error] : kBad) {
+    auto bad = codec::DecodeConfig(StrCat(R"({"quotas": {"namespaces": )", namespaces, "}}"));
+    ASSERT_FALSE(bad.ok()) << namespaces;
+    EXPECT_EQ(bad.status().message(), error) << namespaces;
+  }
+}
+
 // The opt-in attained-service ordering: present = on, GPU-hours to seconds,
 // a budget of 0 by default; every error names the field.
 TEST(QuotaConfig, AttainedServiceIsOptInAndErrorsNameTheField) {

@@ -80,12 +80,12 @@ struct NamespaceQuota {
   // Its idle guarantee is lent to this cohort's members first: they may
   // reclaim it from borrowers outside the cohort. "" = no cohort.
   std::string cohort;
-  // Its share of the GPUs above guarantees when several namespaces want
-  // more than their guarantee (weighted fair share; > 0).
-  double weight = 1.0;
   std::map<std::string, QuotaAmount> models;  // product entry -> amount
   QueueingStrategy queueing = QueueingStrategy::kStrictFifo;
   AttainedServiceConfig attained;
+  // Its share of the GPUs above guarantees when several namespaces want
+  // more than their guarantee (weighted fair share, fair_share.h; > 0).
+  double weight = 1.0;
   bool operator==(const NamespaceQuota&) const = default;
 };
 
