@@ -10,6 +10,7 @@
 #include "gpusched/util/strings.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/flags.h"
+#include "scheduler/codec/agent_codec.h"
 #include "scheduler/codec/queue_codec.h"
 #include "scheduler/kube/runtime.h"
 
@@ -28,7 +29,10 @@ constexpr char kUsage[] =
     "  --kubeconfig PATH     the cluster (default: $KUBECONFIG, else ~/.kube/config,\n"
     "                        else in-cluster)\n"
     "  --context NAME        kubeconfig context\n"
-    "  --wide                print the full reason (default: cut to fit 100 columns)\n";
+    "  --wide                print the full reason (default: cut to fit 100 columns)\n"
+    "  --devices             instead: GPU pods on nodes, with the devices gpusched\n"
+    "                        recorded (gpusched.io/gpu-ids) and those the node agent\n"
+    "                        confirmed from the kubelet (gpusched.io/gpu-ids-confirmed)\n";
 
 // Position text as a sort key: "3" -> 3, "101+" -> 101; unknown last.
 int64_t PositionKey(const std::string& text) {
@@ -68,10 +72,41 @@ std::vector<std::string> Normalise(const std::vector<std::string>& args) {
   return out;
 }
 
+// --devices: bound GPU pods that have not finished, with recorded and
+// confirmed devices ("-" when absent; "*" marks a record not confirmed yet).
+int PrintDevices(kube::KubeHttpClient& client, bool all, const std::string& ns) {
+  const std::string path =
+      all ? std::string("/api/v1/pods") : StrCat("/api/v1/namespaces/", ns, "/pods");
+  auto res = client.Do("GET", path, "", "", std::chrono::seconds(30));
+  if (!res.ok() || res->status != 200) {
+    std::cerr << "gpusched queue: GET " << path << ": "
+              << (res.ok() ? StrCat("HTTP ", res->status) : std::string(res.status().message()))
+              << "\n";
+    return 1;
+  }
+  auto list = codec::DecodeNodePodList(res->body);
+  if (!list.ok()) {
+    std::cerr << "gpusched queue: " << list.status().message() << "\n";
+    return 1;
+  }
+  std::printf("%-16s %-32s %-20s %-12s %s\n", "NAMESPACE", "NAME", "NODE", "RECORDED", "CONFIRMED");
+  for (const codec::NodePodRecord& p : list->pods) {
+    if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") continue;
+    if (p.total_gpus() == 0 && p.total_shares() == 0 && !p.gpu_ids) continue;
+    const std::string recorded = p.gpu_ids.value_or("-");
+    std::string confirmed = p.gpu_ids_confirmed.value_or("-");
+    if (confirmed != recorded) confirmed += " *";
+    std::printf("%-16s %-32s %-20s %-12s %s\n", p.ns.c_str(), p.name.c_str(), p.node_name.c_str(),
+                recorded.c_str(), confirmed.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int Queue(const std::vector<std::string>& args) {
-  Flags flags({"namespace", "kubeconfig", "context"}, {"all-namespaces", "wide"}, kUsage);
+  Flags flags({"namespace", "kubeconfig", "context"}, {"all-namespaces", "wide", "devices"},
+              kUsage);
   if (auto done = flags.ParseOrExit("queue", Normalise(args))) return *done;
   kube::KubeOptions ko;
   ko.kubeconfig = flags.Has("kubeconfig") ? flags.Get("kubeconfig") : DefaultKubeconfig();
@@ -84,6 +119,7 @@ int Queue(const std::vector<std::string>& args) {
   }
   const bool all = flags.Has("all-namespaces");
   const std::string ns = flags.Get("namespace", "default");
+  if (flags.Has("devices")) return PrintDevices(**client, all, ns);
   const std::string path =
       StrCat(all ? std::string("/api/v1/pods") : StrCat("/api/v1/namespaces/", ns, "/pods"),
              "?fieldSelector=status.phase%3DPending");

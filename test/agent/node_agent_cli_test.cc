@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -95,6 +96,18 @@ TEST_F(NodeAgentCliTest, OnceRegistersCorrectsAndPublishes) {
   ASSERT_TRUE(node.has_value());
   EXPECT_TRUE((*node)["metadata"]["annotations"].contains("gpusched.io/gpu-topology"));
   EXPECT_EQ(kubelet_->registrations("nvidia.com/gpu"), 0);  // --no-device-plugin
+
+  // `gpusched queue --devices`: recorded and confirmed, an unconfirmed record
+  // marked.
+  api_->Put("pods", PodJson("t", "fresh", 1, kNode, "7"));
+  const std::string out = dir_ + "/queue.out";
+  Child q(GPUSCHED_BINARY,
+          {"queue", "--devices", "-n", "t", "--kubeconfig", dir_ + "/kubeconfig"}, out);
+  ASSERT_EQ(q.Wait(), 0) << ReadAll(out);
+  const std::string text = ReadAll(out);
+  EXPECT_NE(text.find("RECORDED"), std::string::npos) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(\ba +dgx1 +0,1 +0,1\n)"))) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(\bfresh +dgx1 +7 +- \*\n)"))) << text;
 }
 
 TEST_F(NodeAgentCliTest, ServesRegistersAgainAfterAKubeletRestartAndStopsOnSigterm) {
