@@ -50,8 +50,6 @@ inline constexpr size_t kBodyPadding = 64;
 // grow on its own reads a 100 KB ExtenderArgs in hundreds of 512-byte
 // recvmsg calls, each with its own epoll round trip.
 inline constexpr size_t kReadBufferBytes = 64 * 1024;
-// A body's string grows by at least this much (and at least doubles).
-inline constexpr size_t kMinBodyStep = 16 * 1024;
 // Every byte of a request header, request line included, counts.
 inline constexpr size_t kHeaderLimit = 64 * 1024;
 inline constexpr int kMaxHeaderFields = 100;
@@ -332,9 +330,10 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   // Makes room for more body bytes once the string is full: for the bytes
-  // in hand, and at least doubling (at least kMinBodyStep, at most the
-  // announced length or the body limit), charging the budget first. False
-  // after answering a refusal.
+  // in hand and one read buffer more, or double (at most the announced
+  // length or the body limit), charging the budget first. So a body holds at
+  // most twice its bytes received, or 64 KiB more. False after answering a
+  // refusal.
   bool GrowBody() {
     if (body_.size() > got_) return true;
     const uint64_t limit =
@@ -345,7 +344,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       return false;
     }
     const size_t area = static_cast<size_t>(std::min<uint64_t>(
-        limit, std::max({got_ + buffer_.size(), got_ + kMinBodyStep, 2 * body_.size()})));
+        limit, std::max({got_ + buffer_.size() + kReadBufferBytes, 2 * body_.size()})));
     // The padding is not charged, so a body of the budget's size fits.
     if (!Hold(static_cast<int64_t>(area))) {
       RefuseBudget();
