@@ -6,7 +6,7 @@ one pool of N 8-GPU nodes (48 and 40 by default), each VC a namespace whose
 guarantee is its share of the pool (the Helios VC sizes scaled to N nodes,
 largest remainder), replayed by the pooled FIFO/SJF/SRTF baselines (SRTF
 knows durations: an oracle), the least-attained-service baseline, the
-Kueue-like baseline, gpusched as shipped for the replay (StrictFIFO,
+Kueue-like and KAI-like baselines, gpusched as shipped for the replay (StrictFIFO,
 reclaim anyBorrower) and gpusched with the opt-in attained-service ordering
 (`attainedService` on every namespace; no durations). Prints one markdown
 table per pool size.
@@ -26,7 +26,7 @@ import tempfile
 import time
 
 BASE = datetime.datetime(2017, 10, 1)
-POLICIES = ["fifo-pool", "sjf-pool", "srtf-pool", "las-pool", "kueue-like", "gpusched",
+POLICIES = ["fifo-pool", "sjf-pool", "srtf-pool", "las-pool", "kueue-like", "kai-like", "gpusched",
             "gpusched-attained"]
 COLUMNS = [
     ("avg JCT s", "avg_jct_s", "{:,.0f}"),

@@ -73,6 +73,7 @@ void BlockWorld::Start(int id, double t, const Alloc& a) {
   Take(pool_, a);
   s.alloc = a;
   s.running = true;
+  running_.push_back(id);
   s.pending = false;
   s.run_start = t;
   s.admitted_at = t;
@@ -97,6 +98,10 @@ void BlockWorld::Stop(int id, double t) {
   s.remaining -= t - s.run_start;
   Give(pool_, s.alloc);
   s.running = false;
+  if (auto it = std::find(running_.begin(), running_.end(), id); it != running_.end()) {
+    *it = running_.back();
+    running_.pop_back();
+  }
   usage_[jobs_[id].ns] -= jobs_[id].gpus;
 }
 

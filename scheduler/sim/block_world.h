@@ -55,6 +55,7 @@ class BlockWorld {
   const Pool& pool() const { return pool_; }
   const State& state(int id) const { return state_[id]; }
   const std::vector<int64_t>& usage() const { return usage_; }  // GPUs in use per namespace
+  const std::vector<int>& running() const { return running_; }  // running jobs, any order
 
  private:
   struct Event {
@@ -73,6 +74,7 @@ class BlockWorld {
   Pool pool_;
   std::vector<State> state_;
   std::vector<int64_t> usage_;
+  std::vector<int> running_;
   ShareMetrics metrics_;
   const double sample_every_;
   double next_sample_ = 0;

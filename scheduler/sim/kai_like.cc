@@ -20,6 +20,7 @@ class KaiWorld : public BlockWorld {
 
  private:
   void Schedule(double t) override {
+    running_dirty_ = true;  // jobs finished since the last event
     for (int s = 0; s < kMaxSessions; ++s) {
       FairShares();
       bool changed = Allocate(t);
@@ -132,10 +133,14 @@ class KaiWorld : public BlockWorld {
     });
   }
 
-  // Victim order within a queue: lowest priority, then newest.
+  // Victim order within a queue: lowest priority, then newest (then input
+  // order).
   bool Weaker(int a, int b) const {
     if (jobs()[a].priority != jobs()[b].priority) return jobs()[a].priority < jobs()[b].priority;
-    return state(a).admitted_at > state(b).admitted_at;
+    if (state(a).admitted_at != state(b).admitted_at) {
+      return state(a).admitted_at > state(b).admitted_at;
+    }
+    return a < b;
   }
 
   std::vector<int> ReclaimVictims(int id);
@@ -167,12 +172,9 @@ class KaiWorld : public BlockWorld {
   const std::vector<std::vector<int>>& Running() {
     if (!running_dirty_) return running_;
     running_.assign(ns().size(), {});
-    for (size_t i = 0; i < jobs().size(); ++i) {
-      const int v = static_cast<int>(i);
-      if (state(v).running) running_[jobs()[v].ns].push_back(v);
-    }
+    for (int v : running()) running_[jobs()[v].ns].push_back(v);
     for (auto& r : running_) {
-      std::stable_sort(r.begin(), r.end(), [&](int a, int b) { return Weaker(a, b); });
+      std::sort(r.begin(), r.end(), [&](int a, int b) { return Weaker(a, b); });
     }
     running_dirty_ = false;
     return running_;

@@ -90,23 +90,25 @@ class KueueWorld : public BlockWorld {
 
   // Kueue's preemption candidates for `id`, in its order: other
   // ClusterQueues' (borrowing, if `id` fits within nominal quota) first,
-  // then lowest priority, then most recently admitted.
+  // then lowest priority, then most recently admitted (then input order).
   std::vector<int> Candidates(int id) const {
     const KueueJob& j = jobs()[id];
     const bool within_nominal = usage()[j.ns] + j.gpus <= ns()[j.ns].guarantee;
     std::vector<int> cands;
-    for (size_t i = 0; i < jobs().size(); ++i) {
-      if (!state(i).running) continue;
+    for (int i : running()) {
       const KueueJob& v = jobs()[i];
       const bool own = v.ns == j.ns && v.priority < j.priority;
       const bool reclaim = v.ns != j.ns && within_nominal && usage()[v.ns] > ns()[v.ns].guarantee;
-      if (own || reclaim) cands.push_back(static_cast<int>(i));
+      if (own || reclaim) cands.push_back(i);
     }
-    std::stable_sort(cands.begin(), cands.end(), [&](int a, int b) {
+    std::sort(cands.begin(), cands.end(), [&](int a, int b) {
       const bool oa = jobs()[a].ns != j.ns, ob = jobs()[b].ns != j.ns;
       if (oa != ob) return oa;
       if (jobs()[a].priority != jobs()[b].priority) return jobs()[a].priority < jobs()[b].priority;
-      return state(a).admitted_at > state(b).admitted_at;
+      if (state(a).admitted_at != state(b).admitted_at) {
+        return state(a).admitted_at > state(b).admitted_at;
+      }
+      return a < b;
     });
     return cands;
   }

@@ -513,7 +513,7 @@ std::vector<ShareSpec> ReplayShares(const QuotaConfig& quotas,
   std::vector<ShareSpec> out;
   for (const auto& [ns, nodes] : pools) {
     const NamespaceQuota& q = quotas.namespaces.at(ns);
-    out.push_back({.guarantee = q.gpus.guaranteed, .weight = 1, .limit = q.gpus.limit});
+    out.push_back({.guarantee = q.gpus.guaranteed, .weight = q.weight, .limit = q.gpus.limit});
   }
   return out;
 }

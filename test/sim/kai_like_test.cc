@@ -53,6 +53,22 @@ TEST(KaiLike, ADeservedQuotaIsRestoredByReclaim) {
   EXPECT_TRUE(run.guarantee_waits.empty());  // b held what it asked for at once
 }
 
+// Reclaim sees the jobs that finished since the last event. Three nodes;
+// a (weight 1) runs three 8-GPU jobs from 0, the first until 50, and asks
+// 16 more at 10; b (weight 3) asks 16 at 60: fair shares 8 and 16, so b
+// reclaims one of a's two running jobs (not the one that has finished) and
+// starts at once.
+TEST(KaiLike, ReclaimSeesJobsFinishedSinceTheLastEvent) {
+  const std::vector<KueueJob> t = {Job(0, 8, 0, 50), Job(0, 8, 0, 1000), Job(0, 8, 0, 1000),
+                                   Job(0, 16, 10, 100), Job(1, 16, 60, 100)};
+  const std::vector<ShareSpec> ns = {{.guarantee = 0, .weight = 1, .limit = 48},
+                                     {.guarantee = 0, .weight = 3, .limit = 24}};
+  const KueueRun run = RunKaiLike(t, ns, {.capacity = 24});
+  EXPECT_EQ(run.preemptions, 1);
+  EXPECT_DOUBLE_EQ(run.jobs[4].end, 160);
+  EXPECT_DOUBLE_EQ(run.jobs[0].end, 50);
+}
+
 // A limit holds even with idle GPUs: a's second job waits for its first.
 TEST(KaiLike, TheLimitHoldsWithIdleGpus) {
   const std::vector<KueueJob> t = {Job(0, 8, 0, 100), Job(0, 8, 0, 100)};

@@ -147,6 +147,23 @@ TEST(Replay, KaiLikeAndKueueLikeVariantsAreReplayPolicies) {
   EXPECT_FALSE(RunReplay(t, {{"a", 1}, {"b", 1}}, {.policy = "kueue-like-x"}).ok());
 }
 
+// The KAI-like baseline reads each namespace's deserved quota, limit and
+// over-quota weight from the config's quotas: with nothing deserved and
+// weights 1 and 3 on four nodes, b's four jobs reclaim three of a's.
+TEST(Replay, KaiLikeTakesDeservedQuotaAndWeightFromTheConfig) {
+  std::vector<Job> t;
+  for (int k = 0; k < 4; ++k) t.push_back(J("a", 8, 0, 1000));
+  for (int k = 0; k < 4; ++k) t.push_back(J("b", 8, 10, 100));
+  ReplayOptions o{.policy = "kai-like"};
+  o.config.quotas.enabled = true;
+  o.config.quotas.namespaces["a"] = {.gpus = {.guaranteed = 0, .limit = 32}, .weight = 1};
+  o.config.quotas.namespaces["b"] = {.gpus = {.guaranteed = 0, .limit = 32}, .weight = 3};
+  auto r = RunReplay(t, {{"a", 2}, {"b", 2}}, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->preemptions, 3);
+  EXPECT_EQ(r->per_ns.at("b").quota_gpus, 0);  // its deserved quota, not its pool
+}
+
 TEST(Replay, SharedPoolBorrowsAndReclaims) {
   // VC a (1 node) is busy; VC b (1 node) idle until t=50, then reclaims.
   std::vector<Job> t = {J("a", 8, 0, 100), J("a", 8, 0, 100), J("b", 8, 50, 10)};
