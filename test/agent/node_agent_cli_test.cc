@@ -101,8 +101,8 @@ TEST_F(NodeAgentCliTest, OnceRegistersCorrectsAndPublishes) {
   // marked.
   api_->Put("pods", PodJson("t", "fresh", 1, kNode, "7"));
   const std::string out = dir_ + "/queue.out";
-  Child q(GPUSCHED_BINARY,
-          {"queue", "--devices", "-n", "t", "--kubeconfig", dir_ + "/kubeconfig"}, out);
+  Child q(GPUSCHED_BINARY, {"queue", "--devices", "-n", "t", "--kubeconfig", dir_ + "/kubeconfig"},
+          out);
   ASSERT_EQ(q.Wait(), 0) << ReadAll(out);
   const std::string text = ReadAll(out);
   EXPECT_NE(text.find("RECORDED"), std::string::npos) << text;
