@@ -131,6 +131,8 @@ def scenario(a, binary, base, load, coverage, work):
             if r is None:
                 continue
             counts[p] += 1
+            if not r.get("guarantee_episodes"):  # no episode: no time to guarantee
+                r["avg_time_to_guarantee_s"] = r["p95_time_to_guarantee_s"] = None
             for _, key, _ in COLUMNS:
                 if r.get(key) is None:  # not defined for this run: the mean is too
                     sums[p][key] = None

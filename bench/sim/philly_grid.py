@@ -99,9 +99,9 @@ def cell(r, base, key="avg_jct_s"):
     v = r.get(key)
     if v is None:
         return "—"
+    text = f"{v:,.0f}" if abs(v) >= 10 or float(v).is_integer() else f"{v:.3f}"
     if base is None or "error" in base or not base.get(key):
-        return f"{v:,.0f}" if abs(v) >= 10 else f"{v:.3f}"
-    text = f"{v:,.0f}" if abs(v) >= 10 else f"{v:.3f}"
+        return text
     return f"{text} ({v / base[key]:.2f})"
 
 
@@ -131,13 +131,27 @@ def parse():
     ap.add_argument("--config-for", action="append", default=[], metavar="POLICY=CONFIG.json")
     ap.add_argument("--tables", default="avg_jct_s",
                     help="result fields tabulated in grid.md, e.g. avg_jct_s,preemptions")
+    ap.add_argument("--render", action="store_true",
+                    help="only rewrite grid.md from the grid.json already in --out-dir")
     ap.add_argument("--traces-dir", default=os.path.join(os.path.dirname(ROOT), "shared",
                                                          "traces", "philly"))
     return ap.parse_args()
 
 
+def render(a):
+    """Rewrites grid.md from --out-dir's grid.json with --tables."""
+    saved = json.load(open(os.path.join(a.out_dir, "grid.json")))
+    rows = [(r["label"], r["policy"], r["config"]) for r in saved["rows"]]
+    tables = "\n".join(markdown(saved["grid"], rows, key) for key in a.tables.split(","))
+    with open(os.path.join(a.out_dir, "grid.md"), "w") as f:
+        f.write(tables)
+    print(tables)
+
+
 def main():
     a = parse()
+    if a.render:
+        return render(a)
     a.trace = os.path.join(a.traces_dir, "philly_jobs_pollux.csv")
     a.vc_csv = os.path.join(a.traces_dir, "helios_qssf_philly_vc_nodes.csv")
     philly_pool.require_traces(a.trace, a.vc_csv)
