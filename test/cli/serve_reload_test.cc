@@ -138,7 +138,7 @@ TEST_F(ServeReloadTest, SymlinkSwapAndSighupReloadInvalidConfigKeepsTheOld) {
   Publish(Config(4, 4));
   Start();
   EXPECT_FALSE(Passes());  // team-a may hold 4 GPUs, the pod needs 8
-  EXPECT_NE(Http(port_, "POST", "/scheduler/filter", kFilter).body.find("at quota"),
+  EXPECT_NE(Http(port_, "POST", "/scheduler/filter", kFilter).body.find("at its limit"),
             std::string::npos);
 
   // A ConfigMap update raising the limit: applied without a restart.

@@ -171,7 +171,7 @@ TEST_F(KubeEventsTest, PodHeldBackByQuotaGetsTheQueueReason) {
   Json r = Filter("q/big");
   ASSERT_TRUE(r["NodeNames"].empty()) << r.dump();
   const std::string reason = r["FailedNodes"]["gpu-0"].get<std::string>();
-  EXPECT_NE(reason.find("quota"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("namespace q at its limit"), std::string::npos) << reason;
   ASSERT_TRUE(WaitFor([&] { return api_->events_created() > before; }));
   for (int i = 0; i < 5; ++i) Filter("q/big");
   rt_->events()->Flush();
