@@ -299,10 +299,21 @@ absl::Status DecodeAmount(const json& j, std::string_view p, QuotaAmount& a,
   return absl::OkStatus();
 }
 
-// quotas.namespaces.<ns>.attainedService: present = on.
+// quotas.namespaces.<ns>.attainedService: absent = kDefaultAttainedService;
+// an object = on (demoteAfterGpuHours required, preemptionsPerHour 0 unless
+// set) unless it says "enabled": false.
 absl::Status DecodeAttained(const json& j, std::string_view p, AttainedServiceConfig& a) {
-  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, p, {"demoteAfterGpuHours", "preemptionsPerHour"}));
+  GPUSCHED_RETURN_IF_ERROR(
+      CheckKeys(j, p, {"enabled", "demoteAfterGpuHours", "preemptionsPerHour"}));
+  a = AttainedServiceConfig{};
   a.enabled = true;
+  GPUSCHED_RETURN_IF_ERROR(GetBool(j, "enabled", p, &a.enabled));
+  if (!a.enabled) {
+    if (j.size() > 1) {
+      return FieldError(Join(p, "enabled"), "is false: no other attainedService field may be set");
+    }
+    return absl::OkStatus();
+  }
   if (!j.contains("demoteAfterGpuHours"))
     return FieldError(Join(p, "demoteAfterGpuHours"), "required");
   const json& h = j["demoteAfterGpuHours"];
@@ -335,6 +346,7 @@ absl::Status DecodeNamespaceQuota(const json& j, std::string_view p, NamespaceQu
   GPUSCHED_RETURN_IF_ERROR(DecodeAmount(
       j, p, q.gpus, {"cohort", "models", "queueingStrategy", "attainedService", "weight"}));
   GPUSCHED_RETURN_IF_ERROR(DecodeWeight(j, p, q));
+  q.attained = kDefaultAttainedService;
   if (j.contains("attainedService")) {
     GPUSCHED_RETURN_IF_ERROR(
         DecodeAttained(j["attainedService"], Join(p, "attainedService"), q.attained));

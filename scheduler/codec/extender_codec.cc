@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/cord.h"
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
@@ -364,7 +365,11 @@ std::string EncodePreemptionResult(const PreemptionOutcome& out) {
   w.BeginObject();
   w.Key("NodeNameToMetaVictims");
   w.BeginObject();
+  // A JSON object names each node once (kube-scheduler decodes a Go map):
+  // a node answered twice keeps its first answer.
+  absl::flat_hash_set<std::string_view> written;
   for (const auto& n : out.nodes) {
+    if (!written.insert(n.node).second) continue;
     w.Key(n.node);
     w.BeginObject();
     w.Key("Pods");

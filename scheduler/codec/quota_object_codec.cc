@@ -234,7 +234,9 @@ std::string EncodeQuotaExport(const QuotaConfig& quotas, std::string_view object
     if (q.queueing == QueueingStrategy::kBestEffortFifo) {
       StrAppend(&out, "  queueingStrategy: BestEffortFIFO\n");
     }
-    if (q.attained.enabled) {
+    if (!q.attained.enabled) {
+      StrAppend(&out, "  attainedService:\n    enabled: false\n");
+    } else if (q.attained != kDefaultAttainedService) {
       StrAppend(&out, "  attainedService:\n    demoteAfterGpuHours: ",
                 static_cast<double>(q.attained.demote_after_gpu_seconds) / 3600.0,
                 "\n    preemptionsPerHour: ", q.attained.preemptions_per_hour, "\n");

@@ -76,7 +76,7 @@ TEST(QuotaObjectCodec, GpuQuotaSpecIsAPolicyFileEntry) {
   EXPECT_EQ(o.spec->cohort, "research");
   EXPECT_EQ(o.spec->models.at("H100").limit, 8);
   EXPECT_EQ(o.spec->queueing, QueueingStrategy::kStrictFifo);  // the default
-  EXPECT_FALSE(o.spec->attained.enabled);                      // opt-in
+  EXPECT_EQ(o.spec->attained, kDefaultAttainedService);        // on unless turned off
   QuotaObject as = Decoded(
       QuotaObjectKind::kGpuQuota,
       GpuQuotaJson("c", "q",
@@ -209,6 +209,7 @@ Json YamlToJson(const YAML::Node& n) {
     return j;
   }
   const std::string s = n.as<std::string>();
+  if (n.Tag() != "!" && (s == "true" || s == "false")) return s == "true";
   int64_t v = 0;
   if (n.Tag() != "!" && !s.empty() && absl::SimpleAtoi(s, &v)) return v;
   double d = 0;
@@ -223,6 +224,9 @@ TEST(QuotaObjectCodec, ExportRoundTripsThePolicyFile) {
   quotas.namespaces["team-b"] = {{8, 8}, "", {}, QueueingStrategy::kBestEffortFifo};
   quotas.namespaces["team-c"] = {{8, 8}, "", {}, QueueingStrategy::kStrictFifo, {true, 5400, 3}};
   quotas.namespaces["team-d"] = {{8, 8}, "", {}, QueueingStrategy::kStrictFifo, {true, 28800, 0}};
+  quotas.namespaces["team-e"] = {{8, 8}, "", {}, QueueingStrategy::kStrictFifo, {}};  // off
+  quotas.namespaces["team-f"] = {
+      {8, 8}, "", {}, QueueingStrategy::kStrictFifo, kDefaultAttainedService};
   const std::string yaml = codec::EncodeQuotaExport(quotas, "gpu-quota");
   std::map<std::string, NamespaceQuota> back;
   for (const YAML::Node& doc : YAML::LoadAll(yaml)) {
@@ -496,6 +500,17 @@ std::string SchemaVerdict(const YAML::Node& props, const YAML::Node& rules, cons
       for (const YAML::Node& required : p["required"]) {
         if (!value.contains(required.as<std::string>())) return "spec." + key + ": required";
       }
+      if (key == "attainedService") {  // its CEL rule, evaluated by its meaning
+        const YAML::Node r = p["x-kubernetes-validations"];
+        EXPECT_TRUE(r.IsSequence());
+        if (r.IsSequence()) {
+          EXPECT_EQ(r[0]["rule"].as<std::string>(),
+                    "has(self.demoteAfterGpuHours) || (has(self.enabled) && !self.enabled)");
+        }
+        if (!value.contains("demoteAfterGpuHours") && value.value("enabled", true)) {
+          return "spec." + key + ": required";
+        }
+      }
       std::string inner = SchemaVerdict(p["properties"], YAML::Node(), value);
       if (!inner.empty()) return "spec." + key + "." + inner.substr(5);
     }
@@ -537,6 +552,7 @@ TEST(GpuQuotaCrd, RejectsAtApplyWhatTheDecoderRejects) {
        "spec.queueingStrategy: enum",
        "spec.queueingStrategy"},
       {{{"attainedService", {{"demoteAfterGpuHours", 2.5}, {"preemptionsPerHour", 4}}}}, "", ""},
+      {{{"attainedService", {{"enabled", false}}}}, "", ""},
       {{{"attainedService", {{"preemptionsPerHour", 4}}}},
        "spec.attainedService: required",
        "spec.attainedService.demoteAfterGpuHours"},

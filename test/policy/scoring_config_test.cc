@@ -157,12 +157,16 @@ TEST(QuotaConfig, WeightsAndModelLimitsAreCheckedAndTheDefaultIsUnlimited) {
 
 // The opt-in attained-service ordering: present = on, GPU-hours to seconds,
 // a budget of 0 by default; every error names the field.
-TEST(QuotaConfig, AttainedServiceIsOptInAndErrorsNameTheField) {
+TEST(QuotaConfig, AttainedServiceIsOnByDefaultAndErrorsNameTheField) {
   auto config = codec::DecodeConfig(R"({"quotas": {"namespaces": {"a": {"guaranteed": 8},
       "b": {"guaranteed": 8, "attainedService": {"demoteAfterGpuHours": 1.5}},
-      "c": {"attainedService": {"demoteAfterGpuHours": 8, "preemptionsPerHour": 4}}}}})");
+      "c": {"attainedService": {"demoteAfterGpuHours": 8, "preemptionsPerHour": 4}},
+      "d": {"guaranteed": 8, "attainedService": {"enabled": false}}}}})");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_FALSE(config->quotas.namespaces.at("a").attained.enabled);
+  EXPECT_EQ(config->quotas.namespaces.at("a").attained, kDefaultAttainedService);
+  EXPECT_EQ(kDefaultAttainedService, (AttainedServiceConfig{true, 8 * 3600, 12}));
+  EXPECT_FALSE(config->quotas.namespaces.at("d").attained.enabled);
+  EXPECT_EQ(config->quotas.default_quota.attained, kDefaultAttainedService);
   const AttainedServiceConfig& b = config->quotas.namespaces.at("b").attained;
   EXPECT_TRUE(b.enabled);
   EXPECT_EQ(b.demote_after_gpu_seconds, 5400);
@@ -188,6 +192,9 @@ TEST(QuotaConfig, AttainedServiceIsOptInAndErrorsNameTheField) {
       {R"({"attainedService": {"demoteAfterGpuHours": 8, "budget": 1}})",
        "quotas.default.attainedService.budget: unknown field"},
       {R"({"attainedService": 8})", "quotas.default.attainedService: must be an object"},
+      {R"({"attainedService": {"enabled": false, "preemptionsPerHour": 2}})",
+       "quotas.default.attainedService.enabled: is false: no other attainedService field may be "
+       "set"},
   };
   for (const Case& c : kCases) {
     auto bad = codec::DecodeConfig(StrCat(R"({"quotas": {"default": )", c.entry, "}}"));

@@ -180,7 +180,8 @@ TEST(QueueHttpTest, PerModelQuotaIsReportedAndEnforced) {
   EXPECT_EQ(n["models"][0]["usageGpus"], 4.0);
   auto r = routes.Filter(PodJson("a2", "team-a", 1, 0), nodes);
   EXPECT_EQ(Passed(r), std::vector<std::string>{"t0"});
-  EXPECT_THAT(r.body, HasSubstr("\"h0\":\"gpusched: namespace team-a at H100 quota: 4/4 GPUs"));
+  EXPECT_THAT(r.body, HasSubstr("\"h0\":\"gpusched: namespace team-a at its H100 limit: holds 4 "
+                                "of limit 4 H100 GPUs"));
 }
 
 // Hot reload (SetOptions is what the config watcher calls) changes the
@@ -199,7 +200,7 @@ TEST(QueueHttpTest, QuotaReloadChangesFilterAnswer) {
   h.queue->SetOptions(o);
   r = routes.Filter(PodJson("a2", "team-a", 4, 0), "[\"h0\"]");
   ASSERT_EQ(r.status, 200);
-  EXPECT_THAT(r.body, HasSubstr("at quota"));
+  EXPECT_THAT(r.body, HasSubstr("at its limit: holds 4 of limit 4"));
   EXPECT_THAT(r.body, Not(HasSubstr("\"NodeNames\":[\"h0\"]")));
 
   o.quotas = testing::Quotas({{"team-a", testing::Quota(8, 8)}});

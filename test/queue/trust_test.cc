@@ -57,7 +57,7 @@ TEST(TrustTest, ForgedRequestCannotChangeWhatTheQueueKnowsOfARealPod) {
   lying.priority = 1'000'000;
   std::string reason;
   EXPECT_THAT(h.FilterOnly(lying, &reason), IsEmpty());
-  EXPECT_THAT(reason, HasSubstr("waiting behind first"));
+  EXPECT_THAT(reason, HasSubstr("position 2 in queue"));  // still behind `first`
 }
 
 TEST(TrustTest, ForgedFilterCannotTakeOverARealPodsName) {
@@ -103,7 +103,7 @@ TEST(TrustTest, PodNamedLikeAReservationHolderIsAnOrdinaryPod) {
   EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
   std::string reason;
   EXPECT_THAT(h.Filter(PodBuilder("next", "team-a").Gpus(8).Build(), &reason), IsEmpty());
-  EXPECT_THAT(reason, HasSubstr("namespace team-a at quota: 8/8"));
+  EXPECT_THAT(reason, HasSubstr("namespace team-a at its limit: holds 8 of limit 8"));
   PreemptionArgs a;
   a.pod = PodBuilder("urgent", "team-a").Gpus(8).Priority(100).Build();
   h.Submit(a.pod);

@@ -75,6 +75,14 @@ struct AttainedServiceConfig {
   bool operator==(const AttainedServiceConfig&) const = default;
 };
 
+// What a quota entry (policy file or GPUQuota spec) without an
+// `attainedService` field gets: on, demote after 8 GPU-hours, at most 12
+// preemptions an hour (docs/queue.md, "Queue order users get without
+// tuning"; measured in results/philly-grid). `"attainedService":
+// {"enabled": false}` turns it off.
+inline constexpr AttainedServiceConfig kDefaultAttainedService = {
+    .enabled = true, .demote_after_gpu_seconds = 8 * 3600, .preemptions_per_hour = 12};
+
 struct NamespaceQuota {
   QuotaAmount gpus;
   // Its idle guarantee is lent to this cohort's members first: they may
@@ -93,7 +101,8 @@ struct QuotaConfig {
   bool enabled = false;  // false when the file has no "quotas" section
   // Without a "default" entry: nothing guaranteed, no limit (the namespace
   // uses idle GPUs, borrowed and so reclaimable).
-  NamespaceQuota default_quota = {.gpus = {.guaranteed = 0, .limit = kUnlimitedGpus}};
+  NamespaceQuota default_quota = {.gpus = {.guaranteed = 0, .limit = kUnlimitedGpus},
+                                  .attained = kDefaultAttainedService};
   std::map<std::string, NamespaceQuota> namespaces;
 };
 
