@@ -16,6 +16,18 @@ namespace {
 
 using gpusched::testing::PodBuilder;
 
+// The capacity a walk over every node gives, in total and per product.
+GpuCapacity WalkCapacity(const ClusterSnapshot& snapshot) {
+  GpuCapacity c;
+  for (const auto& node : snapshot.nodes()) {
+    const int64_t milli = NodeCapacityMilli(*node);
+    if (milli == 0) continue;
+    c.total += milli;
+    c.by_product[snapshot.product(*node)] += milli;
+  }
+  return c;
+}
+
 // The sums a walk over every pod of every node gives.
 std::map<std::string, NamespaceUse> Walk(const ClusterSnapshot& snapshot) {
   std::map<std::string, NamespaceUse> use;
@@ -76,10 +88,16 @@ TEST(UsageIndexTest, TablesKeepTheirSumsWhileTheIndexFollowsEveryChange) {
         state->RemovePod(bound[k]);
         bound.erase(bound.begin() + static_cast<std::ptrdiff_t>(k));
       }
+      if (rng() % 10 == 0) {  // a node is cordoned or uncordoned: its capacity moves
+        NodeSpec& n = nodes[rng() % nodes.size()];
+        n.unschedulable = !n.unschedulable;
+        state->UpsertNode(n);
+      }
       auto snapshot = state->Commit();
       index.Update(snapshot);
       const auto want = Walk(*snapshot);
       ExpectSame(*index.Table(), want, "seed " + std::to_string(seed));
+      EXPECT_EQ(index.Table()->capacity(), WalkCapacity(*snapshot)) << "seed " << seed;
       if (rng() % 4 == 0) kept.emplace_back(index.Table(), want);
     }
     ASSERT_FALSE(kept.empty());
