@@ -121,6 +121,10 @@ TEST_F(NodeAgentCliTest, ServesRegistersAgainAfterAKubeletRestartAndStopsOnSigte
   ASSERT_TRUE(WaitFor([&] { return kubelet_->registrations("nvidia.com/gpu") == 2; },
                       std::chrono::seconds(20)))
       << ReadAll(log_);
+  // The re-registered plugin's device list reaches the kubelet through its
+  // new ListAndWatch stream, after the registration itself.
+  ASSERT_TRUE(
+      kubelet_->WaitForDevices("nvidia.com/gpu", [](const auto& d) { return d.size() == 8; }));
   api_->Put("pods", PodJson("t", "b", 2, kNode, "6,7"));
   ContainerAsk ask;
   ask.resources["nvidia.com/gpu"] = 2;

@@ -251,7 +251,10 @@ TEST_F(KubeRestartTest, GpuQuotaObjectsDecideAdmissionAndCarryStatus) {
     return Json{{"apiVersion", "gpusched.io/v1alpha1"},
                 {"kind", "GPUQuota"},
                 {"metadata", {{"name", "gpu-quota"}, {"namespace", "team-a"}}},
-                {"spec", {{"guaranteed", gpus}}}};
+                // Submission order: the fake's pods started months ago, so the
+                // default attained-service order would evict them for the
+                // queued ones (a behaviour of its own, tested in the queue).
+                {"spec", {{"guaranteed", gpus}, {"attainedService", {{"enabled", false}}}}}};
   };
   api_->Put("gpusched.io/gpuquotas", quota(2));
   uint16_t port = 0;
