@@ -30,17 +30,21 @@ std::vector<NodeSpec> DemoNodes() {
   return objs.ok() ? objs->nodes : std::vector<NodeSpec>{};
 }
 
-QueueOptions ShippedOptions() {
-  auto config = codec::DecodeConfig(ReadSourceFile("config/scheduler-policy.json"));
-  EXPECT_TRUE(config.ok()) << config.status();
+// The queue options of a policy file of the repository.
+QueueOptions OptionsOf(const std::string& path) {
+  auto config = codec::DecodeConfig(ReadSourceFile(path));
+  EXPECT_TRUE(config.ok()) << path << ": " << config.status();
   QueueOptions o;
   if (!config.ok()) return o;
-  EXPECT_TRUE(config->quotas.enabled);
+  EXPECT_TRUE(config->quotas.enabled) << path;
   o.quotas = config->quotas;
   o.reclaim = config->reclaim;
   o.gang = config->gang;
   return o;
 }
+
+QueueOptions ShippedOptions() { return OptionsOf("config/scheduler-policy.json"); }
+QueueOptions DeployOptions() { return OptionsOf("deploy/scheduler-policy.json"); }
 
 TEST(FirstRunTest, OneGpuPodInDefaultRunsOnIdleDemoClusterWithShippedConfig) {
   Harness h(DemoNodes(), {}, ShippedOptions());
@@ -53,17 +57,6 @@ TEST(FirstRunTest, OneGpuPodInDefaultRunsOnIdleDemoClusterWithShippedConfig) {
   // A second namespace nobody listed gets its first GPU too.
   PodRequest other = PodBuilder("train-0", "ml-sandbox").Gpus(1).Build();
   EXPECT_THAT(h.Filter(other, &reason), Not(IsEmpty())) << reason;
-}
-
-QueueOptions DeployOptions() {
-  auto config = codec::DecodeConfig(ReadSourceFile("deploy/scheduler-policy.json"));
-  EXPECT_TRUE(config.ok()) << config.status();
-  QueueOptions o;
-  if (!config.ok()) return o;
-  o.quotas = config->quotas;
-  o.reclaim = config->reclaim;
-  o.gang = config->gang;
-  return o;
 }
 
 // A fresh install (the deployed policy, no quota written yet): an 8-GPU

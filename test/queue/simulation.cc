@@ -387,13 +387,8 @@ class Simulation {
   // namespace is below its limit with it (GPUs held back for another
   // namespace's reclaim excepted: they are spoken for).
   void CheckIdleGpusAreLent(const ClusterSnapshot& snap, const QuotaLedger& ledger) {
-    std::map<std::string, PodRequest> heads;
-    for (PodRequest& p : Pods(true)) {
-      auto it = heads.find(p.ns);
-      if (it == heads.end() || Earlier(p, it->second)) heads[p.ns] = std::move(p);
-    }
     auto fw = h_.service->framework();
-    for (const auto& [ns, head] : heads) {
+    for (const auto& [ns, head] : Heads()) {
       if (!head.gang.empty()) continue;
       if (ledger.Usage(ns) + DemandMilli(head.gpu) > ledger.Limit(ns)) continue;
       policy::PodContext ctx = fw->Prepare(head, snap);
@@ -433,14 +428,19 @@ class Simulation {
 
   // The head of a namespace's queue within its guarantee passes filter when
   // some node has room for it.
-  void CheckGuaranteeAdmits(const ClusterSnapshot& snap, const QuotaLedger& ledger) {
+  // The first pending pod of each namespace, in queue order.
+  std::map<std::string, PodRequest> Heads() {
     std::map<std::string, PodRequest> heads;
     for (PodRequest& p : Pods(true)) {
       auto it = heads.find(p.ns);
       if (it == heads.end() || Earlier(p, it->second)) heads[p.ns] = std::move(p);
     }
+    return heads;
+  }
+
+  void CheckGuaranteeAdmits(const ClusterSnapshot& snap, const QuotaLedger& ledger) {
     auto fw = h_.service->framework();
-    for (const auto& [ns, head] : heads) {
+    for (const auto& [ns, head] : Heads()) {
       if (!head.gang.empty()) continue;
       if (ledger.Usage(ns) + DemandMilli(head.gpu) > ledger.Guaranteed(ns)) continue;
       policy::PodContext ctx = fw->Prepare(head, snap);
