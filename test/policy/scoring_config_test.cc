@@ -3,6 +3,7 @@
 // and errors that name the field.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -10,6 +11,7 @@
 #include "gpusched/policy/registry.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/config_codec.h"
+#include "test/testing/builders.h"
 
 namespace gpusched::policy {
 namespace {
@@ -109,6 +111,22 @@ TEST(ScoringConfig, ErrorsNameTheField) {
     ASSERT_FALSE(config.ok()) << c.scoring;
     EXPECT_EQ(config.status().message(), c.error) << c.scoring;
   }
+}
+
+// What a cluster gets is what was measured: the deployed policy scores and
+// resolves NVLink topology exactly as the shipped one (README, "Simulator
+// results"); only server, quota and reclaim settings may differ.
+TEST(DeployedPolicy, ScoresAndResolvesTopologyLikeTheMeasuredOne) {
+  const auto shipped =
+      nlohmann::json::parse(::gpusched::testing::ReadSourceFile("config/scheduler-policy.json"));
+  const auto deployed =
+      nlohmann::json::parse(::gpusched::testing::ReadSourceFile("deploy/scheduler-policy.json"));
+  EXPECT_EQ(deployed.at("scoring"), shipped.at("scoring"));
+  EXPECT_EQ(deployed.at("topologyTemplates"), shipped.at("topologyTemplates"));
+  auto config =
+      codec::DecodeConfig(::gpusched::testing::ReadSourceFile("deploy/scheduler-policy.json"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->topology_templates.empty());
 }
 
 // The quota entry's queueing strategy (Kueue's values); StrictFIFO unless set.
