@@ -604,8 +604,9 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLock
     if (deps_.state->Snapshot()->generation() != planned_generation) {
       auto q = order_.find(job.ns);
       if (q == order_.end() || *q->second.begin() != e) continue;
+      const auto& evicted = evicted_;
       if (std::any_of(job.victims.begin(), job.victims.end(), [&](const std::string& uid) {
-            return evicted_.contains(uid) || !deps_.state->FindPod(uid).has_value();
+            return evicted.contains(uid) || !deps_.state->FindPod(uid).has_value();
           })) {
         continue;
       }

@@ -240,8 +240,9 @@ const QueueManager::ReclaimView& QueueManager::ReclaimViewLocked() {
 
 void QueueManager::PruneReclaimsLocked(int64_t now) {
   const size_t before = reclaiming_.size();
+  const int64_t stale_after_ms = options_.stale_after_ms;
   std::erase_if(reclaiming_,
-                [&](const auto& kv) { return now - kv.second.at_ms >= options_.stale_after_ms; });
+                [&](const auto& kv) { return now - kv.second.at_ms >= stale_after_ms; });
   if (reclaiming_.size() != before) reclaim_view_.dirty = true;
 }
 
