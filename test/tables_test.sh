@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# scripts/tables.py --check catches a stale table: on a copy of the
+# repository's markdown and results/, a changed cell in a generated table and
+# a changed results file each make it exit 1 naming the table, the markdown
+# file and the results file; regenerating makes the copy pass again.
+# usage: tables_test.sh SOURCE_DIR
+set -uo pipefail
+src=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/scripts"
+cp "$src/scripts/tables.py" "$work/scripts/"
+cp -r "$src/README.md" "$src/docs" "$src/results" "$work/"
+failed=0
+
+expect_stale() {  # WHAT TABLE DOC RESULTS
+  if python3 "$work/scripts/tables.py" --check >"$work/out" 2>&1; then
+    echo "FAIL $1: --check passed"
+    failed=$((failed + 1))
+  elif ! grep -q "$3:[0-9]*: table:$2 differs from what .*$4" "$work/out"; then
+    echo "FAIL $1: --check did not name table:$2, $3 and $4:"
+    cat "$work/out"
+    failed=$((failed + 1))
+  else
+    echo "ok   $1: $(head -1 "$work/out")"
+  fi
+}
+
+python3 "$work/scripts/tables.py" --check || { echo "FAIL: the copy is stale to begin with"; exit 1; }
+# A figure edited by hand inside a generated table.
+sed -i 's/| default | 4.77 ± 0.11 | 4.93 ± 0.13 | \*\*4.11 ± 0.03\*\* | −0.66 |/| default | 4.77 ± 0.11 | 4.93 ± 0.13 | **4.01 ± 0.03** | −0.76 |/' \
+  "$work/docs/simulator.md"
+expect_stale "hand-edited table" openb-goal docs/simulator.md results/goal/grid.csv
+python3 "$work/scripts/tables.py" >/dev/null
+# A results file rerun without regenerating the tables.
+sed -i 's/^| kueue-like | 6,239 |/| kueue-like | 6,240 |/' "$work/results/contended.md"
+expect_stale "rerun results" contended-0.6 docs/simulator.md results/contended.md
+python3 "$work/scripts/tables.py" >/dev/null
+python3 "$work/scripts/tables.py" --check >/dev/null || { echo "FAIL: regenerated copy still stale"; failed=$((failed + 1)); }
+# A marker naming no known table.
+printf '\n<!-- table:no-such-table -->\n| a |\n|---|\n\n<!-- /table:no-such-table -->\n' >>"$work/README.md"
+python3 "$work/scripts/tables.py" --check >"$work/out" 2>&1
+if grep -q 'README.md:[0-9]*: table:no-such-table is not a table' "$work/out"; then
+  echo "ok   unknown table name"
+else
+  echo "FAIL: an unknown table name passed"
+  failed=$((failed + 1))
+fi
+echo "$failed failed"
+[[ $failed -eq 0 ]]
