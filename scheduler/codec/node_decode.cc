@@ -6,6 +6,7 @@
 #include "gpusched/util/quantity.h"
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/codec/agent_codec.h"
 #include "scheduler/codec/internal/dom.h"
 
 namespace gpusched::codec {
@@ -117,6 +118,11 @@ absl::StatusOr<NodeSpec> DecodeNode(const Element& e, std::string_view path) {
         int64_t cap_gpus,
         ResourceValue(cap, kResourceGpu, StrCat(spath, ".capacity"), false, false));
     spec.gpu_allocatable = static_cast<int32_t>(std::min<int64_t>(gpus, kMaxGpusPerNode));
+    // Only a sign of the node agent's plugin: a value that does not read is
+    // not taken as one, and does not fail the node.
+    auto cap_shares =
+        ResourceValue(cap, kResourceGpuShares, StrCat(spath, ".capacity"), false, false);
+    spec.gpu_shares_offered = cap_shares.ok() && *cap_shares > 0;
     if (spec.gpu_count == 0) {
       spec.gpu_count =
           static_cast<int32_t>(std::min<int64_t>(std::max(gpus, cap_gpus), kMaxGpusPerNode));

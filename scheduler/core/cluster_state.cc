@@ -102,6 +102,31 @@ int TakeFreeDevices(NodeInfo& n, const PodRequest& p, PodOnNode& on, Holders& h)
   return need;
 }
 
+// The devices offered on a node of `gpu_count` GPUs. The kubelet says how
+// many are allocatable, not which: the missing ones are taken to be the
+// highest indices. With the node agent's device plugin
+// (NodeSpec::gpu_shares_offered) a GPU that holds shared pods is advertised
+// unhealthy for nvidia.com/gpu only so the kubelet keeps whole-GPU pods off
+// it; it is in service, and the others missing are counted among the rest.
+DeviceMask OfferedDevices(const NodeSpec& spec, int gpu_count,
+                          const std::vector<const PodRequest*>& pods) {
+  const DeviceMask all = LowMask(gpu_count);
+  DeviceMask shared = 0;
+  if (spec.gpu_shares_offered) {
+    for (const PodRequest* p : pods) {
+      if (p->gpu.shared() && p->has_gpu_ids) shared |= p->gpu_ids & all;
+    }
+  }
+  int missing = gpu_count - std::clamp(spec.gpu_allocatable, 0, gpu_count) - PopCount(shared);
+  DeviceMask offered = all;
+  for (int d = gpu_count - 1; d >= 0 && missing > 0; --d) {
+    if ((shared >> d) & 1) continue;
+    offered &= ~(DeviceMask{1} << d);
+    --missing;
+  }
+  return offered;
+}
+
 bool StartedEarlier(const PodRequest* a, const PodRequest* b) {
   if (a->start_unix != b->start_unix) return a->start_unix < b->start_unix;
   return a->uid < b->uid;
@@ -117,7 +142,7 @@ NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> 
   n.product_id = product_id;
   n.gpu_memory_mib = spec.gpu_memory_mib;
   n.gpu_count = topology ? topology->size() : 0;
-  n.healthy = LowMask(std::clamp(spec.gpu_allocatable, 0, n.gpu_count));
+  n.healthy = OfferedDevices(spec, n.gpu_count, pods);
   n.used_milli.assign(n.gpu_count, 0);
   n.topology = std::move(topology);
   n.cpu_milli = spec.cpu_milli;

@@ -305,6 +305,58 @@ TEST_F(NodeAgentTest, TwoSharedPodsOnOneDeviceAndAWholeGpuPodKeptOff) {
   }));
 }
 
+// The kubelet's node status: per resource, the devices the plugin lists as
+// capacity and the healthy ones as allocatable (what the extender reads).
+void PutKubeletNodeStatus(FakeApiServer& api, const FakeKubelet& kubelet, const std::string& cpu) {
+  Json node = *api.Get("nodes", kNode);
+  for (const char* res : {kGpu, kShares}) {
+    int healthy = 0;
+    const auto devices = kubelet.Devices(res);
+    for (const auto& [id, h] : devices) healthy += h;
+    node["status"]["capacity"][res] = std::to_string(devices.size());
+    node["status"]["allocatable"][res] = std::to_string(healthy);
+  }
+  node["status"]["allocatable"]["cpu"] = cpu;
+  api.Put("nodes", node);
+}
+
+TEST_F(NodeAgentTest, ASharedGpuLeavesEveryOtherGpuToWholeGpuPods) {
+  MakeAgent(true);
+  ASSERT_TRUE(kubelet_->WaitForDevices(kShares, [](const auto& d) { return d.size() == 80; }));
+  StartExtender();
+  api_->Put("pods", SharedPod("s1", "500"));
+  ASSERT_EQ(Bind("s1"), "");
+  const int device = std::stoi(Annotation(*api_, "s1", "gpusched.io/gpu-ids"));
+  const std::string uuid = Uuid(device);
+  ASSERT_TRUE(Admit("s1", kShares, 1).ok());
+  ASSERT_TRUE(kubelet_->WaitForDevices(kGpu, [&](const auto& d) { return !d.at(uuid); }));
+  // The kubelet now reports 7 of 8 nvidia.com/gpu allocatable (and 95 CPUs,
+  // a mark to see the status reach the extender).
+  PutKubeletNodeStatus(*api_, *kubelet_, "95");
+  ASSERT_TRUE(WaitFor([&] {
+    const NodeInfo* n = state_->Snapshot()->Find(kNode);
+    return n != nullptr && n->cpu_milli == 95000;
+  }));
+  // A 7-GPU pod gets every GPU but the shared one, and the kubelet agrees.
+  api_->Put("pods", PodJson("t", "w7", 7));
+  ASSERT_EQ(Bind("w7"), "");
+  std::vector<std::string> want;
+  for (int i = 0; i < 8; ++i) {
+    if (i != device) want.push_back(StrCat(i));
+  }
+  EXPECT_EQ(Annotation(*api_, "w7", "gpusched.io/gpu-ids"), absl::StrJoin(want, ","));
+  auto w = Admit("w7", kGpu, 7);
+  ASSERT_TRUE(w.ok()) << w.status();
+  for (const std::string& id : (*w)[0].devices[kGpu]) EXPECT_NE(id, uuid);
+  // A second shared pod packs onto the shared GPU.
+  api_->Put("pods", SharedPod("s2", "500"));
+  ASSERT_EQ(Bind("s2"), "");
+  EXPECT_EQ(Annotation(*api_, "s2", "gpusched.io/gpu-ids"), StrCat(device));
+  auto s2 = Admit("s2", kShares, 1);
+  ASSERT_TRUE(s2.ok()) << s2.status();
+  EXPECT_EQ((*s2)[0].envs["NVIDIA_VISIBLE_DEVICES"], uuid);
+}
+
 TEST_F(NodeAgentTest, ReRegistersAfterAKubeletRestartAndKeepsAllocating) {
   MakeAgent(true);
   agent_->Start();

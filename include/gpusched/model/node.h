@@ -24,6 +24,10 @@ struct NodeSpec {
   int64_t gpu_memory_mib = 0;  // nvidia.com/gpu.memory
   int32_t gpu_count = 0;       // nvidia.com/gpu.count, else capacity
   int32_t gpu_allocatable = 0;
+  // status.capacity has gpusched.io/gpu-shares: the node agent's device
+  // plugin serves nvidia.com/gpu, and leaves a GPU that holds shared pods out
+  // of its allocatable (that GPU is in service, not unhealthy).
+  bool gpu_shares_offered = false;
   int64_t cpu_milli = 0;   // allocatable
   int64_t memory_mib = 0;  // allocatable
   bool unschedulable = false;
