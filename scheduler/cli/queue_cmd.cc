@@ -118,7 +118,9 @@ int Queue(const std::vector<std::string>& args) {
     return 1;
   }
   const bool all = flags.Has("all-namespaces");
-  const std::string ns = flags.Get("namespace", "default");
+  // Like kubectl: -n, else the kubeconfig context's (or the pod's) namespace.
+  const std::string& context_ns = (*client)->config().ns;
+  const std::string ns = flags.Get("namespace", context_ns.empty() ? "default" : context_ns);
   if (flags.Has("devices")) return PrintDevices(**client, all, ns);
   const std::string path =
       StrCat(all ? std::string("/api/v1/pods") : StrCat("/api/v1/namespaces/", ns, "/pods"),

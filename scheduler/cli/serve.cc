@@ -28,6 +28,7 @@
 #include "scheduler/kube/quota_objects.h"
 #include "scheduler/kube/quota_status.h"
 #include "scheduler/kube/runtime.h"
+#include "scheduler/queue/pod_devices.h"
 #include "scheduler/queue/queue_wiring.h"
 #include "scheduler/source/file_source.h"
 
@@ -448,8 +449,8 @@ int Serve(const std::vector<std::string>& args) {
     deps.on_unplaced = kube_rt->UnplacedFn();
   }
   deps.debug_queues = [&queue_mgr](const auto&... query) { return queue_mgr->Report(query...); };
-  deps.debug_pod = [&queue_mgr](const std::string& ns, const std::string& name) {
-    return queue_mgr->ExplainPod(ns, name);
+  deps.debug_pod = [&queue_mgr, &state](const std::string& ns, const std::string& name) {
+    return queue::ExplainPodWithDevices(*queue_mgr, state, ns, name);
   };
   deps.debug_config = [&reloader] { return codec::EncodeRunningConfig(reloader.Running()); };
   http::AddProbeRoutes(health_router, deps);

@@ -14,6 +14,7 @@
 #include "gpusched/util/quantity.h"
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/codec/agent_codec.h"
 #include "scheduler/codec/internal/dom.h"
 #include "scheduler/codec/internal/gang_decode.h"
 
@@ -176,6 +177,16 @@ absl::Status ApplyAnnotations(const Object& ann, std::string_view path, PodReque
     if (m.ok()) {
       pod.has_gpu_ids = true;
       pod.gpu_ids = *m;
+    }
+  }
+  // The node agent's confirmation, shown beside the record; a bad value only
+  // means not confirmed.
+  GPUSCHED_ASSIGN_OR_RETURN(auto confirmed, str(kAnnotationGpuIdsConfirmed));
+  if (confirmed) {
+    auto m = ParseGpuIds(*confirmed, StrCat(path, "[\"", kAnnotationGpuIdsConfirmed, "\"]"));
+    if (m.ok()) {
+      pod.has_gpu_ids_confirmed = true;
+      pod.gpu_ids_confirmed = *m;
     }
   }
   GPUSCHED_ASSIGN_OR_RETURN(auto gang, str(kAnnotationGang));

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "scheduler/codec/kube_codec.h"
+
 namespace gpusched::codec {
 namespace {
 
@@ -83,6 +85,14 @@ std::string EncodePodReport(const queue::PodReport& report) {
               {"uid", report.uid},
               {"state", report.state}};
   if (!report.node.empty()) out["node"] = report.node;
+  if (report.shows_devices) {
+    auto ids = [](const std::optional<uint64_t>& m) {
+      return m.has_value() ? json(FormatGpuIds(*m)) : json(nullptr);
+    };
+    out["recordedGpuIds"] = ids(report.recorded_devices);
+    out["confirmedGpuIds"] = ids(report.confirmed_devices);
+    out["countedGpuIds"] = FormatGpuIds(report.counted_devices);
+  }
   if (report.state == "pending") {
     out["position"] = report.position;
     out["reason"] = report.reason;

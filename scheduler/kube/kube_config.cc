@@ -186,6 +186,7 @@ absl::StatusOr<KubeConfig> InClusterConfig(const std::string& sa_dir) {
   cfg.token_file = StrCat(sa_dir, "/token");
   auto token = Slurp(cfg.token_file);
   if (!token.ok()) return token.status();
+  if (auto ns = Slurp(StrCat(sa_dir, "/namespace")); ns.ok()) cfg.ns = Trim(*std::move(ns));
   return cfg;
 }
 
@@ -207,6 +208,7 @@ absl::StatusOr<KubeConfig> LoadKubeconfig(const std::string& path, const std::st
     return absl::NotFoundError(StrCat(path, ": no cluster '", Str(ctx, "cluster"), "'"));
   }
   KubeConfig cfg;
+  cfg.ns = Str(ctx, "namespace");
   if (auto s = ParseServerUrl(Str(cluster, "server"), &cfg); !s.ok()) {
     return absl::InvalidArgumentError(StrCat(path, ": ", FromAbsl(s.message())));
   }

@@ -49,15 +49,20 @@ struct KubeConfig {
   std::string client_cert_pem;
   std::string client_key_pem;
   std::optional<ExecPlugin> exec;  // a credential plugin instead of a token
+  // The namespace a command without -n works in, as kubectl picks it: the
+  // kubeconfig context's `namespace`, or in a pod its service account's;
+  // empty when neither names one (then "default").
+  std::string ns;
 };
 
 inline constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 // In-cluster: KUBERNETES_SERVICE_HOST/PORT, the service account's token and
-// ca.crt under `sa_dir`.
+// ca.crt under `sa_dir` (and its namespace file, if present, as `ns`).
 absl::StatusOr<KubeConfig> InClusterConfig(const std::string& sa_dir = kServiceAccountDir);
 
-// The current context of a kubeconfig (or `context` if not empty).
+// The current context of a kubeconfig (or `context` if not empty), with the
+// context's namespace as `ns`.
 absl::StatusOr<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& context = "");
 
 // Fills host/port from "https://host[:port][/]". Only https is accepted.

@@ -6,6 +6,7 @@
 #define GPUSCHED_QUEUE_QUEUE_REPORT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,6 +96,17 @@ struct PodReport {
   int32_t position = 0;
   std::string reason;                         // why it waits ("" if admissible now)
   std::vector<PreemptionPreview> preemption;  // cheapest candidate nodes first
+  // A bound GPU pod's devices as masks (bit i: device i), filled beside
+  // QueueManager::ExplainPod by AddPodDevices (pod_devices.h) when
+  // `shows_devices`: those gpusched recorded (gpusched.io/gpu-ids) and those
+  // the node agent confirmed from the kubelet (gpusched.io/gpu-ids-confirmed),
+  // nullopt while the pod has no such annotation; and those gpusched's
+  // accounting counts it as holding (its record, or free devices it was given
+  // when the record is missing or cannot be honoured).
+  bool shows_devices = false;
+  std::optional<uint64_t> recorded_devices;
+  std::optional<uint64_t> confirmed_devices;
+  uint64_t counted_devices = 0;
 };
 
 }  // namespace gpusched::queue

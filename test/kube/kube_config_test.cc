@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -99,6 +100,40 @@ users: []
   EXPECT_EQ(cfg->host, "example.test");
   EXPECT_EQ(cfg->port, "6443");
   EXPECT_TRUE(cfg->token.empty());
+}
+
+TEST(KubeconfigYaml, ContextNamespaceIsTheDefaultNamespace) {
+  constexpr char kText[] = R"(clusters: [{name: k, cluster: {server: 'https://h'}}]
+contexts:
+- {name: team, context: {cluster: k, namespace: team-a}}
+- {name: plain, context: {cluster: k}}
+current-context: team
+)";
+  auto team = Load("ns", kText);
+  ASSERT_TRUE(team.ok()) << team.status();
+  EXPECT_EQ(team->ns, "team-a");
+  auto plain = Load("ns", kText, "plain");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->ns, "");
+}
+
+TEST(InClusterConfig, ReadsTheServiceAccountsNamespace) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "sa_ns";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "ca.crt") << "CA";
+  std::ofstream(dir / "token") << "tok";
+  std::ofstream(dir / "namespace") << "team-b\n";
+  setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  auto cfg = InClusterConfig(dir.string());
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->ns, "team-b");
+  std::filesystem::remove(dir / "namespace");  // an older pod: none
+  cfg = InClusterConfig(dir.string());
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_PORT");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->ns, "");
 }
 
 TEST(KubeconfigYaml, BadFilesAreErrors) {

@@ -136,5 +136,30 @@ TEST_F(QueueStatusTest, QueueCommandListsANamespaceInQueueOrder) {
   EXPECT_EQ(out.find("running"), std::string::npos) << out;    // not pending
 }
 
+TEST_F(QueueStatusTest, QueueCommandUsesTheContextsNamespaceWithoutDashN) {
+  api_->Put("pods", PodJson("team-a", "mine", 8));
+  api_->Put("pods", PodJson("default", "theirs", 8));
+  // The fake's kubeconfig with `namespace: team-a` in its only context.
+  std::string yaml = KubeconfigYaml(api_->port(), Pki().ca_pem, kToken);
+  const std::string user = "    user: gpusched\n";
+  const size_t at = yaml.find(user);
+  ASSERT_NE(at, std::string::npos) << yaml;
+  yaml.insert(at + user.size(), "    namespace: team-a\n");
+  const std::string kubeconfig = WriteTempFile("queue_cmd_ns_kubeconfig", yaml);
+  const std::string log = ::testing::TempDir() + "/queue_cmd_ns.log";
+  std::remove(log.c_str());
+  Child c(GPUSCHED_BINARY, {"queue", "--kubeconfig", kubeconfig}, log);
+  ASSERT_EQ(c.Wait(), 0) << ReadAll(log);
+  const std::string out = ReadAll(log);
+  EXPECT_THAT(out, HasSubstr("mine"));
+  EXPECT_EQ(out.find("theirs"), std::string::npos) << out;
+  // -n still wins over the context.
+  std::remove(log.c_str());
+  Child d(GPUSCHED_BINARY, {"queue", "-n", "default", "--kubeconfig", kubeconfig}, log);
+  ASSERT_EQ(d.Wait(), 0) << ReadAll(log);
+  EXPECT_THAT(ReadAll(log), HasSubstr("theirs"));
+  EXPECT_EQ(ReadAll(log).find("mine"), std::string::npos) << ReadAll(log);
+}
+
 }  // namespace
 }  // namespace gpusched::testing

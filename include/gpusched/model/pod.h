@@ -101,6 +101,12 @@ struct PodRequest {
   PodPhase phase = PodPhase::kPending;
   bool has_gpu_ids = false;  // gpusched.io/gpu-ids present and valid
   DeviceMask gpu_ids = 0;
+  // gpusched.io/gpu-ids-confirmed present and valid: the devices the node
+  // agent read from the kubelet's PodResources. Shown (/debug/pods), never
+  // counted: the agent corrects gpu_ids itself, and a record it has not
+  // confirmed yet holds its devices all the same.
+  bool has_gpu_ids_confirmed = false;
+  DeviceMask gpu_ids_confirmed = 0;
   int64_t start_unix = 0;  // status.startTime, seconds
   bool deleting = false;   // metadata.deletionTimestamp set
   // A gang reservation holder: devices the queue manager holds for a gang's
