@@ -207,6 +207,10 @@ def main():
         return
     if not a.default or not a.out_dir:
         ap.error("--default and --out-dir are required")
+    if not os.path.isfile(a.default):
+        sys.exit(f"missing {a.default}: this needs the full openb pod list "
+                 "openb_pod_list_default.csv (hkust-adsl/kubernetes-scheduler-simulator, "
+                 "data/csv/); config/traces/SOURCE.md (\"Full traces\") gives its commit")
     with open(a.default, newline="") as f:
         reader = csv.DictReader(f)
         fields = reader.fieldnames

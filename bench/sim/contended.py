@@ -23,7 +23,7 @@ KAI-like one as deserved quota).
 
 Prints one markdown table per (coverage, load): the mean over the seeds of
 each metric ("failed" where a run did not complete). --out-dir keeps every
-run's raw JSON (a temporary directory otherwise).
+run's raw JSON (a temporary directory otherwise, removed at the end).
 
 Usage (from the repository root, after a build):
   python3 bench/sim/contended.py [BUILD_DIR] [--days 4] [--seeds 1,2,3]
@@ -151,7 +151,8 @@ def main():
     ap.add_argument("--loads", default="0.6,0.8,0.95")
     ap.add_argument("--coverage", default="100", help="% of the pool guarantees cover, e.g. 0,50,100")
     ap.add_argument("--policies", default=",".join(POLICIES))
-    ap.add_argument("--out-dir", help="keep the jobs, configs and raw results here")
+    ap.add_argument("--out-dir", help="keep the jobs, configs and raw results here "
+                                      "(default: a temporary directory, removed at the end)")
     a = ap.parse_args()
     a.policies = a.policies.split(",")
     a.root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -159,7 +160,14 @@ def main():
     if not os.access(binary, os.X_OK):
         sys.exit(f"no gpusched binary in {a.build}: build it first (or pass the build directory)")
     base = json.load(open(os.path.join(a.root, "bench/sim/replay-policy.json")))
-    work = a.out_dir or tempfile.mkdtemp(prefix="gpusched-contended-")
+    if a.out_dir:
+        return run_all(a, binary, base, a.out_dir)
+    with tempfile.TemporaryDirectory(prefix="gpusched-contended-") as work:
+        return run_all(a, binary, base, work)
+
+
+def run_all(a, binary, base, work):
+    """Every coverage and load; work files under `work`."""
     for coverage in [int(c) for c in a.coverage.split(",")]:
         for load in a.loads.split(","):
             scenario(a, binary, base, load, coverage, os.path.join(work, f"cov{coverage}"))

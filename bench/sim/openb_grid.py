@@ -19,10 +19,13 @@ Sets (fixed; the split alternates along each axis of the grid):
 Tune the policy on `tune` only; `held-out` and `public` measure it.
 
 Usage (from the repository root, after a build):
-  python3 bench/sim/openb_grid.py [BUILD_DIR] --traces-dir ../shared/traces/openb \
+  python3 bench/sim/openb_grid.py [BUILD_DIR] [--traces-dir DIR] [--out-dir DIR]
       [--public-dir DIR] [--sets tune,held-out,public] [--seeds 42-46] [--config FILE]
+Needs the full openb traces (config/traces/SOURCE.md, "Full traces"), read
+from --traces-dir (default: shared/traces/openb next to the repository).
 Each run takes about 0.5-1 s; the default (3 sets, 5 seeds, 3 policies) about
-10-15 minutes on one core. Work files go under BUILD_DIR/openb-grid/.
+10-15 minutes on one core. Work files go to --out-dir (default:
+BUILD_DIR/openb-grid/).
 """
 import argparse
 import csv
@@ -32,9 +35,12 @@ import statistics
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the tree
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_openb_variants as variants  # noqa: E402
+import sim_common  # noqa: E402  (trace and binary checks)
 
 
 def split():
@@ -61,7 +67,9 @@ def run_grid(binary, nodes, paths, policies, seeds, config, out_dir):
            "--quiet", "--out-dir", out_dir]
     if config:
         cmd += ["--config", config]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit(f"gpusched simulate failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
     values = {}
     with open(os.path.join(out_dir, "grid.csv"), newline="") as f:
         for r in csv.DictReader(f):
@@ -109,26 +117,39 @@ def table(title, names, values, policies):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build", nargs="?", default="build")
-    ap.add_argument("--traces-dir", required=True,
-                    help="folder with openb_node_list_gpu_node.csv and openb_pod_list_default.csv")
+    ap.add_argument("--traces-dir", default=os.path.join(sim_common.DEFAULT_TRACES, "openb"),
+                    help="folder with openb_node_list_gpu_node.csv and openb_pod_list_default.csv "
+                         "(default: shared/traces/openb next to the repository)")
+    ap.add_argument("--out-dir", help="the generated variants and each set's grid.csv / grid.md "
+                                      "(default: BUILD_DIR/openb-grid)")
     ap.add_argument("--public-dir", default="", help="published pod lists (default: --traces-dir)")
     ap.add_argument("--sets", default="tune,held-out,public")
     ap.add_argument("--seeds", default="42-46")
     ap.add_argument("--policies", default="fgd,gpusched,gpusched-extender")
-    ap.add_argument("--config", default="", help="gpusched policy (default: the shipped one)")
+    ap.add_argument("--config", default=os.path.join(ROOT, "config", "scheduler-policy.json"),
+                    help="gpusched policy (default: the shipped config/scheduler-policy.json, "
+                         "wherever the script is run from)")
     ap.add_argument("--only", default="", help="comma-separated variants (overrides --sets)")
     a = ap.parse_args()
-    binary = os.path.join(a.build, "gpusched")
-    work = os.path.join(a.build, "openb-grid")
-    gen_dir = os.path.join(work, "variants")
     nodes = os.path.join(a.traces_dir, "openb_node_list_gpu_node.csv")
+    default = os.path.join(a.traces_dir, "openb_pod_list_default.csv")
+    public = sorted(glob.glob(os.path.join(a.public_dir or a.traces_dir, "openb_pod_list_*.csv")))
+    chosen = ["only"] if a.only else a.sets.split(",")
+    need = [nodes, default]
+    if "public" in chosen and not public:
+        need.append(os.path.join(a.public_dir or a.traces_dir, "openb_pod_list_*.csv"))
+    if a.only:
+        need += [os.path.join(a.traces_dir, f"openb_pod_list_{n}.csv")
+                 for n in a.only.split(",") if not n.startswith("gen-")]
+    sim_common.require_traces("openb", need)
+    binary = sim_common.require_binary(a.build)
+    work = a.out_dir or os.path.join(a.build, "openb-grid")
+    gen_dir = os.path.join(work, "variants")
     tune, held = split()
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_openb_variants.py"),
-                    "--default", os.path.join(a.traces_dir, "openb_pod_list_default.csv"),
-                    "--out-dir", gen_dir, "--only", ",".join(tune + held)],
+                    "--default", default, "--out-dir", gen_dir, "--only", ",".join(tune + held)],
                    check=True, stderr=subprocess.DEVNULL)
     gen_path = lambda n: os.path.join(gen_dir, f"openb_pod_list_{n}.csv")  # noqa: E731
-    public = sorted(glob.glob(os.path.join(a.public_dir or a.traces_dir, "openb_pod_list_*.csv")))
     sets = {
         "tune": ("TUNE", tune, [gen_path(n) for n in tune]),
         "held-out": ("HELD-OUT", held, [gen_path(n) for n in held]),
@@ -136,7 +157,6 @@ def main():
     }
     policies = a.policies.split(",")
     print(f"seeds {a.seeds}; mean unallocated GPU % at 100 % arrival; diff = gpusched - FGD")
-    chosen = ["only"] if a.only else a.sets.split(",")
     if a.only:
         names = a.only.split(",")
         sets["only"] = ("selected", names, [gen_path(n) if n.startswith("gen-") else

@@ -22,6 +22,8 @@ Usage (from the repository root, after a build):
       [--namespaces one,vc] [--policies kueue-like,gpusched]
       [--variant NAME=CONFIG.json ...] [--config-for POLICY=CONFIG.json ...]
       [--tables avg_jct_s,preemptions,...] [--traces-dir DIR]
+Needs the full Philly trace (config/traces/SOURCE.md, "Full traces"), read
+from --traces-dir (default: shared/traces/philly next to the repository).
 """
 import argparse
 import json
@@ -34,6 +36,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import philly_pool  # noqa: E402  (window and VC scaling)
+import sim_common  # noqa: E402  (trace and binary checks)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HALVES = {"tune": [0, 8, 16], "held-out": [4, 12, 20], "all": [0, 4, 8, 12, 16, 20]}
@@ -134,14 +137,18 @@ def parse():
                     help="result fields tabulated in grid.md, e.g. avg_jct_s,preemptions")
     ap.add_argument("--render", action="store_true",
                     help="only rewrite grid.md from the grid.json already in --out-dir")
-    ap.add_argument("--traces-dir", default=os.path.join(os.path.dirname(ROOT), "shared",
-                                                         "traces", "philly"))
+    ap.add_argument("--traces-dir", default=os.path.join(sim_common.DEFAULT_TRACES, "philly"),
+                    help="philly_jobs_pollux.csv and helios_qssf_philly_vc_nodes.csv "
+                         "(default: shared/traces/philly next to the repository)")
     return ap.parse_args()
 
 
 def render(a):
     """Rewrites grid.md from --out-dir's grid.json with --tables."""
-    saved = json.load(open(os.path.join(a.out_dir, "grid.json")))
+    path = os.path.join(a.out_dir, "grid.json")
+    if not os.path.isfile(path):
+        sys.exit(f"--render: no {path} (run the grid into --out-dir first)")
+    saved = json.load(open(path))
     rows = [(r["label"], r["policy"], r["config"]) for r in saved["rows"]]
     tables = "\n".join(markdown(saved["grid"], rows, key) for key in a.tables.split(","))
     with open(os.path.join(a.out_dir, "grid.md"), "w") as f:
@@ -156,13 +163,23 @@ def main():
     a.trace = os.path.join(a.traces_dir, "philly_jobs_pollux.csv")
     a.vc_csv = os.path.join(a.traces_dir, "helios_qssf_philly_vc_nodes.csv")
     philly_pool.require_traces(a.trace, a.vc_csv)
-    binary = os.path.join(a.build, "gpusched")
-    if not os.access(binary, os.X_OK):
-        sys.exit(f"no gpusched binary in {a.build}: build it first (or pass the build directory)")
-    offsets = ([float(x) for x in a.offsets.split(",")] if a.offsets else HALVES[a.half])
+    binary = sim_common.require_binary(a.build)
     rows = rows_of(a)
     os.makedirs(os.path.join(a.out_dir, "raw"), exist_ok=True)
-    work = tempfile.mkdtemp(prefix="gpusched-philly-grid-")  # the window CSVs
+    with tempfile.TemporaryDirectory(prefix="gpusched-philly-grid-") as work:  # window CSVs
+        grid = run_grid(a, binary, rows, work)
+    json.dump({"rows": [{"label": l, "policy": p, "config": os.path.relpath(c, ROOT)}
+                        for l, p, c in rows],
+               "grid": grid}, open(os.path.join(a.out_dir, "grid.json"), "w"), indent=1)
+    tables = "\n".join(markdown(grid, rows, key) for key in a.tables.split(","))
+    with open(os.path.join(a.out_dir, "grid.md"), "w") as f:
+        f.write(tables)
+    print("\n" + tables)
+
+
+def run_grid(a, binary, rows, work):
+    """Every row on every window, node count and namespace mode."""
+    offsets = ([float(x) for x in a.offsets.split(",")] if a.offsets else HALVES[a.half])
     grid = []
     for offset in offsets:
         for nodes in [int(n) for n in a.nodes.split(",")]:
@@ -174,13 +191,7 @@ def main():
                 print(f"days {offset:g}-{offset + a.days:g}, {nodes} nodes, {mode}: " +
                       ", ".join(f"{label} {cell(r, base)}" for label, r in results.items()),
                       flush=True)
-    json.dump({"rows": [{"label": l, "policy": p, "config": os.path.relpath(c, ROOT)}
-                        for l, p, c in rows],
-               "grid": grid}, open(os.path.join(a.out_dir, "grid.json"), "w"), indent=1)
-    tables = "\n".join(markdown(grid, rows, key) for key in a.tables.split(","))
-    with open(os.path.join(a.out_dir, "grid.md"), "w") as f:
-        f.write(tables)
-    print("\n" + tables)
+    return grid
 
 
 if __name__ == "__main__":

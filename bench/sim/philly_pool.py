@@ -14,6 +14,11 @@ table per pool size.
 Usage (from the repository root, after a build):
   python3 bench/sim/philly_pool.py [BUILD_DIR] [--nodes 48,40] [--days 4]
       [--demote-hours 8] [--per-hour 12] [--one-namespace] [--offset-days D]
+      [--traces-dir DIR] [--out-dir DIR]
+Needs the full Philly trace (config/traces/SOURCE.md, "Full traces"), read
+from --traces-dir (default: shared/traces/philly next to the repository).
+Prints the tables; the work files go to --out-dir if given, else to a
+temporary directory removed at the end.
 """
 import argparse
 import csv
@@ -24,6 +29,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sim_common  # noqa: E402  (trace and binary checks)
 
 BASE = datetime.datetime(2017, 10, 1)
 POLICIES = ["fifo-pool", "sjf-pool", "srtf-pool", "las-pool", "kueue-like", "kai-like", "gpusched",
@@ -40,14 +49,7 @@ COLUMNS = [
 
 def require_traces(*paths):
     """Exits with where to get the full Philly trace if a file is missing."""
-    missing = [p for p in paths if not os.path.isfile(p)]
-    if missing:
-        sys.exit("missing " + ", ".join(missing) + ": these runs need the full Philly trace "
-                 "(philly_jobs_pollux.csv: petuum/adaptdl, branch osdi21-artifact, "
-                 "simulator/traces/philly.csv) and helios_qssf_philly_vc_nodes.csv "
-                 "(S-Lab-System-Group/HeliosArtifact); by default they are read from "
-                 "../shared/traces/philly next to the repository (its SOURCE.md says where "
-                 "each comes from); pass --traces-dir DIR to read them elsewhere")
+    sim_common.require_traces("philly", paths)
 
 
 def window(trace, days, out, one_namespace=False, offset=0):
@@ -102,15 +104,26 @@ def main():
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--one-namespace", action="store_true",
                     help="every job in one namespace guaranteed the whole pool")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    ap.add_argument("--traces-dir", default=os.path.join(os.path.dirname(root), "shared",
-                                                         "traces", "philly"))
+    ap.add_argument("--traces-dir", default=os.path.join(sim_common.DEFAULT_TRACES, "philly"),
+                    help="philly_jobs_pollux.csv and helios_qssf_philly_vc_nodes.csv "
+                         "(default: shared/traces/philly next to the repository)")
+    ap.add_argument("--out-dir", help="keep the jobs, configs and raw results here "
+                                      "(default: a temporary directory, removed at the end)")
     a = ap.parse_args()
     shared = a.traces_dir
     require_traces(os.path.join(shared, "philly_jobs_pollux.csv"),
                    os.path.join(shared, "helios_qssf_philly_vc_nodes.csv"))
-    binary = os.path.join(a.build, "gpusched")
-    work = tempfile.mkdtemp(prefix="gpusched-philly-pool-")
+    binary = sim_common.require_binary(a.build)
+    if a.out_dir:
+        os.makedirs(a.out_dir, exist_ok=True)
+        return run(a, binary, shared, a.out_dir)
+    with tempfile.TemporaryDirectory(prefix="gpusched-philly-pool-") as work:
+        return run(a, binary, shared, work)
+
+
+def run(a, binary, shared, work):
+    """Every policy on every pool size; work files under `work`."""
+    root = sim_common.ROOT
     jobs = os.path.join(work, "jobs.csv")
     count = window(os.path.join(shared, "philly_jobs_pollux.csv"), a.days, jobs, a.one_namespace,
                    a.offset_days)
@@ -134,12 +147,17 @@ def main():
         for p in policies:
             result = os.path.join(work, f"{p}-{nodes}.json")
             start = time.time()
-            subprocess.run([binary, "simulate", "--protocol", "replay", "--jobs-csv", jobs,
-                            "--vc-nodes", vcs, "--policies", p.replace("-attained", ""),
-                            "--config", configs.get(p, config), "--load", "1", "--out", result,
-                            "--quiet"],
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.run([binary, "simulate", "--protocol", "replay", "--jobs-csv",
+                                   jobs, "--vc-nodes", vcs, "--policies",
+                                   p.replace("-attained", ""), "--config", configs.get(p, config),
+                                   "--load", "1", "--out", result, "--quiet"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             seconds = time.time() - start
+            if proc.returncode != 0:
+                why = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+                print(f"| {p} | " + " | ".join("failed" for _ in COLUMNS) + f" | {why} |",
+                      flush=True)
+                continue
             r = json.load(open(result))[0]
             cells = [fmt.format(r.get(key, 0)) for _, key, fmt in COLUMNS]
             print(f"| {p} | " + " | ".join(cells) + f" | {seconds:.1f} |", flush=True)

@@ -23,13 +23,16 @@ constexpr char kUsage[] =
     "  workload: --pods-csv FILE (openb) | --jobs-csv FILE (Philly) | --jobs-json FILE\n"
     "  fgd:      --policy NAME --seed N --tune 1.3 --out result.json [--html report.html]\n"
     "            --grid --policies a,b --traces f1.csv,f2.csv --seeds 42-51 --out-dir DIR\n"
+    "            (--grid writes DIR/grid.csv and DIR/grid.md; --out-dir is required)\n"
     "  replay:   --vc-nodes FILE --load K --policy fifo|sjf|srtf|gpusched --out r.json\n"
     "            [--kube-backoff: failed pods wait kube-scheduler's backoff, 1 s doubling to 10 "
     "s]\n"
     "  e2e:      --write-cluster LIST.json (for `gpusched serve --cluster`; with --pods-csv,\n"
     "            --seed and --tune it holds the run's GPU pods, pending), then\n"
     "            --extender http://127.0.0.1:8888/scheduler [--policy gpusched-extender]\n"
-    "  common:   --config FILE (gpusched policy) --threads 2 --quiet\n";
+    "  common:   --config FILE (gpusched policy) --threads 2 --quiet\n"
+    "  Files are written only where --out, --out-dir, --html and --write-cluster say;\n"
+    "  without them a run prints its summary and writes nothing.\n";
 
 }  // namespace
 
@@ -55,7 +58,7 @@ int Simulate(const std::vector<std::string>& args) {
   // is gpusched-extender.
   o.policy = flags.Get("policy", o.extender.empty() ? "bestfit" : "gpusched-extender");
   o.out = flags.Get("out");
-  o.out_dir = flags.Get("out-dir", ".");
+  o.out_dir = flags.Get("out-dir");
   o.html = flags.Get("html");
   o.trace_name = flags.Get("trace-name");
   o.grid = flags.Has("grid");
@@ -94,6 +97,9 @@ int Simulate(const std::vector<std::string>& args) {
       return 2;
     }
     o.config = *cfg;
+  } else if (o.progress) {
+    std::cerr << "gpusched simulate: no --config and no " << config_path
+              << " under the working directory: gpusched policies use the built-in defaults\n";
   }
   std::unique_ptr<http::HttpClient> client;
   if (!o.extender.empty()) {

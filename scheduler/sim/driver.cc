@@ -120,6 +120,10 @@ absl::Status RunFgdDriver(const DriverOptions& o) {
   std::vector<std::string> trace_paths = o.traces;
   if (trace_paths.empty() && !o.pods_csv.empty()) trace_paths.push_back(o.pods_csv);
   if (trace_paths.empty()) return absl::InvalidArgumentError("--grid needs --traces");
+  if (o.out_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--grid writes grid.csv and grid.md: give --out-dir DIR (e.g. build/grid)");
+  }
   std::vector<GridTrace> traces;
   for (const std::string& p : trace_paths) {
     auto pods = LoadPods(p);

@@ -34,7 +34,8 @@ struct DriverOptions {
   bool progress = true;
   // replay, gpusched: model kube-scheduler's pod backoff (ReplayOptions).
   bool kube_backoff = false;
-  std::string out, out_dir = ".", html, extender, trace_name;
+  // Where results go; the driver writes nowhere else (a grid needs out_dir).
+  std::string out, out_dir, html, extender, trace_name;
   // fgd: writes the cluster as a Kubernetes List (for `serve --cluster`);
   // without a workload, that is all the run does.
   std::string write_cluster;
