@@ -294,13 +294,15 @@ void PrintBanner(const http::ServerOptions& opt, const http::HttpServer& server,
     std::cout << "gpusched: probes (/healthz, /readyz) on plain http port " << server.health_port()
               << "\n";
   }
-  std::cout << "try:\n"
-            << "  curl -s -XPOST -H 'Content-Type: application/json' "
-               "--data @config/examples/filter-request.json "
-            << base << "/scheduler/filter\n"
-            << "  curl -s -XPOST -H 'Content-Type: application/json' "
-               "--data @config/examples/prioritize-request.json "
-            << base << "/scheduler/prioritize\n"
+  // The sample requests, each once (scripts/demo.sh prints none of its own):
+  // the bodies in config/examples/ name pods of config/demo-cluster.json.
+  std::cout << "try (request bodies in config/examples/):\n";
+  for (const char* verb : {"filter", "prioritize", "preempt", "bind"}) {
+    std::cout << "  curl -s -XPOST -H 'Content-Type: application/json' --data @config/examples/"
+              << verb << "-request.json " << base << "/scheduler/" << verb << "\n";
+  }
+  std::cout << "  curl -s " << base << "/debug/queues\n"
+            << "  curl -s " << base << "/debug/pods/team-a/bert-xl-0\n"
             << "  curl -s " << base << "/metrics\n"
             << std::flush;
 }
