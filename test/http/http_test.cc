@@ -243,6 +243,29 @@ TEST_F(HttpTest, FilterPrioritizeBindOnOneKeepAliveConnection) {
             2);
 }
 
+// kube-scheduler retries a bind whose answer it did not get: the same pod to
+// the same node again is answered as success without taking more devices; the
+// same pod to another node is refused, naming where it is bound.
+TEST_F(HttpTest, RepeatedBindIsIdempotentAndABindElsewhereIsRefused) {
+  Client c(port_);
+  ASSERT_TRUE(c.connected());
+  const std::string bind = testing::ReadSourceFile("config/examples/bind-request.json");
+  for (int i = 0; i < 2; ++i) {
+    auto b = c.Post("/scheduler/bind", bind);
+    ASSERT_EQ(b.status, 200);
+    EXPECT_EQ(json::parse(b.body)["Error"], "") << "bind " << i + 1;
+    EXPECT_EQ(state_->Snapshot()->Find("dgx-a100-02")->free_count(), 4) << "bind " << i + 1;
+  }
+  auto elsewhere = c.Post(
+      "/scheduler/bind",
+      R"({"PodName":"llm-pretrain-0-7xq2d","PodNamespace":"team-a","PodUID":"uid-team-a-llm-pretrain-0-7xq2d","Node":"dgx-a100-01"})");
+  ASSERT_EQ(elsewhere.status, 200);
+  EXPECT_EQ(json::parse(elsewhere.body)["Error"],
+            "gpusched: pod team-a/llm-pretrain-0-7xq2d is already bound to dgx-a100-02");
+  EXPECT_EQ(state_->Snapshot()->Find("dgx-a100-01")->free_count(), 6);
+  EXPECT_EQ(state_->Snapshot()->Find("dgx-a100-02")->free_count(), 4);
+}
+
 TEST_F(HttpTest, BadInputGetsJsonErrorsAndServerKeepsServing) {
   Client c(port_);
   auto r = c.Post("/scheduler/filter", R"({"Pod": {"metadata": )");
