@@ -330,7 +330,15 @@ void ClusterState::Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> po
     nodes_[name] = std::move(n);
     dirty_.insert(name);
   }
-  absl::erase_if(conflicts_, [this](const auto& kv) { return !nodes_.contains(kv.first); });
+  // A loop, not absl::erase_if: -Wthread-safety cannot see that a lambda
+  // reading nodes_ runs under mu_.
+  for (auto it = conflicts_.begin(); it != conflicts_.end();) {
+    if (nodes_.contains(it->first)) {
+      ++it;
+    } else {
+      conflicts_.erase(it++);  // flat_hash_map: erasing keeps other iterators valid
+    }
+  }
   for (PodRequest& p : pods) {
     if (!p.node_name.empty()) pods_by_node_[p.node_name].insert(p.uid);
     uid_by_key_.insert_or_assign(p.Key(), p.uid);

@@ -125,15 +125,13 @@ void EventRecorder::Loop() {
 // ---------------------------------------------------------------- bind
 
 KubeBinder::KubeBinder(KubeHttpClient* client, KubeClusterSource* source, ClusterState* state,
-                       std::function<bool()> may_write, WriteOptions options, Metrics* metrics,
-                       EventRecorder* events)
+                       std::function<bool()> may_write, WriteOptions options, Metrics* metrics)
     : client_(client),
       source_(source),
       state_(state),
       may_write_(std::move(may_write)),
       options_(options),
-      metrics_(metrics),
-      events_(events) {}
+      metrics_(metrics) {}
 
 absl::StatusOr<HttpResult> KubeBinder::Retry(
     const std::function<absl::StatusOr<HttpResult>()>& fn) {

@@ -87,8 +87,7 @@ struct WriteOptions {
 class KubeBinder {
  public:
   KubeBinder(KubeHttpClient* client, KubeClusterSource* source, ClusterState* state,
-             std::function<bool()> may_write, WriteOptions options, Metrics* metrics,
-             EventRecorder* events);
+             std::function<bool()> may_write, WriteOptions options, Metrics* metrics);
 
   // ExtenderService::SetBindWriteBack: "" or the error that rolls the
   // assumption back.
@@ -105,7 +104,6 @@ class KubeBinder {
   std::function<bool()> may_write_;
   const WriteOptions options_;
   Metrics* metrics_;
-  EventRecorder* events_;
 };
 
 class KubeEvictor final : public ClusterWriter {

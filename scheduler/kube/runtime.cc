@@ -224,7 +224,7 @@ absl::StatusOr<std::unique_ptr<KubeRuntime>> StartKube(const KubeOptions& option
   rt->gang_sizes_->Start([r] { r->source_->RefillGangs(); });
   auto may_write = [r] { return r->source_->synced() && r->leader(); };
   rt->binder_ = std::make_unique<KubeBinder>(rt->client_.get(), rt->source_.get(), state, may_write,
-                                             options.write, metrics, rt->events_.get());
+                                             options.write, metrics);
   rt->evictor_ = std::make_unique<KubeEvictor>(rt->client_.get(), may_write, options.write, metrics,
                                                rt->events_.get());
   if (options.leader_elect) {

@@ -142,7 +142,7 @@ class NodeAgentTest : public ::testing::Test {
     ASSERT_TRUE(WaitFor([&] { return source_->synced(); }));
     binder_ = std::make_unique<kube::KubeBinder>(
         client_.get(), source_.get(), state_.get(), [] { return true; }, kube::WriteOptions{},
-        &metrics_, nullptr);
+        &metrics_);
   }
 
   // What the bind route does (assume, then write back).

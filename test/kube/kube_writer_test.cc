@@ -57,7 +57,7 @@ class KubeWriterTest : public ::testing::Test {
     wo.backoff = std::chrono::milliseconds(10);
     binder_ = std::make_unique<kube::KubeBinder>(
         client_.get(), source_.get(), state_.get(), [this] { return leader_.load(); }, wo,
-        &metrics_, nullptr);
+        &metrics_);
   }
   void TearDown() override { source_->Stop(); }
 
