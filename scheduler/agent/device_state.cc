@@ -235,6 +235,7 @@ absl::StatusOr<ContainerAnswer> DeviceState::Allocate(ResourceKind kind,
     std::string unknown;
     MaskOf(ids, &unknown);
     if (!unknown.empty()) {
+      CountAllocation(kind, "error");
       return absl::InvalidArgumentError(
           StrCat("device ID '", unknown, "' names no GPU of node ", options_.node));
     }
@@ -270,7 +271,17 @@ absl::StatusOr<ContainerAnswer> DeviceState::Allocate(ResourceKind kind,
     }
   }
   Report(who, kind, "Allocate", pods);
+  CountAllocation(kind, who.source == ChoiceSource::kRecord ? "recorded" : "fallback");
   return answer;
+}
+
+void DeviceState::CountAllocation(ResourceKind kind, std::string_view outcome) {
+  if (metrics_ == nullptr) return;
+  metrics_->Inc("gpusched_agent_allocations_total",
+                "Allocate answers by outcome: recorded (the devices gpusched recorded for the "
+                "pod), fallback (other devices: no usable record; see "
+                "gpusched_agent_choices_total), error (refused).",
+                {{"resource", std::string(KindName(kind))}, {"outcome", std::string(outcome)}});
 }
 
 uint64_t DeviceState::AllocationSeq() const {

@@ -114,6 +114,8 @@ class DeviceState {
                          const codec::NodePodRecord* pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Report(const DeviceChoiceResult& r, ResourceKind kind, std::string_view call,
               const std::vector<codec::NodePodRecord>& pods);
+  // gpusched_agent_allocations_total{resource, outcome}.
+  void CountAllocation(ResourceKind kind, std::string_view outcome);
 
   const DeviceStateOptions options_;
   NodeApi* api_;

@@ -143,6 +143,49 @@ absl::Status NodeAgent::ApplyFix(const RecordFix& fix,
 }
 
 absl::StatusOr<ReconcileStats> NodeAgent::ReconcileOnce() {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ReconcileStats> stats = ReconcileRound();
+  const absl::Time end = absl::Now();
+  {
+    absl::MutexLock lock(&reconcile_mu_);
+    last_reconcile_seconds_ = absl::ToDoubleSeconds(end - start);
+    if (stats.ok()) last_reconcile_ok_ = end;
+  }
+  if (metrics_ != nullptr) {
+    metrics_->Inc("gpusched_agent_reconciles_total",
+                  "PodResources reconciliation rounds (failed ones also in "
+                  "gpusched_agent_reconcile_errors_total).",
+                  {});
+    if (!stats.ok()) {
+      metrics_->Inc("gpusched_agent_reconcile_errors_total",
+                    "Reconciliation rounds that could not ask the kubelet or the API.", {});
+    }
+  }
+  return stats;
+}
+
+void NodeAgent::CollectMetrics(GaugeWriter& w) const {
+  const DeviceTable table = state_.Table();
+  for (const GpuDevice& d : table.devices()) {
+    w.Gauge("gpusched_agent_device_healthy",
+            "1 if the GPU is healthy as nvidia-smi reports it, else 0 (it is then advertised "
+            "unhealthy to the kubelet).",
+            {{"device", StrCat(d.index)}, {"uuid", d.uuid}}, d.healthy ? 1 : 0);
+  }
+  absl::MutexLock lock(&reconcile_mu_);
+  if (last_reconcile_seconds_ >= 0) {
+    w.Gauge("gpusched_agent_reconcile_last_duration_seconds",
+            "Wall time of the last PodResources reconciliation round.", {},
+            last_reconcile_seconds_);
+  }
+  if (last_reconcile_ok_ != absl::InfinitePast()) {
+    w.Gauge("gpusched_agent_reconcile_last_success_age_seconds",
+            "Seconds since a reconciliation round last succeeded.", {},
+            absl::ToDoubleSeconds(absl::Now() - last_reconcile_ok_));
+  }
+}
+
+absl::StatusOr<ReconcileStats> NodeAgent::ReconcileRound() {
   const uint64_t seq = state_.AllocationSeq();
   auto kubelet = ListPodResources(options_.pod_resources_socket, options_.kubelet_timeout);
   if (!kubelet.ok()) return kubelet.status();
@@ -196,10 +239,6 @@ void NodeAgent::ReconcileLoop() {
     auto stats = ReconcileOnce();
     if (!stats.ok()) {
       std::cerr << "gpusched node-agent: reconcile: " << stats.status().message() << "\n";
-      if (metrics_ != nullptr) {
-        metrics_->Inc("gpusched_agent_reconcile_errors_total",
-                      "Reconciliation rounds that could not ask the kubelet or the API.", {});
-      }
     }
   } while (Sleep(options_.reconcile_interval));
 }

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "gpusched/util/metrics.h"
 #include "scheduler/agent/device_state.h"
 #include "scheduler/agent/node_api.h"
@@ -66,7 +67,13 @@ class NodeAgent {
   // One registration pass (device plugin mode).
   absl::Status RegisterTick();
   // One reconciliation round. Error when the kubelet cannot be asked.
-  absl::StatusOr<ReconcileStats> ReconcileOnce();
+  absl::StatusOr<ReconcileStats> ReconcileOnce() ABSL_LOCKS_EXCLUDED(reconcile_mu_);
+
+  // Gauges for /metrics: each device's health (gpusched_agent_device_healthy)
+  // and the reconciliation rounds (the last one's duration, the time since
+  // one last succeeded).
+  // For Metrics::AddCollector by the owner of both.
+  void CollectMetrics(GaugeWriter& w) const ABSL_LOCKS_EXCLUDED(reconcile_mu_);
 
   // Runs the loops until Stop.
   void Start();
@@ -80,6 +87,7 @@ class NodeAgent {
   void ReconcileLoop();
   // Sleeps up to `d`; false when stopping.
   bool Sleep(std::chrono::milliseconds d);
+  absl::StatusOr<ReconcileStats> ReconcileRound();
   absl::Status ApplyFix(const struct RecordFix& fix, const std::vector<codec::NodePodRecord>& pods,
                         ReconcileStats* stats);
 
@@ -90,6 +98,9 @@ class NodeAgent {
   std::unique_ptr<Registrar> registrar_;  // device plugin mode only
   mutable absl::Mutex registrar_mu_;      // Tick/Stop/registrations
   bool topology_read_ = false;
+  mutable absl::Mutex reconcile_mu_;
+  double last_reconcile_seconds_ ABSL_GUARDED_BY(reconcile_mu_) = -1;  // -1: no round yet
+  absl::Time last_reconcile_ok_ ABSL_GUARDED_BY(reconcile_mu_) = absl::InfinitePast();
   absl::Mutex stop_mu_;
   bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
   std::thread inventory_thread_, reconcile_thread_;

@@ -69,8 +69,13 @@ absl::Status Registrar::Tick() {
     const bool socket_gone = Identity(p.server->socket_path()).empty();
     if (p.registered && !kubelet_restarted && !socket_gone && p.server->running()) continue;
     if (p.registered) {
-      std::cerr << "gpusched node-agent: " << ResourceName(p.server->kind())
-                << (kubelet_restarted ? ": kubelet restarted" : ": plugin socket removed")
+      p.again = kubelet_restarted ? "kubelet_restarted"
+                : socket_gone     ? "socket_removed"
+                                  : "server_stopped";
+      std::cerr << "gpusched node-agent: " << ResourceName(p.server->kind()) << ": "
+                << (kubelet_restarted ? "kubelet restarted"
+                    : socket_gone     ? "plugin socket removed"
+                                      : "plugin server stopped")
                 << "; serving and registering again\n";
     }
     p.registered = false;
@@ -86,7 +91,14 @@ absl::Status Registrar::Tick() {
     if (metrics_ != nullptr) {
       metrics_->Inc("gpusched_agent_registrations_total", "Registrations with the kubelet.",
                     {{"resource", ResourceName(p.server->kind())}});
+      if (!p.again.empty()) {
+        metrics_->Inc("gpusched_agent_reregistrations_total",
+                      "Registrations again: after a kubelet restart, a removed plugin socket or "
+                      "a stopped plugin server.",
+                      {{"resource", ResourceName(p.server->kind())}, {"reason", p.again}});
+      }
     }
+    p.again.clear();
     std::cerr << "gpusched node-agent: registered " << ResourceName(p.server->kind()) << " ("
               << p.endpoint << ")\n";
   }

@@ -38,6 +38,9 @@ class Registrar {
     std::unique_ptr<DevicePluginServer> server;
     std::string endpoint;  // socket file name, relative to dir
     bool registered = false;
+    // Why it is registering again ("kubelet_restarted", "socket_removed",
+    // "server_stopped"), until the kubelet accepts; "" for the first time.
+    std::string again;
   };
   absl::Status Register(const Plugin& p) const;
 

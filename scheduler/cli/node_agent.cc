@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -18,6 +19,7 @@
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/flags.h"
 #include "scheduler/cli/topology_publish.h"
+#include "scheduler/http/metrics_server.h"
 #include "scheduler/kube/node_pod_client.h"
 #include "scheduler/kube/runtime.h"
 
@@ -45,6 +47,9 @@ constexpr char kUsage[] =
     "  --nvidia-smi PATH           the nvidia-smi binary (default: on PATH)\n"
     "  --query-input FILE          read --query-gpu CSV from FILE instead\n"
     "  --input FILE                read `nvidia-smi topo -m` output from FILE instead\n"
+    "  --metrics-port N            serve /metrics (Prometheus text) and /healthz on port N\n"
+    "                              (default 9405; 0: no HTTP listener)\n"
+    "  --metrics-address ADDR      the address to listen on (default 0.0.0.0; :: for IPv6)\n"
     "  --once                      one round of each job and exit (0 ok, 1 failed)\n"
     "  --kubeconfig PATH           the API through a kubeconfig (default: in-cluster)\n"
     "  --context NAME              kubeconfig context\n";
@@ -106,12 +111,37 @@ int RunOnce(agent::NodeAgent& node_agent, kube::KubeHttpClient& client,
   return ok ? 0 : 1;
 }
 
+// The metrics listener (--metrics-port, --metrics-address): null when the
+// port is 0 or on error (*failed set, the error printed). A SIGTERM it
+// catches stops the agent too.
+std::unique_ptr<http::MetricsServer> StartMetrics(const Flags& f, Metrics& metrics,
+                                                  agent::NodeAgent& node_agent, bool* failed) {
+  int port = 0;
+  if (!absl::SimpleAtoi(f.Get("metrics-port", "9405"), &port) || port < 0 || port > 65535) {
+    std::cerr << "gpusched node-agent: --metrics-port must be 0..65535\n";
+    *failed = true;
+    return nullptr;
+  }
+  if (port == 0) return nullptr;
+  metrics.AddCollector([&node_agent](GaugeWriter& w) { node_agent.CollectMetrics(w); });
+  auto server = std::make_unique<http::MetricsServer>(f.Get("metrics-address", "0.0.0.0"),
+                                                      static_cast<uint16_t>(port), &metrics);
+  if (absl::Status s = server->Start([] { g_stop = true; }); !s.ok()) {
+    std::cerr << "gpusched node-agent: metrics: " << s.message() << "\n";
+    *failed = true;
+    return nullptr;
+  }
+  std::cerr << "gpusched node-agent: metrics on " << f.Get("metrics-address", "0.0.0.0") << ":"
+            << server->port() << " (/metrics)\n";
+  return server;
+}
+
 }  // namespace
 
 int NodeAgent(const std::vector<std::string>& args) {
   Flags flags({"node", "shares-per-gpu", "device-plugin-dir", "pod-resources-socket",
                "reconcile-interval", "inventory-interval", "interval", "nvidia-smi", "query-input",
-               "input", "kubeconfig", "context"},
+               "input", "kubeconfig", "context", "metrics-port", "metrics-address"},
               {"no-device-plugin", "cdi", "once"}, kUsage);
   if (auto exit_code = flags.ParseOrExit("node-agent", args)) return *exit_code;
   auto options = Options(flags);
@@ -144,6 +174,10 @@ int NodeAgent(const std::vector<std::string>& args) {
   if (flags.Has("once")) return RunOnce(node_agent, **client, *options);
   signal(SIGTERM, OnSignal);
   signal(SIGINT, OnSignal);
+  bool failed = false;
+  std::unique_ptr<http::MetricsServer> metrics_server =
+      StartMetrics(flags, metrics, node_agent, &failed);
+  if (failed) return 2;
   node_agent.Start();
   auto next_topology = std::chrono::steady_clock::now();
   while (!g_stop) {
@@ -157,6 +191,7 @@ int NodeAgent(const std::vector<std::string>& args) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  if (metrics_server != nullptr) metrics_server->Stop();
   node_agent.Stop();
   return 0;
 }

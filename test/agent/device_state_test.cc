@@ -91,6 +91,27 @@ TEST_F(DeviceStateTest, UnknownDeviceIdIsRefusedNamingIt) {
   EXPECT_TRUE(state_.Allocations().whole.empty());
 }
 
+TEST_F(DeviceStateTest, AllocateAnswersAreCountedByOutcome) {
+  Metrics metrics;
+  DeviceState state(DeviceStateOptions{"dgx1", false, 10}, &api_, &metrics);
+  state.SetInventory(*ParseNvidiaSmiQuery(Testdata("dgx1_v100_query.csv")));
+  auto count = [&metrics](const char* outcome) {
+    return metrics.CounterValue("gpusched_agent_allocations_total",
+                                {{"resource", "nvidia.com/gpu"}, {"outcome", outcome}});
+  };
+  api_.pods = {Pod("a", 2, "4,5")};
+  auto ids = state.Prefer(ResourceKind::kWholeGpu, All(), {}, 2);
+  ASSERT_TRUE(state.Allocate(ResourceKind::kWholeGpu, ids).ok());
+  EXPECT_EQ(count("recorded"), 1);
+  // No pod of that size waits for devices: not as gpusched recorded.
+  api_.pods = {};
+  ASSERT_TRUE(state.Allocate(ResourceKind::kWholeGpu, {Uuid(0)}).ok());
+  EXPECT_EQ(count("fallback"), 1);
+  ASSERT_FALSE(state.Allocate(ResourceKind::kWholeGpu, {"GPU-not-here"}).ok());
+  EXPECT_EQ(count("error"), 1);
+  EXPECT_EQ(count("recorded"), 1);
+}
+
 TEST_F(DeviceStateTest, CdiNamesInsteadOfTheEnvironment) {
   DeviceState cdi(DeviceStateOptions{"dgx1", true, 0}, &api_, nullptr);
   cdi.SetInventory(*ParseNvidiaSmiQuery(Testdata("dgx1_v100_query.csv")));

@@ -45,23 +45,14 @@ class NodeAgentCliTest : public ::testing::Test {
   std::unique_ptr<Child> Run(std::vector<std::string> extra) {
     const std::string kubeconfig = dir_ + "/kubeconfig";
     std::ofstream(kubeconfig) << KubeconfigYaml(api_->port(), pki_.ca_pem, kToken);
-    std::vector<std::string> args = {"node-agent",
-                                     "--node",
-                                     kNode,
-                                     "--kubeconfig",
-                                     kubeconfig,
-                                     "--device-plugin-dir",
-                                     dir_ + "/dp",
-                                     "--pod-resources-socket",
-                                     dir_ + "/pr/kubelet.sock",
-                                     "--query-input",
-                                     std::string(GPUSCHED_AGENT_TESTDATA) + "/dgx1_v100_query.csv",
-                                     "--input",
-                                     std::string(GPUSCHED_AGENT_TESTDATA) + "/dgx1_v100.txt",
-                                     "--reconcile-interval",
-                                     "200ms",
-                                     "--inventory-interval",
-                                     "200ms"};
+    std::vector<std::string> args = {
+        "node-agent", "--node", kNode, "--kubeconfig", kubeconfig, "--device-plugin-dir",
+        dir_ + "/dp", "--pod-resources-socket", dir_ + "/pr/kubelet.sock", "--query-input",
+        std::string(GPUSCHED_AGENT_TESTDATA) + "/dgx1_v100_query.csv", "--input",
+        std::string(GPUSCHED_AGENT_TESTDATA) + "/dgx1_v100.txt", "--reconcile-interval", "200ms",
+        "--inventory-interval", "200ms",
+        // Not the default port: tests run side by side.
+        "--metrics-address", "127.0.0.1", "--metrics-port", std::to_string(FreePort())};
     args.insert(args.end(), extra.begin(), extra.end());
     auto c = std::make_unique<Child>(GPUSCHED_BINARY, args, log_);
     EXPECT_TRUE(c->started());
