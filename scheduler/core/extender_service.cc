@@ -141,6 +141,129 @@ std::shared_ptr<const ResolvedNodeNames> ExtenderService::Resolve(
   return out;
 }
 
+namespace {
+
+// Filter's steps. Filter reads one cluster snapshot, resolves the request's
+// names once (node indices) and calls the gate once; every step below works
+// on indices and the gate's answer.
+
+// Every node of the request passes (a pod asking for no GPU).
+void PassAll(const std::vector<int32_t>& indices, FilterOutcome* out) {
+  out->passed.reserve(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] != kRepeated) out->passed.push_back(static_cast<int32_t>(i));
+  }
+}
+
+// Every node fails with `reason` (the gate holds the pod back: freeing GPUs
+// does not help, but FailedNodes keeps kube-scheduler retrying on cluster
+// events until the queue admits it).
+void FailAll(const std::vector<int32_t>& indices, std::string reason, FilterOutcome* out) {
+  const int32_t r = out->AddReason(std::move(reason));
+  out->failed.reserve(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] != kRepeated) out->failed.push_back({static_cast<int32_t>(i), r});
+  }
+}
+
+// A gang member whose devices are reserved: only the reserved node passes.
+void OnlyReserved(const std::vector<int32_t>& indices, int32_t reserved, std::string reason,
+                  FilterOutcome* out) {
+  int32_t r = -1;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const int32_t idx = indices[i];
+    if (idx == kRepeated) continue;
+    if (idx >= 0 && idx == reserved) {
+      out->passed.push_back(static_cast<int32_t>(i));
+      continue;
+    }
+    if (r < 0) r = out->AddReason(reason);
+    out->failed.push_back({static_cast<int32_t>(i), r});
+  }
+}
+
+constexpr int32_t kNotYet = -2, kAdmits = -1;
+
+// What the gate's admission says about single nodes, as reason indices of
+// the outcome: nodes held for another pod, products the pod may not use.
+class NodeGuards {
+ public:
+  NodeGuards(Admission& admission, const ClusterSnapshot& snapshot, FilterOutcome* out) {
+    for (auto& [name, why] : admission.held_nodes) {
+      const int32_t idx = snapshot.FindIndex(name);
+      if (idx >= 0) held_.emplace_back(idx, out->AddReason(std::move(why)));
+    }
+    std::sort(held_.begin(), held_.end());
+    product_.reserve(admission.product_refusals.size());
+    for (std::string& why : admission.product_refusals) {
+      product_.push_back(why.empty() ? kAdmits : out->AddReason(std::move(why)));
+    }
+  }
+  // kAdmits, or the reason index node `idx` fails with.
+  int32_t For(int32_t idx, const NodeHot& hot) const {
+    if (!held_.empty()) {
+      auto h = std::lower_bound(held_.begin(), held_.end(), std::make_pair(idx, INT32_MIN));
+      if (h != held_.end() && h->first == idx) return h->second;
+    }
+    return hot.product_id < product_.size() ? product_[hot.product_id] : kAdmits;
+  }
+
+ private:
+  std::vector<std::pair<int32_t, int32_t>> held_;  // (node index, reason), sorted
+  std::vector<int32_t> product_;                   // per product id
+};
+
+// The policy filter over every resolved node, then the gate's guards.
+// Reason indices are made once per distinct reason (per memo entry, and
+// for unknown nodes).
+void FilterNodes(const std::vector<int32_t>& indices, const ClusterSnapshot& snapshot,
+                 policy::FilterMemo& memo, const NodeGuards& guards, FilterOutcome* out) {
+  const int32_t n = static_cast<int32_t>(indices.size());
+  std::vector<int32_t> entry_reason;
+  int32_t unknown_reason = kNotYet;
+  out->passed.reserve(n);
+  for (int32_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n && indices[i + kPrefetchAhead] >= 0) {
+      snapshot.PrefetchHot(indices[i + kPrefetchAhead]);
+    }
+    const int32_t idx = indices[i];
+    if (idx == kRepeated) continue;
+    if (idx < 0) {
+      if (unknown_reason == kNotYet) {
+        unknown_reason = out->AddReason("gpusched: node is not in gpusched's cluster view");
+      }
+      out->unresolvable.push_back({i, unknown_reason});
+      continue;
+    }
+    const NodeHot& hot = snapshot.hot(idx);
+    const policy::FilterMemo::Entry e = memo.FilterEntry(hot);
+    if (e.result->fits()) {
+      const int32_t guard = guards.For(idx, hot);
+      if (guard == kAdmits) {
+        out->passed.push_back(i);
+      } else {
+        out->failed.push_back({i, guard});
+      }
+      continue;
+    }
+    int32_t r;
+    if (e.id < 0) {
+      r = out->AddReason(e.result->reason);
+    } else {
+      if (static_cast<size_t>(e.id) >= entry_reason.size()) entry_reason.resize(e.id + 1, kNotYet);
+      r = entry_reason[e.id];
+      if (r == kNotYet) r = entry_reason[e.id] = out->AddReason(e.result->reason);
+    }
+    if (e.result->verdict == policy::Verdict::kUnresolvable) {
+      out->unresolvable.push_back({i, r});
+    } else {
+      out->failed.push_back({i, r});
+    }
+  }
+}
+
+}  // namespace
+
 FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   FilterOutcome out;
   if (!ready_) {
@@ -148,7 +271,6 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
     return out;
   }
   const PodRequest& pod = args.pod;
-  const int32_t n = static_cast<int32_t>(args.node_names.size());
   auto snapshot = state_->Snapshot();
   std::vector<int32_t> looked_up;
   const bool prepared = args.resolved != nullptr &&
@@ -157,118 +279,29 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   if (!prepared) looked_up = IndicesOnce(*snapshot, args.node_names);
   const std::vector<int32_t>& indices = prepared ? args.resolved->indices : looked_up;
   if (pod.gpu.count == 0) {
-    out.passed.reserve(n);
-    for (int32_t i = 0; i < n; ++i) {
-      if (indices[i] != kRepeated) out.passed.push_back(i);
-    }
+    PassAll(indices, &out);
     return out;
   }
   // The request names a pod; it never adds one to the cluster view (only the
   // cluster source does). The gate reads the source's pod by UID.
   auto fw = framework();
-  PodGate* gate = gate_.load();
-  // Nodes held against this pod (reclaim freed them for another): node
-  // index -> reason index, sorted by node index.
-  std::vector<std::pair<int32_t, int32_t>> held;
-  if (gate != nullptr) {
-    Admission admission = gate->Admit(pod, *snapshot, *fw);
-    if (!admission.admitted) {
-      // Waiting for quota: freeing GPUs elsewhere does not help, but the
-      // queue will admit the pod later; FailedNodes keeps kube-scheduler
-      // retrying on cluster events.
-      const int32_t r = out.AddReason(std::move(admission.reason));
-      out.failed.reserve(n);
-      for (int32_t i = 0; i < n; ++i) {
-        if (indices[i] != kRepeated) out.failed.push_back({i, r});
-      }
-      return out;
-    }
-    const std::string& reserved = admission.reserved_node;
-    if (!reserved.empty()) {
-      // A gang member whose devices are already reserved: only that node.
-      int32_t r = -1;
-      for (int32_t i = 0; i < n; ++i) {
-        if (indices[i] == kRepeated) continue;
-        if (args.node_names[i] == reserved) {
-          out.passed.push_back(i);
-          continue;
-        }
-        if (r < 0) {
-          r = out.AddReason(
-              StrCat("gpusched: gang ", pod.gang, " reserved GPUs for this pod on ", reserved));
-        }
-        out.failed.push_back({i, r});
-      }
-      return out;
-    }
-    for (auto& [name, why] : admission.held_nodes) {
-      const int32_t idx = snapshot->FindIndex(name);
-      if (idx >= 0) held.emplace_back(idx, out.AddReason(std::move(why)));
-    }
-    std::sort(held.begin(), held.end());
+  Admission admission;
+  if (PodGate* gate = gate_.load(); gate != nullptr) admission = gate->Admit(pod, snapshot, *fw);
+  if (!admission.admitted) {
+    FailAll(indices, std::move(admission.reason), &out);
+    return out;
   }
+  if (!admission.reserved_node.empty()) {
+    OnlyReserved(indices, snapshot->FindIndex(admission.reserved_node),
+                 StrCat("gpusched: gang ", pod.gang, " reserved GPUs for this pod on ",
+                        admission.reserved_node),
+                 &out);
+    return out;
+  }
+  const NodeGuards guards(admission, *snapshot, &out);
   policy::PodContext ctx = fw->Prepare(pod, *snapshot);
   policy::FilterMemo memo(*fw, ctx);
-  // Reason table indices, made once per distinct reason: per memo entry, per
-  // product for the gate's per-model answer, and for unknown nodes.
-  constexpr int32_t kNotYet = -2, kAdmits = -1;
-  std::vector<int32_t> entry_reason;
-  std::vector<int32_t> product_gate;
-  int32_t unknown_reason = kNotYet;
-  out.passed.reserve(n);
-  for (int32_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n && indices[i + kPrefetchAhead] >= 0) {
-      snapshot->PrefetchHot(indices[i + kPrefetchAhead]);
-    }
-    const int32_t idx = indices[i];
-    if (idx == kRepeated) continue;
-    if (idx < 0) {
-      if (unknown_reason == kNotYet) {
-        unknown_reason = out.AddReason("gpusched: node is not in gpusched's cluster view");
-      }
-      out.unresolvable.push_back({i, unknown_reason});
-      continue;
-    }
-    const NodeHot& hot = snapshot->hot(idx);
-    const policy::FilterMemo::Entry e = memo.FilterEntry(hot);
-    if (e.result->fits()) {
-      if (!held.empty()) {
-        auto h = std::lower_bound(held.begin(), held.end(), std::make_pair(idx, INT32_MIN));
-        if (h != held.end() && h->first == idx) {
-          out.failed.push_back({i, h->second});
-          continue;
-        }
-      }
-      if (gate != nullptr) {
-        // Per-product answer of the gate (per-model quota), asked once per product.
-        if (hot.product_id >= product_gate.size()) product_gate.resize(hot.product_id + 1, kNotYet);
-        int32_t& answer = product_gate[hot.product_id];
-        if (answer == kNotYet) {
-          std::string reason = gate->AdmitNode(pod, *hot.info, *snapshot);
-          answer = reason.empty() ? kAdmits : out.AddReason(std::move(reason));
-        }
-        if (answer != kAdmits) {
-          out.failed.push_back({i, answer});
-          continue;
-        }
-      }
-      out.passed.push_back(i);
-      continue;
-    }
-    int32_t r;
-    if (e.id < 0) {
-      r = out.AddReason(e.result->reason);
-    } else {
-      if (static_cast<size_t>(e.id) >= entry_reason.size()) entry_reason.resize(e.id + 1, kNotYet);
-      r = entry_reason[e.id];
-      if (r == kNotYet) r = entry_reason[e.id] = out.AddReason(e.result->reason);
-    }
-    if (e.result->verdict == policy::Verdict::kUnresolvable) {
-      out.unresolvable.push_back({i, r});
-    } else {
-      out.failed.push_back({i, r});
-    }
-  }
+  FilterNodes(indices, *snapshot, memo, guards, &out);
   return out;
 }
 

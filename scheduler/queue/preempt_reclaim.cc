@@ -84,154 +84,197 @@ int64_t QueueManager::NodePlan::Milli() const {
   return sum;
 }
 
-QueueManager::PlanInputs QueueManager::LivePlanInputsLocked() {
-  return {&LedgerLocked(), &options_, &evicted_, &usage_};
-}
+// One PlanNode call: the victim candidates on one node, in the order they
+// are offered, and the quota check of a victim set.
+class QueueManager::NodeSearch {
+ public:
+  NodeSearch(const PlanInputs& in, const PodRequest& preemptor, const NodeInfo& node,
+             const ClusterSnapshot& snapshot, const NodePlanRules& rules)
+      : in_(in),
+        ledger_(*in.ledger),
+        preemptor_(preemptor),
+        node_(node),
+        snapshot_(snapshot),
+        rules_(rules),
+        quotas_(in.options->quotas.enabled),
+        demand_(DemandMilli(preemptor.gpu)),
+        cohort_(ledger_.Quota(preemptor.ns).cohort),
+        product_(snapshot.product(node)) {
+    // Fills the ledger's cohort sums once: the copies Accept makes per
+    // victim set tried inherit them and keep them current.
+    (void)ledger_.Lendable(preemptor.ns);
+    const int64_t adds = rules.borrow_demand > 0 ? rules.borrow_demand : demand_;
+    borrows_ = quotas_ && ledger_.Usage(preemptor.ns) + adds > ledger_.Guaranteed(preemptor.ns);
+  }
 
-std::optional<QueueManager::NodePlan> QueueManager::PlanNode(
-    const PlanInputs& in, const PodRequest& preemptor, const NodeInfo& node,
-    const ClusterSnapshot& snapshot, const policy::Framework& fw, const NodePlanRules& rules) {
-  const QuotaLedger& ledger = *in.ledger;
-  const QueueOptions& options = *in.options;
-  const bool quotas = options.quotas.enabled;
-  const bool reclaim = rules.reclaim;
-  // Fills the ledger's cohort sums once: the copies `accept` makes per
-  // victim set tried inherit them and keep them current.
-  (void)ledger.Lendable(preemptor.ns);
-  const int64_t demand = DemandMilli(preemptor.gpu);
-  const int64_t adds = rules.borrow_demand > 0 ? rules.borrow_demand : demand;
-  const bool borrows =
-      quotas && ledger.Usage(preemptor.ns) + adds > ledger.Guaranteed(preemptor.ns);
-  const std::string& cohort = ledger.Quota(preemptor.ns).cohort;
-  auto eligible = [&](const PodOnNode& p) {
-    if (p.reservation || in.evicted->contains(p.uid)) return false;
-    if (in.only != nullptr) return in.only->contains(p.uid);
-    const bool lower = p.priority < preemptor.priority;
-    if (reclaim) {
+  // The eligible candidates of the node (a gang whole or not at all), in
+  // the order victims are taken.
+  void Collect() {
+    std::map<std::string, size_t> gang_index;
+    for (const PodOnNode& p : node_.pods) {
+      if (p.gang.empty()) {
+        if (Listed(p) && Eligible(p)) {
+          cands_.push_back({{{p.uid}}, {&p}, {}, false, p.priority, p.start_unix, 0});
+        }
+        continue;
+      }
+      auto [it, fresh] = gang_index.emplace(p.ns + "/" + p.gang, cands_.size());
+      if (fresh) cands_.push_back({{{}}, {}, {}, false, p.priority, p.start_unix, 0});
+      Candidate& c = cands_[it->second];
+      c.unit.uids.push_back(p.uid);
+      c.pods.push_back(&p);
+      c.priority = std::max(c.priority, p.priority);
+      c.start = std::max(c.start, p.start_unix);
+    }
+    std::erase_if(cands_, [&](Candidate& c) { return !c.pods.front()->gang.empty() && !Whole(c); });
+    for (Candidate& c : cands_) {
+      c.borrowed = ledger_.Usage(c.pods.front()->ns) > ledger_.Guaranteed(c.pods.front()->ns);
+    }
+    // Borrowed first, then lowest priority, then the fewest GPUs lost on
+    // other nodes (a gang spanning nodes goes whole), then most recent.
+    std::stable_sort(cands_.begin(), cands_.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.borrowed != b.borrowed) return a.borrowed;
+      if (a.priority != b.priority) return a.priority < b.priority;
+      if (a.rest_milli != b.rest_milli) return a.rest_milli < b.rest_milli;
+      return a.start > b.start;
+    });
+  }
+
+  std::vector<policy::VictimUnit> Units() const {
+    std::vector<policy::VictimUnit> units;
+    for (const Candidate& c : cands_) units.push_back(c.unit);
+    return units;
+  }
+
+  // Whether evicting the candidates `chosen` leaves quota for the preemptor
+  // without pushing anyone else below its guarantee.
+  bool Accept(const std::vector<int>& chosen) const {
+    if (!quotas_) return true;
+    QuotaLedger after = ledger_;
+    for (int i : chosen) {
+      for (const PodOnNode* p : cands_[i].pods) {
+        if (!Take(after, p->ns, product_, Milli(*p))) return false;
+      }
+      for (const Victim& v : cands_[i].rest) {
+        if (!Take(after, v.ns, v.product, v.milli)) return false;
+      }
+    }
+    if (!after.CheckModels(preemptor_.ns, product_, demand_).empty()) return false;
+    return !rules_.check_quota ||
+           after.Check(preemptor_.ns, rules_.quota_demand > 0 ? rules_.quota_demand : demand_).ok;
+  }
+
+  // The plan of the candidates PlanVictims chose, highest priority first.
+  NodePlan Result(const std::vector<int>& plan) const {
+    std::vector<const Candidate*> chosen;
+    for (int i : plan) chosen.push_back(&cands_[i]);
+    std::stable_sort(chosen.begin(), chosen.end(), [](const Candidate* a, const Candidate* b) {
+      return a->priority > b->priority;
+    });
+    NodePlan out;
+    for (const Candidate* c : chosen) {
+      for (const PodOnNode* p : c->pods) {
+        out.victims.push_back({p->uid, p->ns, node_.name, product_, Milli(*p), p->priority});
+      }
+      out.gang_rest.insert(out.gang_rest.end(), c->rest.begin(), c->rest.end());
+    }
+    return out;
+  }
+
+ private:
+  bool Eligible(const PodOnNode& p) const {
+    if (p.reservation || in_.evicted->contains(p.uid)) return false;
+    if (in_.only != nullptr) return in_.only->contains(p.uid);
+    const bool lower = p.priority < preemptor_.priority;
+    if (rules_.reclaim) {
       // Any borrower restores a guarantee; a cohort's loan is taken back
       // only from borrowers outside the cohort.
-      if (p.ns == preemptor.ns || ledger.Usage(p.ns) <= ledger.Guaranteed(p.ns)) return false;
-      if (in.cohort_loan && (cohort.empty() || ledger.Quota(p.ns).cohort == cohort)) return false;
-      return lower || !options.reclaim.only_lower_priority;
+      if (p.ns == preemptor_.ns || ledger_.Usage(p.ns) <= ledger_.Guaranteed(p.ns)) return false;
+      if (in_.cohort_loan && (cohort_.empty() || ledger_.Quota(p.ns).cohort == cohort_)) {
+        return false;
+      }
+      return lower || !in_.options->reclaim.only_lower_priority;
     }
     if (!lower) return false;
-    if (p.ns != preemptor.ns && borrows && ledger.Usage(p.ns) <= ledger.Guaranteed(p.ns)) {
-      return false;
-    }
-    return true;
-  };
-  auto listed = [&](const PodOnNode& p) {
-    return rules.allowed == nullptr ||
-           std::find(rules.allowed->begin(), rules.allowed->end(), p.uid) != rules.allowed->end();
-  };
-  std::vector<Candidate> cands;
-  std::map<std::string, size_t> gang_index;
-  for (const PodOnNode& p : node.pods) {
-    if (p.gang.empty()) {
-      if (listed(p) && eligible(p)) {
-        cands.push_back({{{p.uid}}, {&p}, {}, false, p.priority, p.start_unix, 0});
-      }
-      continue;
-    }
-    const std::string key = p.ns + "/" + p.gang;
-    auto [it, fresh] = gang_index.emplace(key, cands.size());
-    if (fresh) cands.push_back({{{}}, {}, {}, false, p.priority, p.start_unix, 0});
-    Candidate& c = cands[it->second];
-    c.unit.uids.push_back(p.uid);
-    c.pods.push_back(&p);
-    c.priority = std::max(c.priority, p.priority);
-    c.start = std::max(c.start, p.start_unix);
+    return p.ns == preemptor_.ns || !borrows_ || ledger_.Usage(p.ns) > ledger_.Guaranteed(p.ns);
   }
+
+  bool Listed(const PodOnNode& p) const {
+    return rules_.allowed == nullptr || std::find(rules_.allowed->begin(), rules_.allowed->end(),
+                                                  p.uid) != rules_.allowed->end();
+  }
+
   // A gang is a victim only whole: every member here eligible and one of
   // them listed; its members on other nodes eligible too (or already going).
-  auto whole = [&](Candidate& c) {
+  bool Whole(Candidate& c) const {
     bool any_listed = false;
     for (const PodOnNode* p : c.pods) {
-      if (!eligible(*p)) return false;
-      any_listed = any_listed || listed(*p);
+      if (!Eligible(*p)) return false;
+      any_listed = any_listed || Listed(*p);
     }
     if (!any_listed) return false;
     const PodOnNode& f = *c.pods.front();
-    if (in.usage->GangHeld(f.ns, f.gang) == static_cast<int>(c.pods.size())) return true;
-    const auto* where = in.usage->GangNodes(f.ns, f.gang);
+    if (in_.usage->GangHeld(f.ns, f.gang) == static_cast<int>(c.pods.size())) return true;
+    const auto* where = in_.usage->GangNodes(f.ns, f.gang);
     if (where == nullptr) return false;
     for (const auto& [name, count] : *where) {
-      if (name == node.name) continue;
-      const NodeInfo* other = snapshot.Find(name);
+      if (name == node_.name) continue;
+      const NodeInfo* other = snapshot_.Find(name);
       if (other == nullptr) return false;
       for (const PodOnNode& p : other->pods) {
-        if (p.ns != f.ns || p.gang != f.gang || in.evicted->contains(p.uid)) continue;
-        if (!eligible(p)) return false;
-        c.rest.push_back({p.uid, p.ns, name, snapshot.product(*other), Milli(p), p.priority});
+        if (p.ns != f.ns || p.gang != f.gang || in_.evicted->contains(p.uid)) continue;
+        if (!Eligible(p)) return false;
+        c.rest.push_back({p.uid, p.ns, name, snapshot_.product(*other), Milli(p), p.priority});
         c.rest_milli += Milli(p);
         c.priority = std::max(c.priority, p.priority);
         c.start = std::max(c.start, p.start_unix);
       }
     }
     return true;
-  };
-  cands.erase(
-      std::remove_if(cands.begin(), cands.end(),
-                     [&](Candidate& c) { return !c.pods.front()->gang.empty() && !whole(c); }),
-      cands.end());
-  for (Candidate& c : cands) {
-    c.borrowed = ledger.Usage(c.pods.front()->ns) > ledger.Guaranteed(c.pods.front()->ns);
   }
-  // Borrowed first, then lowest priority, then the fewest GPUs lost on
-  // other nodes (a gang spanning nodes goes whole), then most recent.
-  std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.borrowed != b.borrowed) return a.borrowed;
-    if (a.priority != b.priority) return a.priority < b.priority;
-    if (a.rest_milli != b.rest_milli) return a.rest_milli < b.rest_milli;
-    return a.start > b.start;
-  });
-  std::vector<policy::VictimUnit> units;
-  for (const Candidate& c : cands) units.push_back(c.unit);
-  const std::string product = snapshot.product(node);
-  auto accept = [&](const std::vector<int>& chosen) {
-    if (!quotas) return true;
-    QuotaLedger after = ledger;
-    auto take = [&](const std::string& ns, const std::string& where, int64_t milli) {
-      // Never push another namespace below its guarantee to let a
-      // borrower (or a reclaimer) in.
-      if (ns != preemptor.ns && (borrows || reclaim) && after.Usage(ns) <= after.Guaranteed(ns)) {
-        return false;
-      }
-      // Reclaim takes only what a namespace borrows: a victim that would
-      // leave its namespace below its guarantee comes straight back within
-      // it and takes the freed GPUs again (eviction churn).
-      if (reclaim && after.Usage(ns) - milli < after.Guaranteed(ns)) return false;
-      after.Add(ns, where, -milli);
-      return true;
-    };
-    for (int i : chosen) {
-      for (const PodOnNode* p : cands[i].pods) {
-        if (!take(p->ns, product, Milli(*p))) return false;
-      }
-      for (const Victim& v : cands[i].rest) {
-        if (!take(v.ns, v.product, v.milli)) return false;
-      }
+
+  // Takes `milli` of `ns` out of `after`, unless that breaks a guarantee.
+  bool Take(QuotaLedger& after, const std::string& ns, const std::string& where,
+            int64_t milli) const {
+    // Never push another namespace below its guarantee to let a borrower
+    // (or a reclaimer) in.
+    if (ns != preemptor_.ns && (borrows_ || rules_.reclaim) &&
+        after.Usage(ns) <= after.Guaranteed(ns)) {
+      return false;
     }
-    if (!after.CheckModels(preemptor.ns, product, demand).empty()) return false;
-    return !rules.check_quota ||
-           after.Check(preemptor.ns, rules.quota_demand > 0 ? rules.quota_demand : demand).ok;
-  };
+    // Reclaim takes only what a namespace borrows: a victim that would leave
+    // its namespace below its guarantee comes straight back within it and
+    // takes the freed GPUs again (eviction churn).
+    if (rules_.reclaim && after.Usage(ns) - milli < after.Guaranteed(ns)) return false;
+    after.Add(ns, where, -milli);
+    return true;
+  }
+
+  const PlanInputs& in_;
+  const QuotaLedger& ledger_;
+  const PodRequest& preemptor_;
+  const NodeInfo& node_;
+  const ClusterSnapshot& snapshot_;
+  const NodePlanRules& rules_;
+  const bool quotas_;
+  const int64_t demand_;
+  const std::string& cohort_;
+  const std::string product_;
+  bool borrows_ = false;
+  std::vector<Candidate> cands_;
+};
+
+std::optional<QueueManager::NodePlan> QueueManager::PlanNode(
+    const PlanInputs& in, const PodRequest& preemptor, const NodeInfo& node,
+    const ClusterSnapshot& snapshot, const policy::Framework& fw, const NodePlanRules& rules) {
+  NodeSearch search(in, preemptor, node, snapshot, rules);
+  search.Collect();
   policy::PodContext ctx = fw.Prepare(preemptor, snapshot);
-  auto plan = policy::PlanVictims(fw, ctx, node, units, accept);
+  auto plan =
+      policy::PlanVictims(fw, ctx, node, search.Units(),
+                          [&](const std::vector<int>& chosen) { return search.Accept(chosen); });
   if (!plan.has_value()) return std::nullopt;
-  std::vector<const Candidate*> chosen;
-  for (int i : *plan) chosen.push_back(&cands[i]);
-  std::stable_sort(chosen.begin(), chosen.end(), [](const Candidate* a, const Candidate* b) {
-    return a->priority > b->priority;
-  });
-  NodePlan out;
-  for (const Candidate* c : chosen) {
-    for (const PodOnNode* p : c->pods) {
-      out.victims.push_back({p->uid, p->ns, node.name, product, Milli(*p), p->priority});
-    }
-    out.gang_rest.insert(out.gang_rest.end(), c->rest.begin(), c->rest.end());
-  }
-  return out;
+  return search.Result(*plan);
 }
 
 std::optional<PreemptionOutcome::NodeVictims> QueueManager::AnswerNodeLocked(
@@ -284,9 +327,93 @@ std::optional<PreemptionOutcome::NodeVictims> QueueManager::AnswerNodeLocked(
   return nv;
 }
 
+bool QueueManager::PreparePreemptLocked(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
+                                        const policy::Framework& fw, PreemptWork* work) {
+  SyncLocked(deps_.state->Snapshot());
+  // The source's pod when it waits in a queue; a pod not shown yet gets an
+  // answer for what the request says (kube-scheduler evicts, not we).
+  const Entry* entry = FindEntryLocked(args.pod.uid);
+  const PodRequest& pod = entry != nullptr ? entry->pod : args.pod;
+  if (pod.preempt_never || pod.gpu.count == 0) return false;
+  // A gang member of unknown size is never admitted: evicting for it would
+  // free GPUs it may not take.
+  if (pod.gang_size == kGangSizeUnknown) return false;
+  // Evicting for a pod its queue holds back would free GPUs it still may
+  // not take: not while an earlier unit could use the same nodes (the node
+  // scan runs after unlocking), and only victims that leave quota for the
+  // earlier units as well.
+  const Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/true, &work->scan);
+  // A gang still missing members preempts as one decision
+  // (gang_preemption.cc); an elastic gang past its minMember preempts like a
+  // single pod. A gang pod the source has not shown gets no plan.
+  const int32_t missing = IsGang(pod) && !reservations_.contains(GangKey(pod.ns, pod.gang))
+                              ? pod.gang_size - HeldGangMembersLocked(pod)
+                              : 0;
+  if (missing > 0) {
+    if (entry == nullptr) return false;
+    if (work->scan.heads.empty()) {
+      if (GangPlan* plan = CurrentGangPlanLocked(GangKey(pod.ns, pod.gang))) {
+        work->answered = AnswerFromGangPlanLocked(*plan, pod, args, snapshot);
+        return false;
+      }
+    }
+  }
+  work->view = PlanningViewLocked();
+  work->pod = pod;
+  work->missing = missing;
+  work->quota_demand = ev.quota_demand;
+  return true;
+}
+
+PreemptionOutcome QueueManager::PreemptOne(const PreemptionArgs& args,
+                                           const ClusterSnapshot& snapshot,
+                                           const policy::Framework& fw, const PreemptWork& work) {
+  // One plan per candidate node, answered under the mutex.
+  const PlanInputs in = work.view->Inputs();
+  std::vector<std::pair<const PreemptionArgs::Candidate*, NodePlan>> plans;
+  for (const PreemptionArgs::Candidate& c : args.candidates) {
+    const NodeInfo* node = snapshot.Find(c.node);
+    if (node == nullptr) continue;
+    NodePlanRules rules;
+    rules.allowed = &c.victim_uids;
+    rules.quota_demand = work.quota_demand;
+    auto plan = PlanNode(in, work.pod, *node, snapshot, fw, rules);
+    if (plan.has_value()) plans.emplace_back(&c, std::move(*plan));
+  }
+  PreemptionOutcome out;
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt-commit");
+  for (const auto& [c, plan] : plans) {
+    if (auto nv = AnswerNodeLocked(work.pod, *c, *snapshot.Find(c->node), plan)) {
+      out.nodes.push_back(std::move(*nv));
+    }
+  }
+  return out;
+}
+
+PreemptionOutcome QueueManager::PreemptGang(const PreemptionArgs& args,
+                                            const ClusterSnapshot& snapshot,
+                                            const policy::Framework& fw, const PreemptWork& work) {
+  const std::string key = GangKey(work.pod.ns, work.pod.gang);
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt-commit");
+    if (GangPlan* current = CurrentGangPlanLocked(key)) {  // planned meanwhile
+      return AnswerFromGangPlanLocked(*current, work.pod, args, snapshot);
+    }
+  }
+  auto plan = PlanGang(work.view->Inputs(), work.pod, work.missing, snapshot, fw,
+                       /*reclaim=*/false, work.quota_demand);
+  if (!plan.has_value()) return {};
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt");
+  GangPlan* current = CurrentGangPlanLocked(key);  // another member's call may have planned
+  if (current == nullptr) {
+    plan->at_ms = Now();
+    current = &(gang_plans_[key] = std::move(*plan));
+  }
+  return AnswerFromGangPlanLocked(*current, work.pod, args, snapshot);
+}
+
 PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
                                         const policy::Framework& fw) {
-  PreemptionOutcome out;
   auto counted = [&](PreemptionOutcome o, const std::string& ns) {
     if (!o.nodes.empty() && deps_.metrics != nullptr) {
       deps_.metrics->Inc("gpusched_preemptions_total",
@@ -295,106 +422,32 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
     }
     return o;
   };
-  // Plans read many nodes: they are made without the mutex, on these copies
-  // (a gang's plan: every node; a single pod's: kube-scheduler's candidates).
-  struct Work {
-    std::unique_ptr<QuotaLedger> ledger;
-    std::shared_ptr<const QueueOptions> options;
-    absl::flat_hash_map<std::string, int64_t> evicted;
-    UsageIndex usage;
-    PodRequest pod;
-    int32_t missing = 0;
-    int64_t quota_demand = 0;
-  } work;
-  BehindScan scan;
+  // Plans read many nodes: they are made without the mutex, on the planning
+  // view (a gang's plan: every node; a single pod's: kube-scheduler's
+  // candidates).
+  PreemptWork work;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt");
-    SyncLocked(deps_.state->Snapshot());
-    // The source's pod when it waits in a queue; a pod not shown yet gets an
-    // answer for what the request says (kube-scheduler evicts, not we).
-    const Entry* entry = FindEntryLocked(args.pod.uid);
-    const PodRequest& pod = entry != nullptr ? entry->pod : args.pod;
-    if (pod.preempt_never || pod.gpu.count == 0) return out;
-    // A gang member of unknown size is never admitted: evicting for it
-    // would free GPUs it may not take.
-    if (pod.gang_size == kGangSizeUnknown) return out;
-    // Evicting for a pod its queue holds back would free GPUs it still may
-    // not take: not while an earlier unit could use the same nodes (the node
-    // scan runs after unlocking), and only victims that leave quota for the
-    // earlier units as well.
-    const Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/true, &scan);
-    // A gang still missing members preempts as one decision
-    // (gang_preemption.cc); an elastic gang past its minMember preempts like
-    // a single pod. A gang pod the source has not shown gets no plan.
-    const int32_t missing = IsGang(pod) && !reservations_.contains(GangKey(pod.ns, pod.gang))
-                                ? pod.gang_size - HeldGangMembersLocked(pod)
-                                : 0;
-    if (missing > 0) {
-      if (entry == nullptr) return out;
-      if (scan.heads.empty()) {
-        if (GangPlan* plan = CurrentGangPlanLocked(GangKey(pod.ns, pod.gang))) {
-          return counted(AnswerFromGangPlanLocked(*plan, pod, args, snapshot), pod.ns);
-        }
-      }
+    if (!PreparePreemptLocked(args, snapshot, fw, &work)) {
+      if (!work.answered.has_value()) return {};
+      return counted(std::move(*work.answered), args.pod.ns);
     }
-    work.options = shared_options_;
-    work.ledger = std::make_unique<QuotaLedger>(LedgerLocked());
-    work.ledger->RebindConfig(work.options->quotas);
-    work.evicted = evicted_;
-    work.usage = usage_;
-    work.pod = pod;
-    work.missing = missing;
-    work.quota_demand = ev.quota_demand;
   }
-  if (!scan.heads.empty()) {
+  if (!work.scan.heads.empty()) {
     Evaluation behind;
-    ScanBehind(scan, snapshot, fw, &behind);
-    if (behind.behind_earlier) return out;
+    ScanBehind(work.scan, snapshot, fw, &behind);
+    if (behind.behind_earlier) return {};
   }
-  const PlanInputs in{work.ledger.get(), work.options.get(), &work.evicted, &work.usage};
-  if (work.missing <= 0) {
-    // One plan per candidate node, answered under the mutex.
-    std::vector<std::pair<const PreemptionArgs::Candidate*, NodePlan>> plans;
-    for (const PreemptionArgs::Candidate& c : args.candidates) {
-      const NodeInfo* node = snapshot.Find(c.node);
-      if (node == nullptr) continue;
-      NodePlanRules rules;
-      rules.allowed = &c.victim_uids;
-      rules.quota_demand = work.quota_demand;
-      auto plan = PlanNode(in, work.pod, *node, snapshot, fw, rules);
-      if (plan.has_value()) plans.emplace_back(&c, std::move(*plan));
-    }
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt-commit");
-    for (const auto& [c, plan] : plans) {
-      if (auto nv = AnswerNodeLocked(work.pod, *c, *snapshot.Find(c->node), plan)) {
-        out.nodes.push_back(std::move(*nv));
-      }
-    }
-    return counted(std::move(out), work.pod.ns);
-  }
-  const std::string key = GangKey(work.pod.ns, work.pod.gang);
-  {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt-commit");
-    if (GangPlan* current = CurrentGangPlanLocked(key)) {  // planned meanwhile
-      return counted(AnswerFromGangPlanLocked(*current, work.pod, args, snapshot), work.pod.ns);
-    }
-  }
-  auto plan =
-      PlanGang(in, work.pod, work.missing, snapshot, fw, /*reclaim=*/false, work.quota_demand);
-  if (!plan.has_value()) return out;
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt");
-  GangPlan* current = CurrentGangPlanLocked(key);  // another member's call may have planned
-  if (current == nullptr) {
-    plan->at_ms = Now();
-    current = &(gang_plans_[key] = std::move(*plan));
-  }
-  return counted(AnswerFromGangPlanLocked(*current, work.pod, args, snapshot), work.pod.ns);
+  PreemptionOutcome out = work.missing <= 0 ? PreemptOne(args, snapshot, fw, work)
+                                            : PreemptGang(args, snapshot, fw, work);
+  return counted(std::move(out), work.pod.ns);
 }
 
 std::optional<PodRequest> QueueManager::MarkEvictedLocked(const std::string& uid) {
   auto pod = deps_.state->FindPod(uid);
   if (!pod.has_value() || deps_.writer == nullptr) return std::nullopt;
   evicted_[uid] = Now();
+  ++evicted_version_;
   return pod;
 }
 

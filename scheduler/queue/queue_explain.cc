@@ -31,106 +31,114 @@ QueuedPod Listed(const PodRequest& pod, int32_t position, int64_t waited_ms) {
 
 }  // namespace
 
+NamespaceQueue QueueManager::CopyNamespaceLocked(const std::string& ns, size_t limit,
+                                                 UnitCopies* copies,
+                                                 std::set<std::string>* reserved) {
+  NamespaceQueue nq;
+  nq.ns = ns;
+  auto q = order_.find(ns);
+  nq.pending_pods = q == order_.end() ? 0 : static_cast<int64_t>(q->second.size());
+  auto pm = pending_milli_.find(ns);
+  nq.pending_milli = pm == pending_milli_.end() ? 0 : pm->second;
+  size_t listed = 0;
+  for (const Unit& u : UnitsLocked(ns, "", limit)) {
+    if (listed >= limit) break;
+    copies->Add(u);
+    listed += u.members.size();
+    if (IsGang(u.head->pod) && reservations_.contains(GangKey(ns, u.head->pod.gang))) {
+      reserved->insert(u.head->pod.gang);
+    }
+  }
+  return nq;
+}
+
+std::vector<GangReservationReport> QueueManager::ReservationReportsLocked(const std::string& ns,
+                                                                          int64_t now) {
+  std::vector<GangReservationReport> out;
+  for (const auto& [key, r] : reservations_) {
+    if (!ns.empty() && r.ns != ns) continue;
+    GangReservationReport g;
+    g.ns = r.ns;
+    g.gang = r.gang;
+    g.slots = static_cast<int32_t>(r.slots.size());
+    g.expires_in_seconds = static_cast<double>(r.deadline_ms - now) / 1000.0;
+    for (const Slot& s : r.slots) {
+      g.bound += s.bound ? 1 : 0;
+      g.nodes.emplace_back(s.node, FormatMask(s.devices));
+    }
+    out.push_back(std::move(g));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.ns + a.gang < b.ns + b.gang; });
+  return out;
+}
+
+void QueueManager::ExplainNamespace(const PlanningView& view, const UnitCopies& copies,
+                                    const std::set<std::string>& reserved, int64_t now,
+                                    const policy::Framework& fw, NamespaceQueue* nq) {
+  const QuotaLedger& ledger = *view.ledger;
+  const std::string& ns = nq->ns;
+  nq->cohort = ledger.Quota(ns).cohort;
+  nq->guaranteed_milli = ledger.Guaranteed(ns);
+  nq->limit_milli = ledger.Limit(ns);
+  nq->usage_milli = ledger.Usage(ns);
+  nq->borrowed_milli = ledger.Borrowed(ns);
+  nq->lendable_milli = ledger.Lendable(ns);
+  nq->cohort_lendable_milli = ledger.CohortLendable(ns);
+  nq->weight = ledger.Quota(ns).weight;
+  for (const auto& [model, amount] : ledger.Quota(ns).models) {
+    nq->models.push_back(
+        {model, amount.guaranteed * 1000, amount.limit * 1000, ledger.ModelUsage(ns, model)});
+  }
+  const bool attained = AttainedOf(view.options->quotas, ns).enabled;
+  const std::vector<Unit>& us = copies.units;
+  for (size_t i = 0; i < us.size(); ++i) {
+    for (const Entry* e : us[i].members) {
+      QueuedPod qp = Listed(e->pod, static_cast<int32_t>(i + 1), now - e->first_seen_ms);
+      if (attained) qp.attained_level = e->level;
+      EvalInputs in{&ledger, view.options.get(), IsGang(e->pod) && reserved.contains(e->pod.gang),
+                    now};
+      qp.reason = EvaluateUnits(us, i, e->pod, in, *view.snapshot, fw, false).reason;
+      nq->queue.push_back(std::move(qp));
+    }
+  }
+}
+
 QueueReport QueueManager::Report(const ReportQuery& query) {
   auto fw = deps_.framework();
-  auto snapshot = deps_.state->Snapshot();
   QueueReport report;
-  // Copies made under the mutex: entries (stable addresses), units over
-  // them, the ledger and the options it points to.
-  std::deque<Entry> entries;
-  std::vector<std::vector<Unit>> units;
-  std::vector<std::set<std::string>> reserved;
-  std::shared_ptr<const QueueOptions> options;
-  std::unique_ptr<QuotaLedger> ledger;
+  // Copied under the mutex: the listed units (entries owned) and the view.
+  std::deque<UnitCopies> copies;
+  std::deque<std::set<std::string>> reserved;  // per namespace, its gangs holding a reservation
+  std::shared_ptr<const PlanningView> view;
   int64_t now = 0;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "report");
-    SyncLocked(snapshot);
+    SyncLocked(deps_.state->Snapshot());
     now = Now();
-    options = shared_options_;
-    ledger = std::make_unique<QuotaLedger>(LedgerLocked());
-    ledger->RebindConfig(options->quotas);
+    view = PlanningViewLocked();
     report.quotas_enabled = options_.quotas.enabled;
     report.quota_source = options_.quota_source;
     std::set<std::string> names;
     if (!query.ns.empty()) {
       names.insert(query.ns);
     } else {
-      for (const std::string& ns : ledger->Namespaces()) names.insert(ns);
+      for (const std::string& ns : view->ledger->Namespaces()) names.insert(ns);
       for (const auto& [ns, q] : order_) names.insert(ns);
     }
+    const size_t limit = static_cast<size_t>(std::max(0, query.limit));
     for (const std::string& ns : names) {
-      NamespaceQueue nq;
-      nq.ns = ns;
-      auto q = order_.find(ns);
-      nq.pending_pods = q == order_.end() ? 0 : static_cast<int64_t>(q->second.size());
-      auto pm = pending_milli_.find(ns);
-      nq.pending_milli = pm == pending_milli_.end() ? 0 : pm->second;
-      std::vector<Unit> live = UnitsLocked(ns, "", static_cast<size_t>(std::max(0, query.limit)));
-      std::vector<Unit> copy;
-      std::set<std::string> gangs;
-      size_t listed = 0;
-      for (const Unit& u : live) {
-        if (listed >= static_cast<size_t>(std::max(0, query.limit))) break;
-        Unit c{nullptr, {}, u.demand};
-        for (const Entry* e : u.members) {
-          entries.push_back(*e);
-          c.members.push_back(&entries.back());
-          if (e == u.head) c.head = &entries.back();
-        }
-        listed += c.members.size();
-        if (IsGang(u.head->pod) && reservations_.contains(GangKey(ns, u.head->pod.gang))) {
-          gangs.insert(u.head->pod.gang);
-        }
-        copy.push_back(std::move(c));
-      }
-      units.push_back(std::move(copy));
-      reserved.push_back(std::move(gangs));
-      report.namespaces.push_back(std::move(nq));
+      report.namespaces.push_back(
+          CopyNamespaceLocked(ns, limit, &copies.emplace_back(), &reserved.emplace_back()));
     }
-    for (const auto& [key, r] : reservations_) {
-      if (!query.ns.empty() && r.ns != query.ns) continue;
-      GangReservationReport g;
-      g.ns = r.ns;
-      g.gang = r.gang;
-      g.slots = static_cast<int32_t>(r.slots.size());
-      g.expires_in_seconds = static_cast<double>(r.deadline_ms - now) / 1000.0;
-      for (const Slot& s : r.slots) {
-        g.bound += s.bound ? 1 : 0;
-        g.nodes.emplace_back(s.node, FormatMask(s.devices));
-      }
-      report.reservations.push_back(std::move(g));
-    }
+    report.reservations = ReservationReportsLocked(query.ns, now);
   }
   // Explained from the copies, without the mutex.
   std::vector<NamespaceQueue> shown;
   for (size_t n = 0; n < report.namespaces.size(); ++n) {
     NamespaceQueue& nq = report.namespaces[n];
-    const std::string& ns = nq.ns;
-    nq.cohort = ledger->Quota(ns).cohort;
-    nq.guaranteed_milli = ledger->Guaranteed(ns);
-    nq.limit_milli = ledger->Limit(ns);
-    nq.usage_milli = ledger->Usage(ns);
-    nq.borrowed_milli = ledger->Borrowed(ns);
-    nq.lendable_milli = ledger->Lendable(ns);
-    nq.cohort_lendable_milli = ledger->CohortLendable(ns);
-    nq.weight = ledger->Quota(ns).weight;
-    for (const auto& [model, amount] : ledger->Quota(ns).models) {
-      nq.models.push_back(
-          {model, amount.guaranteed * 1000, amount.limit * 1000, ledger->ModelUsage(ns, model)});
-    }
-    const std::vector<Unit>& us = units[n];
-    for (size_t i = 0; i < us.size(); ++i) {
-      for (const Entry* e : us[i].members) {
-        QueuedPod qp = Listed(e->pod, static_cast<int32_t>(i + 1), now - e->first_seen_ms);
-        if (AttainedOf(options->quotas, ns).enabled) qp.attained_level = e->level;
-        EvalInputs in{ledger.get(), options.get(),
-                      IsGang(e->pod) && reserved[n].contains(e->pod.gang), now};
-        qp.reason = EvaluateUnits(us, i, e->pod, in, *snapshot, *fw, false).reason;
-        nq.queue.push_back(std::move(qp));
-      }
-    }
-    if (options->quotas.enabled || nq.pending_pods > 0 || !query.ns.empty()) {
+    ExplainNamespace(*view, copies[n], reserved[n], now, *fw, &nq);
+    if (view->options->quotas.enabled || nq.pending_pods > 0 || !query.ns.empty()) {
       shown.push_back(std::move(nq));
     }
   }
@@ -140,12 +148,10 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
     claims.push_back(
         {nq.ns, nq.guaranteed_milli, nq.limit_milli, nq.usage_milli, nq.pending_milli, nq.weight});
   }
-  report.capacity_milli = ledger->Capacity();
-  report.guaranteed_milli = ledger->GuaranteedTotal();
-  const auto shares = WeightedFairShares(claims, ledger->Capacity());
+  report.capacity_milli = view->ledger->Capacity();
+  report.guaranteed_milli = view->ledger->GuaranteedTotal();
+  const auto shares = WeightedFairShares(claims, view->ledger->Capacity());
   for (NamespaceQueue& nq : report.namespaces) nq.fair_share_milli = shares.at(nq.ns);
-  std::sort(report.reservations.begin(), report.reservations.end(),
-            [](const auto& a, const auto& b) { return a.ns + a.gang < b.ns + b.gang; });
   return report;
 }
 
@@ -178,80 +184,134 @@ std::vector<QueuedPod> QueueManager::Positions(int32_t explained) {
   return out;
 }
 
-std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const std::string& name) {
-  auto pod = deps_.state->FindPodByName(ns, name);
-  if (!pod.has_value()) return std::nullopt;
-  auto fw = deps_.framework();
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "explain");
-  auto snapshot = deps_.state->Snapshot();
-  SyncLocked(snapshot);
-  PodReport r;
-  r.ns = ns;
-  r.name = name;
-  r.uid = pod->uid;
-  if (pod->HoldsGpus()) {
-    r.state = pod->reservation ? "reservation" : "bound";
-    r.node = pod->node_name;
-    return r;
+void QueueManager::UnitCopies::Add(const Unit& unit) {
+  Unit c{nullptr, {}, unit.demand};
+  for (const Entry* e : unit.members) {
+    entries.push_back(*e);
+    c.members.push_back(&entries.back());
+    if (e == unit.head) c.head = &entries.back();
   }
-  if (pod->phase == PodPhase::kSucceeded || pod->phase == PodPhase::kFailed) {
-    r.state = "finished";
-    return r;
-  }
-  r.state = "pending";
-  if (pod->gpu.count == 0) {
-    r.reason = "pod requests no GPU: gpusched does not queue it";
-    return r;
-  }
-  if (pod->gang_size == kGangSizeUnknown) {
-    r.reason = pod->UnknownGangSizeReason();  // never admitted, not queued
-    return r;
-  }
-  Evaluation ev = EvaluateLocked(*pod, *snapshot, *fw, /*all_checks=*/true);
-  r.position = ev.position;
-  r.reason = ev.reason;
-  policy::PodContext ctx = fw->Prepare(*pod, *snapshot);
+  units.push_back(std::move(c));
+}
+
+namespace {
+
+// How many nodes `pod` fits on now, and the first node's reason otherwise.
+std::pair<int, std::string> Fits(const PodRequest& pod, const ClusterSnapshot& snapshot,
+                                 const policy::Framework& fw) {
+  policy::PodContext ctx = fw.Prepare(pod, snapshot);
   int fits = 0;
   std::string first_reason;
-  for (const auto& node : snapshot->nodes()) {
-    policy::FilterResult f = fw->Filter(ctx, *node);
-    if (f.fits() && policy::FitsWithDevices(*fw, ctx, *node)) {
+  for (const auto& node : snapshot.nodes()) {
+    policy::FilterResult f = fw.Filter(ctx, *node);
+    if (f.fits() && policy::FitsWithDevices(fw, ctx, *node)) {
       ++fits;
     } else if (first_reason.empty()) {
       first_reason = StrCat(node->name, ": ", f.reason);
     }
   }
+  return {fits, first_reason};
+}
+
+// The state of a pod that does not wait in a queue, or nullopt.
+std::optional<std::string> NotQueued(const PodRequest& pod, PodReport* r) {
+  if (pod.HoldsGpus()) {
+    r->node = pod.node_name;
+    return pod.reservation ? "reservation" : "bound";
+  }
+  if (pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed) return "finished";
+  if (pod.gpu.count == 0) {
+    r->reason = "pod requests no GPU: gpusched does not queue it";
+    return "pending";
+  }
+  if (pod.gang_size == kGangSizeUnknown) {
+    r->reason = pod.UnknownGangSizeReason();  // never admitted, not queued
+    return "pending";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const std::string& name) {
+  auto pod = deps_.state->FindPodByName(ns, name);
+  if (!pod.has_value()) return std::nullopt;
+  PodReport r;
+  r.ns = ns;
+  r.name = name;
+  r.uid = pod->uid;
+  if (auto state = NotQueued(*pod, &r)) {
+    r.state = *state;
+    return r;
+  }
+  r.state = "pending";
+  auto fw = deps_.framework();
+  // Copied under the mutex: its namespace's units up to it and the view.
+  UnitCopies copies;
+  std::shared_ptr<const PlanningView> view;
+  EvalInputs in;
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "explain");
+    SyncLocked(deps_.state->Snapshot());
+    if (const Entry* e = FindEntryLocked(pod->uid); e != nullptr) {
+      *pod = e->pod;  // the source's pod where it waits
+      for (const Unit& u : UnitsLocked(ns, pod->uid)) copies.Add(u);
+      in.gang_reserved = IsGang(*pod) && reservations_.contains(GangKey(ns, pod->gang));
+    }
+    view = PlanningViewLocked();
+    in.now_ms = Now();
+  }
+  in.ledger = view->ledger.get();
+  in.options = view->options.get();
+  const ClusterSnapshot& snapshot = *view->snapshot;
+  Evaluation ev;
+  if (!copies.units.empty()) {
+    ev = EvaluateUnits(copies.units, copies.units.size() - 1, *pod, in, snapshot, *fw,
+                       /*all_checks=*/true);
+  }
+  r.position = ev.position;
+  r.reason = ev.reason;
+  const auto [fits, first_reason] = Fits(*pod, snapshot, *fw);
   if (r.reason.empty()) {
     r.reason = fits > 0 ? StrCat("admissible now; fits on ", fits, " nodes")
                         : StrCat("admissible by quota and queue order, but no node has room (",
                                  first_reason, ")");
   }
   if (fits == 0 && !pod->preempt_never && !ev.behind_earlier) {
-    const PlanInputs live = LivePlanInputsLocked();
-    for (const auto& node : snapshot->nodes()) {
-      NodePlanRules rules;
-      rules.quota_demand = ev.quota_demand;
-      auto plan = PlanNode(live, *pod, *node, *snapshot, *fw, rules);
-      if (!plan.has_value() || plan->victims.empty()) continue;
-      PreemptionPreview p;
-      p.node = node->name;
-      // A victim gang's members on other nodes are named with their node.
-      for (const std::string& uid : plan->AllUids()) {
-        auto victim = deps_.state->FindPod(uid);
-        std::string name = victim.has_value() ? victim->Key() : uid;
-        if (victim.has_value() && victim->node_name != node->name) {
-          StrAppend(&name, " (on ", victim->node_name, ")");
-        }
-        p.victims.push_back(std::move(name));
-      }
-      r.preemption.push_back(std::move(p));
-    }
-    std::stable_sort(r.preemption.begin(), r.preemption.end(), [](const auto& a, const auto& b) {
-      return a.victims.size() < b.victims.size();
-    });
-    if (r.preemption.size() > 3) r.preemption.resize(3);
+    r.preemption = PreviewPreemption(*view, *pod, ev.quota_demand, *fw);
   }
   return r;
+}
+
+std::vector<PreemptionPreview> QueueManager::PreviewPreemption(const PlanningView& view,
+                                                               const PodRequest& pod,
+                                                               int64_t quota_demand,
+                                                               const policy::Framework& fw) const {
+  std::vector<PreemptionPreview> out;
+  const PlanInputs in = view.Inputs();
+  for (const auto& node : view.snapshot->nodes()) {
+    NodePlanRules rules;
+    rules.quota_demand = quota_demand;
+    auto plan = PlanNode(in, pod, *node, *view.snapshot, fw, rules);
+    if (!plan.has_value() || plan->victims.empty()) continue;
+    PreemptionPreview p;
+    p.node = node->name;
+    // A victim gang's members on other nodes are named with their node.
+    for (const std::string& uid : plan->AllUids()) {
+      auto victim = deps_.state->FindPod(uid);
+      std::string name = victim.has_value() ? victim->Key() : uid;
+      if (victim.has_value() && victim->node_name != node->name) {
+        StrAppend(&name, " (on ", victim->node_name, ")");
+      }
+      p.victims.push_back(std::move(name));
+    }
+    out.push_back(std::move(p));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.victims.size() < b.victims.size();
+  });
+  if (out.size() > 3) out.resize(3);
+  return out;
 }
 
 void QueueManager::CollectMetrics(GaugeWriter& w) {

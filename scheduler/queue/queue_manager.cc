@@ -186,7 +186,9 @@ void QueueManager::SyncLocked(std::shared_ptr<const ClusterSnapshot> snapshot) {
     usage_.Clear();
     ledger_.reset();
   }
-  usage_.Update(std::move(snapshot));
+  // The usage follows the newest snapshot any caller brought: a request
+  // holding an older one never takes it back.
+  if (snapshot->generation() >= usage_.generation()) usage_.Update(std::move(snapshot));
 }
 
 void QueueManager::Resync() {
@@ -416,8 +418,10 @@ std::string QueueManager::AdmitUnconfirmedLocked(const PodRequest& pod,
   return ev.reason;
 }
 
-Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& snapshot,
+Admission QueueManager::Admit(const PodRequest& request,
+                              const std::shared_ptr<const ClusterSnapshot>& snapshot_ptr,
                               const policy::Framework& fw) {
+  const ClusterSnapshot& snapshot = *snapshot_ptr;
   if (request.gpu.count == 0 || request.HoldsGpus()) return Admission::Yes();
   // Three steps, so that the node scan (an earlier unit that could use the
   // same nodes; up to kBehindScanHeads x every node) runs without the mutex:
@@ -430,7 +434,7 @@ Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& 
   bool decided = false;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "admit");
-    SyncLocked(deps_.state->Snapshot());
+    SyncLocked(snapshot_ptr);
     Entry* e = FindEntryLocked(request.uid);
     std::string why;
     if (e != nullptr) {
@@ -447,6 +451,7 @@ Admission QueueManager::Admit(const PodRequest& request, const ClusterSnapshot& 
     // request says).
     e = FindEntryLocked(request.uid);
     held = HeldForReclaimLocked(e != nullptr ? e->pod : request);
+    yes.product_refusals = ProductRefusalsLocked(request, snapshot);
     if (scan.heads.empty() && !reserve.has_value()) {
       yes.reserved_node = ReservedNodeLocked(request);
       decided = true;
@@ -480,12 +485,17 @@ std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
   return "";
 }
 
-std::string QueueManager::AdmitNode(const PodRequest& pod, const NodeInfo& node,
-                                    const ClusterSnapshot& snapshot) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "admit-node");
-  if (!options_.quotas.enabled) return "";
-  SyncLocked(deps_.state->Snapshot());
-  return LedgerLocked().CheckModels(pod.ns, snapshot.product(node), DemandMilli(pod.gpu));
+std::vector<std::string> QueueManager::ProductRefusalsLocked(const PodRequest& pod,
+                                                             const ClusterSnapshot& snapshot) {
+  std::vector<std::string> refusals;
+  if (!options_.quotas.enabled) return refusals;
+  const QuotaLedger& ledger = LedgerLocked();
+  if (ledger.Quota(pod.ns).models.empty()) return refusals;
+  const int64_t demand = DemandMilli(pod.gpu);
+  for (const std::string& product : snapshot.products()) {
+    refusals.push_back(ledger.CheckModels(pod.ns, product, demand));
+  }
+  return refusals;
 }
 
 std::vector<std::shared_ptr<const QueueManager::HeldNodes>> QueueManager::HeldForReclaimLocked(
@@ -599,33 +609,46 @@ double ThreadCpuSeconds() {
 
 }  // namespace
 
+std::shared_ptr<const QueueManager::PlanningView> QueueManager::PlanningViewLocked() {
+  const QuotaLedger& ledger = LedgerLocked();
+  const PlanningView::Stamp stamp{usage_.generation(), config_version_, reclaim_view_.generation,
+                                  evicted_version_};
+  if (view_ != nullptr && view_->stamp == stamp) return view_;
+  auto v = std::make_shared<PlanningView>();
+  v->stamp = stamp;
+  v->snapshot = usage_.snapshot();
+  v->options = shared_options_;
+  auto copy = std::make_unique<QuotaLedger>(ledger);
+  copy->RebindConfig(v->options->quotas);
+  v->ledger = std::move(copy);
+  v->evicted = evicted_;
+  v->usage = usage_;
+  view_ = std::move(v);
+  return view_;
+}
+
 QueueManager::PlanBatch QueueManager::ReclaimBatchLocked(
     std::shared_ptr<const ClusterSnapshot> snapshot) {
   PlanBatch b;
   b.jobs = ReclaimJobsLocked(*snapshot);
   if (b.jobs.empty()) return b;
-  // Copies for planning without the mutex (a few namespaces' worth).
-  b.snapshot = std::move(snapshot);
-  b.options = shared_options_;
-  b.ledger = std::make_unique<QuotaLedger>(LedgerLocked());  // bound to b.options when planned
-  b.evicted = evicted_;
-  b.usage = usage_;
+  b.view = PlanningViewLocked();
+  b.evicted = b.view->evicted;
   b.fw = deps_.framework();
-  b.config_version = config_version_;
   return b;
 }
 
 void QueueManager::PlanBatchJobs(PlanBatch& b,
                                  std::optional<std::chrono::steady_clock::time_point> deadline,
                                  YieldPoint* yield) {
-  b.ledger->RebindConfig(b.options->quotas);  // the batch may have moved since it was made
-  PlanInputs in{b.ledger.get(), b.options.get(), &b.evicted, &b.usage};
+  PlanInputs in = b.view->Inputs();
+  in.evicted = &b.evicted;
   in.yield = yield;
   const int64_t now = Now();
   for (ReclaimJob& job : b.jobs) {
     if (deadline && std::chrono::steady_clock::now() > *deadline) break;
     in.only = job.only.empty() ? nullptr : &job.only;
-    PlanReclaim(in, *b.snapshot, *b.fw, &job);
+    PlanReclaim(in, *b.view->snapshot, *b.fw, &job);
     job.planned = true;
     // Later namespaces plan without these victims, as after evicting them.
     for (const std::string& uid : job.victims) b.evicted.emplace(uid, now);
@@ -666,94 +689,108 @@ void QueueManager::LogCoverageLocked() {
   for (const std::string& w : CoverageWarnings(c)) Log(StrCat("gpusched: quotas: ", w));
 }
 
-int QueueManager::Tick() {
-  const auto started = std::chrono::steady_clock::now();
-  const double cpu_started = ThreadCpuSeconds();
-  PlanBatch batch;                 // planned here (no planner attached)
-  std::optional<PlanBatch> done;   // planned by the planner: committed here
-  std::optional<PlanBatch> stale;  // planned under an older config: dropped after the mutex
-  const bool evicts = deps_.writer != nullptr;
-  // The planner's side first, never under mu_: a planner descheduled while
-  // holding plan_mu_ (it runs at the lowest priority) must not stretch a
-  // hold of the mutex every request needs. Only the tick hands batches
-  // over, so what is read here can only move on (to_plan_ taken, planned)
-  // until the hand-over below.
-  bool attached = false, planner_busy = false;
-  {
-    absl::MutexLock p(&plan_mu_);
-    done = std::move(planned_);
-    planned_.reset();
-    attached = planner_attached_;
-    planner_busy = to_plan_.has_value() || planning_;
+QueueManager::PlannerState QueueManager::TakePlanned() {
+  // Never under mu_: a planner descheduled while holding plan_mu_ (it runs
+  // at the lowest priority) must not stretch a hold of the mutex every
+  // request needs. Only the tick hands batches over, so what is read here
+  // can only move on (to_plan_ taken, planned) until the hand-over.
+  absl::MutexLock p(&plan_mu_);
+  PlannerState out;
+  out.done = std::move(planned_);
+  planned_.reset();
+  out.attached = planner_attached_;
+  out.busy = to_plan_.has_value() || planning_;
+  return out;
+}
+
+QueueManager::PlanBatch QueueManager::TickHousekeepingLocked(PlannerState& planner,
+                                                             std::optional<PlanBatch>* stale) {
+  auto snapshot = deps_.state->Snapshot();
+  SyncLocked(snapshot);
+  ExpireReservationsLocked();
+  LogCoverageLocked();
+  const int64_t now = Now();
+  for (auto it = gang_plans_.begin(); it != gang_plans_.end();) {
+    it = now - it->second.at_ms > options_.stale_after_ms ? gang_plans_.erase(it) : std::next(it);
   }
-  // Evictions sent by the last tick may still be on their way: the file
-  // source commits them under ClusterState's mutex, which a sync that finds
-  // pod changes takes. Waited for here, not inside the queue mutex.
-  if (evicts) (void)deps_.writer->AwaitSent(kWriterWait);
-  {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-sync");
-    auto snapshot = deps_.state->Snapshot();
-    SyncLocked(snapshot);
-    ExpireReservationsLocked();
-    LogCoverageLocked();
-    const int64_t now = Now();
-    for (auto it = gang_plans_.begin(); it != gang_plans_.end();) {
-      it = now - it->second.at_ms > options_.stale_after_ms ? gang_plans_.erase(it) : std::next(it);
-    }
-    // Pods we evicted are not planned again while they terminate (still
-    // holding their GPUs), up to stale_after_ms.
-    for (auto it = evicted_.begin(); it != evicted_.end();) {
-      const int64_t age = now - it->second;
-      if (age > options_.stale_after_ms ||
-          (age > options_.reclaim_cooldown_ms && !deps_.state->FindPod(it->first).has_value())) {
-        evicted_.erase(it++);
-      } else {
-        ++it;
-      }
-    }
-    PruneReclaimsLocked(now);
-    attained_.Forget(now / 1000, options_.attained_forget_after_s, kForgetsPerTick);
-    if (done.has_value() && done->config_version != config_version_) stale.swap(done);
-    const bool idle = !attached || (!planner_busy && !done);
-    const bool plans = options_.reclaim.enabled || AnyAttained(options_.quotas);
-    if (options_.quotas.enabled && evicts && plans && idle) {
-      batch = ReclaimBatchLocked(std::move(snapshot));
+  // Pods we evicted are not planned again while they terminate (still
+  // holding their GPUs), up to stale_after_ms.
+  for (auto it = evicted_.begin(); it != evicted_.end();) {
+    const int64_t age = now - it->second;
+    if (age > options_.stale_after_ms ||
+        (age > options_.reclaim_cooldown_ms && !deps_.state->FindPod(it->first).has_value())) {
+      evicted_.erase(it++);
+      ++evicted_version_;
+    } else {
+      ++it;
     }
   }
-  stale.reset();
-  if (attached && !batch.jobs.empty()) {
+  PruneReclaimsLocked(now);
+  attained_.Forget(now / 1000, options_.attained_forget_after_s, kForgetsPerTick);
+  if (planner.done.has_value() && planner.done->view->stamp.config != config_version_) {
+    stale->swap(planner.done);
+  }
+  const bool idle = !planner.attached || (!planner.busy && !planner.done);
+  const bool plans = options_.reclaim.enabled || AnyAttained(options_.quotas);
+  if (!options_.quotas.enabled || deps_.writer == nullptr || !plans || !idle) return {};
+  return ReclaimBatchLocked(std::move(snapshot));
+}
+
+void QueueManager::PlanOrHandOver(PlanBatch batch, std::chrono::steady_clock::time_point started,
+                                  PlannerState& planner) {
+  if (batch.jobs.empty()) return;
+  if (planner.attached) {
     absl::MutexLock p(&plan_mu_);
     if (planner_attached_) {  // else (detached since) planned here
       to_plan_ = std::move(batch);
-      batch = PlanBatch{};
+      return;
     }
   }
-  int evictions = 0;
-  if (!batch.jobs.empty()) {
-    const auto budget = std::chrono::milliseconds(batch.options->reclaim_plan_budget_ms);
-    PlanBatchJobs(batch, budget.count() > 0 ? std::optional(started + budget) : std::nullopt);
-    done = std::move(batch);
-  }
-  if (done.has_value()) {
-    std::vector<std::pair<PodRequest, std::string>> send;
-    {
-      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-commit");
-      send = CommitReclaimsLocked(done->jobs, done->snapshot->generation());
-    }
-    evictions += SendEvictions(send, "reclaim");
-  }
+  const auto budget = std::chrono::milliseconds(batch.view->options->reclaim_plan_budget_ms);
+  PlanBatchJobs(batch, budget.count() > 0 ? std::optional(started + budget) : std::nullopt);
+  planner.done = std::move(batch);
+}
+
+int QueueManager::FollowupEvictions(bool after_evictions) {
   std::vector<std::pair<PodRequest, std::string>> over, gangs;
-  if (evictions > 0) (void)deps_.writer->AwaitSent(kWriterWait);  // as before tick-sync
+  if (after_evictions) (void)deps_.writer->AwaitSent(kWriterWait);  // as before tick-sync
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-followup");
     SyncLocked(deps_.state->Snapshot());
-    if (evicts) gangs = GangFollowupEvictionsLocked();
-    if (options_.quotas.enabled && evicts && options_.reclaim.evict_over_limit) {
+    if (deps_.writer != nullptr) gangs = GangFollowupEvictionsLocked();
+    if (options_.quotas.enabled && deps_.writer != nullptr && options_.reclaim.evict_over_limit) {
       over = OverLimitEvictionsLocked(*deps_.state->Snapshot());
     }
   }
-  evictions += SendEvictions(gangs, "gang-preemption");
-  evictions += SendEvictions(over, "over-limit");
+  return SendEvictions(gangs, "gang-preemption") + SendEvictions(over, "over-limit");
+}
+
+int QueueManager::Tick() {
+  const auto started = std::chrono::steady_clock::now();
+  const double cpu_started = ThreadCpuSeconds();
+  PlannerState planner = TakePlanned();
+  // Evictions sent by the last tick may still be on their way: the file
+  // source commits them under ClusterState's mutex, which a sync that finds
+  // pod changes takes. Waited for here, not inside the queue mutex.
+  if (deps_.writer != nullptr) (void)deps_.writer->AwaitSent(kWriterWait);
+  PlanBatch batch;
+  std::optional<PlanBatch> stale;  // planned under an older config: dropped after the mutex
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-sync");
+    batch = TickHousekeepingLocked(planner, &stale);
+  }
+  stale.reset();
+  PlanOrHandOver(std::move(batch), started, planner);
+  int evictions = 0;
+  if (planner.done.has_value()) {
+    std::vector<std::pair<PodRequest, std::string>> send;
+    {
+      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-commit");
+      send = CommitReclaimsLocked(planner.done->jobs, planner.done->view->snapshot->generation());
+    }
+    evictions += SendEvictions(send, "reclaim");
+  }
+  evictions += FollowupEvictions(evictions > 0);
   if (deps_.metrics != nullptr) {
     deps_.metrics->Observe(
         "gpusched_queue_tick_seconds",

@@ -29,22 +29,37 @@
 // ClusterState's pod change feed (TakePodChanges), the ordered queue per
 // namespace is a std::set kept sorted, usage and gang counts follow the
 // snapshot's changed nodes (UsageIndex). Nothing a request reads is rebuilt
-// per request. The tick computes reclaim plans without the mutex, on an
-// immutable snapshot and copies, and takes it again only to check the plan
-// is still current and to record it; evictions are sent after unlocking.
-// Admit decides quota in queue order under the mutex and runs rule (2)'s
-// node scan on copies of the earlier heads after unlocking; Preempt plans
-// victims (per candidate node, or a gang's whole plan) on copies too and
-// takes the mutex again only to record its answer.
+// per request.
 //
-// Thread-safe: one mutex; callers: ExtenderService (filter, bind, preempt),
-// the periodic tick, the debug routes, the metrics collector. Its hold time
-// and the tick's duration are exported as histograms.
+// Plans are made without the mutex, on a PlanningView: an immutable copy of
+// what planning reads (the cluster snapshot the usage is synced to, the
+// options, the ledger with its claims, the pods being evicted, the usage),
+// published once per change of those and shared by every planner made on
+// the same state. The preempt verb (per candidate node, or a gang's whole
+// plan), the tick's reclaim batch and the debug pages (ExplainPod, Report)
+// read one; the mutex is taken again only to record a result. Admit decides
+// quota in queue order under the mutex (O(1) in the queue's depth: the
+// UnitIndex's prefix sums) and runs rule (2)'s node scan on copies of the
+// earlier heads after unlocking.
+//
+// Thread-safe. Locks, in the order they may be taken (a lock is never taken
+// while one after it is held):
+//   0. QueueConfigApplier's lock (queue_wiring.h): held across SetOptions.
+//   1. mu_: everything the queue decides from. Held O(changed pods + a
+//      namespace's units) at most, never across a walk over every node and
+//      never while sending an eviction.
+//   2. ClusterState's and Metrics' own locks (leaves, taken under mu_).
+// plan_mu_ (the background planner's hand-over) is never held together with
+// mu_: Tick takes it before and after its holds of mu_, never inside one.
+// Callers: ExtenderService (filter, bind, preempt), the periodic tick and
+// the reclaim planner thread, the debug routes, the metrics collector. The
+// hold time of mu_ and the tick's duration are exported as histograms.
 #ifndef GPUSCHED_QUEUE_QUEUE_MANAGER_H_
 #define GPUSCHED_QUEUE_QUEUE_MANAGER_H_
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -149,11 +164,9 @@ class QueueManager final : public PodGate {
   void SetOptions(QueueOptions options) ABSL_LOCKS_EXCLUDED(mu_);
 
   // PodGate.
-  Admission Admit(const PodRequest& pod, const ClusterSnapshot& snapshot,
+  Admission Admit(const PodRequest& pod, const std::shared_ptr<const ClusterSnapshot>& snapshot,
                   const policy::Framework& framework) override ABSL_LOCKS_EXCLUDED(mu_);
   void OnBound(const PodRequest& pod) override ABSL_LOCKS_EXCLUDED(mu_);
-  std::string AdmitNode(const PodRequest& pod, const NodeInfo& node,
-                        const ClusterSnapshot& snapshot) override ABSL_LOCKS_EXCLUDED(mu_);
   std::string ReservedNode(const PodRequest& pod) override ABSL_LOCKS_EXCLUDED(mu_);
   std::string AssumeForBind(ClusterState& state, const PodRequest& pod, std::string_view node,
                             DeviceMask* devices) override ABSL_LOCKS_EXCLUDED(mu_);
@@ -180,6 +193,9 @@ class QueueManager final : public PodGate {
   // The queues for GET /debug/queues: copied under the mutex (at most
   // query.limit pods per namespace), explained without it.
   QueueReport Report(const ReportQuery& query = {}) ABSL_LOCKS_EXCLUDED(mu_);
+  // Why one pod waits, its position and a preemption preview: what it reads
+  // is copied under the mutex (its namespace's units up to it, the planning
+  // view), the evaluation and the walk over every node run without it.
   std::optional<PodReport> ExplainPod(const std::string& ns, const std::string& name)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Every pending pod with its position; the first `explained` of each
@@ -270,8 +286,8 @@ class QueueManager final : public PodGate {
     std::vector<std::string> trigger;
     std::vector<std::string> rest;
   };
-  // What victim planning reads: the preempt verb passes the live members
-  // (under the mutex), the tick passes copies (planning without it).
+  // What victim planning reads, from a PlanningView (never the live
+  // members: planners run without the mutex).
   struct PlanInputs {
     const QuotaLedger* ledger = nullptr;
     const QueueOptions* options = nullptr;
@@ -304,21 +320,61 @@ class QueueManager final : public PodGate {
     // guarantee): victims only among borrowers outside its cohort.
     bool cohort_loan = false;
   };
-  // What one round of reclaim planning reads, copied under the mutex.
+  // What every planner reads (the preempt verb, the tick's reclaim batch,
+  // the debug pages): an immutable copy of the queue's planning state,
+  // stamped with the versions it copies and published once per change of
+  // them (PlanningViewLocked), so planners made on the same state share one
+  // copy and plan without the mutex.
+  struct PlanningView {
+    // What it was copied from: the usage's cluster generation, the config
+    // version, the claims' generation and the evictions' version.
+    struct Stamp {
+      uint64_t usage = 0, config = 0, claims = 0, evicted = 0;
+      bool operator==(const Stamp&) const = default;
+    } stamp;
+    std::shared_ptr<const ClusterSnapshot> snapshot;  // the usage's
+    std::shared_ptr<const QueueOptions> options;
+    std::unique_ptr<const QuotaLedger> ledger;  // with claims; bound to options->quotas
+    absl::flat_hash_map<std::string, int64_t> evicted;
+    UsageIndex usage;
+    PlanInputs Inputs() const { return {ledger.get(), options.get(), &evicted, &usage}; }
+  };
+  // The view of the state as it is now: the published one while nothing it
+  // copies moved, else a new copy (O(namespaces + evictions + gangs)).
+  std::shared_ptr<const PlanningView> PlanningViewLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One round of reclaim planning: the jobs, planned on `view` (evictions
+  // planned earlier in the round are added to `evicted`, a copy of the
+  // view's).
   struct PlanBatch {
     std::vector<ReclaimJob> jobs;
-    std::shared_ptr<const ClusterSnapshot> snapshot;
-    std::unique_ptr<QuotaLedger> ledger;
+    std::shared_ptr<const PlanningView> view;
     absl::flat_hash_map<std::string, int64_t> evicted;
-    std::shared_ptr<const QueueOptions> options;
-    UsageIndex usage;
     std::shared_ptr<const policy::Framework> fw;
-    uint64_t config_version = 0;
   };
   // Chooses this tick's reclaim jobs and copies their inputs (empty jobs:
   // nothing to plan).
   PlanBatch ReclaimBatchLocked(std::shared_ptr<const ClusterSnapshot> snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The tick's steps. What the background planner left (taken under
+  // plan_mu_, never under mu_).
+  struct PlannerState {
+    std::optional<PlanBatch> done;  // planned, to commit
+    bool attached = false;
+    bool busy = false;  // a batch waits for it or is being planned
+  };
+  PlannerState TakePlanned() ABSL_LOCKS_EXCLUDED(plan_mu_);
+  // Sync, expiry of reservations, plans, evictions and reclaims, attained
+  // service; moves a planned batch made under an older config to `stale`;
+  // returns this tick's reclaim batch (no jobs: nothing to plan).
+  PlanBatch TickHousekeepingLocked(PlannerState& planner, std::optional<PlanBatch>* stale)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands `batch` to the attached planner, or plans it here (within the
+  // budget) and leaves it in planner.done.
+  void PlanOrHandOver(PlanBatch batch, std::chrono::steady_clock::time_point started,
+                      PlannerState& planner) ABSL_LOCKS_EXCLUDED(mu_, plan_mu_);
+  // Victim gangs' other members and pods over a lowered limit; returns the
+  // evictions sent.
+  int FollowupEvictions(bool after_evictions) ABSL_LOCKS_EXCLUDED(mu_);
   // Plans `batch` without the mutex; `deadline` (if set) stops before a job;
   // `yield` (the planner thread's) is passed at every node visited.
   void PlanBatchJobs(PlanBatch& batch,
@@ -344,6 +400,13 @@ class QueueManager final : public PodGate {
   // (all of them if empty or not queued). O(units walked).
   std::vector<Unit> UnitsLocked(const std::string& ns, const std::string& stop_uid = "",
                                 size_t max_units = SIZE_MAX) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Units copied out of the queue with their entries (owned, stable
+  // addresses), for evaluating without the mutex (the debug pages).
+  struct UnitCopies {
+    std::deque<Entry> entries;
+    std::vector<Unit> units;
+    void Add(const Unit& unit);
+  };
   // The node-scan half of an evaluation (is an earlier unit able to use a
   // node this pod could use?), copied so that it can run without the mutex:
   // the pod and the heads of the earlier units kube-scheduler has asked
@@ -438,10 +501,14 @@ class QueueManager final : public PodGate {
   std::string AdmitUnconfirmedLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
                                      const policy::Framework& fw, BehindScan* deferred)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admission::product_refusals for `pod` (per-model quota per product of
+  // `snapshot`); empty when its namespace limits no model.
+  std::vector<std::string> ProductRefusalsLocked(const PodRequest& pod,
+                                                 const ClusterSnapshot& snapshot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The ledger of the usage last synced (SyncLocked), with current claims.
   const QuotaLedger& LedgerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteWaitLocked(const std::string& ns, double seconds) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  PlanInputs LivePlanInputsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Gangs (gang_reservations.cc).
   Slot* SlotOfLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -493,6 +560,28 @@ class QueueManager final : public PodGate {
   void ReleaseLocked(Reservation& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Preemption and reclaim (preempt_reclaim.cc).
+  // The preempt verb's steps: what it reads, prepared under the mutex
+  // (false: answered already, in `answered` or with nothing); then a plan
+  // per candidate node (a single pod) or the gang's whole plan, made
+  // without the mutex and recorded under it.
+  struct PreemptWork {
+    std::shared_ptr<const PlanningView> view;
+    PodRequest pod;  // the source's pod where it waits
+    int32_t missing = 0;
+    int64_t quota_demand = 0;
+    BehindScan scan;
+    std::optional<PreemptionOutcome> answered;  // from the gang's current plan
+  };
+  bool PreparePreemptLocked(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
+                            const policy::Framework& fw, PreemptWork* work)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  PreemptionOutcome PreemptOne(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
+                               const policy::Framework& fw, const PreemptWork& work)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  PreemptionOutcome PreemptGang(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
+                                const policy::Framework& fw, const PreemptWork& work)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  class NodeSearch;  // PlanNode's candidates and quota check (preempt_reclaim.cc)
   // Victims (highest priority first) so `preemptor` fits on `node`, within
   // `rules`; a victim gang with members on other nodes is taken whole (they
   // are in gang_rest). Pure: reads only its arguments.
@@ -509,6 +598,22 @@ class QueueManager final : public PodGate {
                                           const policy::Framework& fw, bool reclaim,
                                           int64_t quota_demand);
   static bool Cheaper(const NodePlan& a, const NodePlan& b);
+  // Report's steps: one namespace's row and units (at most `limit` pods,
+  // copied), the gang reservations (of `ns`, or all if empty), both under
+  // the mutex; then the explanation of the copies, without it.
+  NamespaceQueue CopyNamespaceLocked(const std::string& ns, size_t limit, UnitCopies* copies,
+                                     std::set<std::string>* reserved)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<GangReservationReport> ReservationReportsLocked(const std::string& ns, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void ExplainNamespace(const PlanningView& view, const UnitCopies& copies,
+                               const std::set<std::string>& reserved, int64_t now,
+                               const policy::Framework& fw, NamespaceQueue* nq);
+  // The three cheapest single-node preemptions that would let `pod` run
+  // (the debug page's preview), planned on `view` without the mutex.
+  std::vector<PreemptionPreview> PreviewPreemption(const PlanningView& view, const PodRequest& pod,
+                                                   int64_t quota_demand,
+                                                   const policy::Framework& fw) const;
   // The current plan of gang `key` (dropping it once older than
   // gang_plan_ms and no victim of it is terminating), or null.
   GangPlan* CurrentGangPlanLocked(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -560,11 +665,11 @@ class QueueManager final : public PodGate {
   std::map<std::string, Order> order_ ABSL_GUARDED_BY(mu_);
   // Background planning (AttachPlanner): the batch waiting for the planner,
   // whether it is planning one, and the planned batch waiting for a tick.
-  // Under a mutex of their own, never taken while mu_ is held (Tick reads
-  // and hands over batches before and after its hold): the planner runs at
+  // Under a mutex of their own, never held together with mu_ (Tick reads
+  // and hands over batches before and after its holds): the planner runs at
   // the lowest CPU priority and holds plan_mu_, so a request could otherwise
   // wait for it to be scheduled again.
-  absl::Mutex plan_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  absl::Mutex plan_mu_;
   bool planner_attached_ ABSL_GUARDED_BY(plan_mu_) = false;
   std::optional<PlanBatch> to_plan_ ABSL_GUARDED_BY(plan_mu_);
   bool planning_ ABSL_GUARDED_BY(plan_mu_) = false;
@@ -682,6 +787,8 @@ class QueueManager final : public PodGate {
   std::string reclaim_cursor_ ABSL_GUARDED_BY(mu_);
   // Pods we asked to evict (uid -> when): not planned again while they go.
   absl::flat_hash_map<std::string, int64_t> evicted_ ABSL_GUARDED_BY(mu_);
+  uint64_t evicted_version_ ABSL_GUARDED_BY(mu_) = 0;  // moves with every change of evicted_
+  std::shared_ptr<const PlanningView> view_ ABSL_GUARDED_BY(mu_);  // the last published
   // Ledger cache for one snapshot generation and config version.
   std::unique_ptr<QuotaLedger> ledger_ ABSL_GUARDED_BY(mu_);
   uint64_t ledger_generation_ ABSL_GUARDED_BY(mu_) = 0;

@@ -91,6 +91,8 @@ class UsageIndex {
   std::shared_ptr<const UsageTable> Table() const;
   // Generation of the snapshot the sums are for (0 before the first Update).
   uint64_t generation() const { return last_ == nullptr ? 0 : last_->generation(); }
+  // The snapshot the sums are for (null before the first Update).
+  const std::shared_ptr<const ClusterSnapshot>& snapshot() const { return last_; }
   // Pods of gang `gang` of `ns` on nodes (members and reservation holders).
   int32_t GangHeld(const std::string& ns, const std::string& gang) const;
   // The nodes holding pods of gang `gang` of `ns`, with how many each.

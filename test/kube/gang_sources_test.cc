@@ -249,7 +249,7 @@ TEST_F(GangSourcesTest, PodGroupGangAdmittedAllOrNothingThroughTheSource) {
   auto admit = [&](int i) {
     auto p = state.FindPodByName("train", "llm-worker-" + std::to_string(i));
     EXPECT_TRUE(p.has_value());
-    return p ? q.Admit(*p, *state.Snapshot(), *framework).reason : std::string("missing");
+    return p ? q.Admit(*p, state.Snapshot(), *framework).reason : std::string("missing");
   };
 
   // Before the PodGroup exists the members' size is unknown.
@@ -312,7 +312,7 @@ TEST_F(GangSourcesTest, SizeOnThePodNeedsNoApiRead) {
     EXPECT_EQ(p->gang, "kueue/grp");
     EXPECT_EQ(p->gang_size, 3);
     // Two of three nodes free: no member starts alone.
-    const std::string why = q.Admit(*p, *state.Snapshot(), *framework).reason;
+    const std::string why = q.Admit(*p, state.Snapshot(), *framework).reason;
     EXPECT_NE(why.find("gang kueue/grp needs 3 x"), std::string::npos) << why;
   }
   EXPECT_EQ(api_->requests("GET /apis/"), 0);

@@ -312,7 +312,7 @@ TEST_F(KubeSourceTest, UndecodableRunningPodStillHoldsItsGpus) {
   ASSERT_TRUE(pending.has_value());
   auto fw = policy::Framework::Create(ScoringConfig{});
   ASSERT_TRUE(fw.ok());
-  EXPECT_FALSE(q->Admit(*pending, *state.Snapshot(), **fw).reason.empty());
+  EXPECT_FALSE(q->Admit(*pending, state.Snapshot(), **fw).reason.empty());
   int64_t usage = -1;
   for (const auto& ns : q->Report().namespaces) {
     if (ns.ns == "a") usage = ns.usage_milli;

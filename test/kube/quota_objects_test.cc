@@ -655,7 +655,7 @@ class QuotaObjectsApiTest : public ::testing::Test {
   std::string Admit(const std::string& ns, const std::string& name) {
     auto p = state_->FindPodByName(ns, name);
     if (!p) return "missing";
-    return queue_->Admit(*p, *state_->Snapshot(), *framework_).reason;
+    return queue_->Admit(*p, state_->Snapshot(), *framework_).reason;
   }
   bool WaitAdmit(const std::string& ns, const std::string& name, bool admitted) {
     return WaitFor([&] { return Admit(ns, name).empty() == admitted; });

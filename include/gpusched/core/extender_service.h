@@ -40,29 +40,29 @@ struct Admission {
   // Admitted only: nodes the pod may not use whatever their product (e.g.
   // devices freed by reclaim for another pod), each with its reason.
   std::vector<std::pair<std::string, std::string>> held_nodes;
+  // Admitted only: per GPU product of the snapshot the gate was given (by
+  // NodeInfo::product_id), "" where the pod may use it, else the reason its
+  // nodes fail with (per-model quota). Shorter than the product list (or
+  // empty): the products past its end are allowed.
+  std::vector<std::string> product_refusals;
   static Admission Yes() { return {}; }
-  static Admission No(std::string reason) { return {false, std::move(reason), {}, {}}; }
+  static Admission No(std::string reason) { return {false, std::move(reason), {}, {}, {}}; }
 };
 
 class PodGate {
  public:
   virtual ~PodGate() = default;
-  // Whether the pod may be placed now. `snapshot` and `framework` are the
+  // Whether the pod may be placed now, and on which products and nodes: the
+  // filter's one call into the gate. `snapshot` and `framework` are the
   // ones the filter uses (one reload can never give the gate and the filter
-  // different scoring).
-  virtual Admission Admit(const PodRequest& pod, const ClusterSnapshot& snapshot,
+  // different scoring); the gate answers from its own state synced to at
+  // least `snapshot`.
+  virtual Admission Admit(const PodRequest& pod,
+                          const std::shared_ptr<const ClusterSnapshot>& snapshot,
                           const policy::Framework& framework) = 0;
   // Called after a successful bind (usage changed).
   virtual void OnBound(const PodRequest& pod) = 0;
 
-  // Returns "" if the admitted pod may use `node` (e.g. per-model quota),
-  // else the reason that node fails with. Must depend only on the pod, the
-  // snapshot and the node's GPU product: Filter asks once per product.
-  virtual std::string AdmitNode(const PodRequest& pod, const NodeInfo& node,
-                                const ClusterSnapshot& snapshot) {
-    (void)pod, (void)node, (void)snapshot;
-    return "";
-  }
   // Returns the node devices are reserved on for `pod` (a gang member), or
   // "". Filter then passes only that node.
   virtual std::string ReservedNode(const PodRequest& pod) {
