@@ -11,9 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "scheduler/sim/fgd_protocol.h"
-#include "scheduler/sim/inputs.h"
-#include "scheduler/sim/replay.h"
+#include "scheduler/sim/job.h"
+#include "scheduler/sim/results.h"
 
 namespace gpusched::codec {
 

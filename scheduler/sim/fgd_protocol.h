@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "gpusched/core/config.h"
 #include "gpusched/model/pod.h"
+#include "scheduler/sim/results.h"
 #include "scheduler/sim/sim_cluster.h"
 
 namespace gpusched::sim {
@@ -34,13 +35,6 @@ std::vector<FragmentationShape> LearnTarget(const std::vector<PodRequest>& pods,
 // Sort by name, shuffle, then tune to `tune` x total_gpus x 1000 milli.
 std::vector<PodRequest> PrepareWorkload(const std::vector<PodRequest>& trace, int64_t total_gpus,
                                         double tune, std::mt19937_64& rng);
-
-struct CurvePoint {
-  int arrived_pct = 0;
-  double allocated_pct = 0;
-  double frag_total_pct = 0;
-  double frag_idle_pct = 0;
-};
 
 // One logged event (after a pod's arrival and scheduling attempt).
 struct Event {
@@ -62,22 +56,6 @@ struct FgdOptions {
   uint64_t seed = 42;
   double tune = 1.3;
   bool progress = false;  // progress lines on stderr
-};
-
-struct FgdResult {
-  std::string policy;
-  std::string trace;
-  uint64_t seed = 0;
-  double unallocated_at_100 = 0;
-  double allocated_at_130 = 0;
-  double frag_total_at_90 = 0;
-  double frag_idle_at_90 = 0;
-  std::vector<CurvePoint> curve;
-  int64_t pods = 0;
-  int64_t failed = 0;
-  uint64_t decision_hash = 0;       // over every (pod, node, devices) decision
-  std::vector<int32_t> placements;  // node index per arriving pod, -1 = failed
-  double seconds = 0;
 };
 
 absl::StatusOr<FgdResult> RunFgd(const SimCluster& cluster, const std::vector<PodRequest>& trace,

@@ -8,7 +8,6 @@
 #ifndef GPUSCHED_SIM_INPUTS_H_
 #define GPUSCHED_SIM_INPUTS_H_
 
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,25 +16,9 @@
 #include "gpusched/core/config.h"
 #include "gpusched/model/node.h"
 #include "gpusched/model/pod.h"
+#include "scheduler/sim/job.h"
 
 namespace gpusched::sim {
-
-// A unit of work for the replay protocol: `pods` pods of `gpus_per_pod` GPUs
-// each, run together (gang) for `duration` seconds once all are placed.
-struct Job {
-  std::string id;
-  std::string ns;              // virtual cluster / namespace
-  std::string priority_class;  // "" = default
-  int32_t priority = 0;
-  int32_t gpus_per_pod = 1;
-  int32_t pods = 1;
-  double submit = 0;    // seconds from trace start
-  double duration = 0;  // seconds of running time
-  bool gang = true;
-  int64_t cpu_milli_per_pod = 0;
-  int64_t memory_mib_per_pod = 0;
-  int32_t total_gpus() const { return gpus_per_pod * pods; }
-};
 
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
