@@ -66,6 +66,123 @@ bool QueueManager::Cheaper(const NodePlan& a, const NodePlan& b) {
   return a.Milli() < b.Milli();
 }
 
+// One PlanGang call: the cluster as the earlier steps leave it (their
+// victims gone from the nodes, the ledger and the candidates, their members
+// placed), and the two ways to place the next member.
+class QueueManager::GangSearch {
+ public:
+  GangSearch(const PlanInputs& in, const PodRequest& member, const ClusterSnapshot& snapshot,
+             const policy::Framework& fw)
+      : in_(in),
+        member_(member),
+        snapshot_(snapshot),
+        fw_(fw),
+        ledger_(*in.ledger),
+        gone_(*in.evicted),
+        local_{&ledger_, in.options, &gone_, in.usage, in.only, in.cohort_loan, in.yield},
+        ctx_(fw.Prepare(member, snapshot)),
+        memo_(fw, ctx_) {}
+
+  // On a node with room as is: the best score. False if there is none.
+  bool PlaceAsIs(GangPlan* plan) {
+    const auto& nodes = snapshot_.nodes();
+    const Room room = FindRoomByScan(
+        member_, ctx_, snapshot_, fw_, ledger_,
+        [&](size_t k) -> const NodeInfo& { return View(*nodes[k]); },
+        [&](size_t k) {
+          in_.Pace();
+          return Filter(k).fits();
+        });
+    if (!room.found()) return false;
+    const std::string name = nodes[room.index]->name;
+    changed_[name] = policy::WithPod(View(*nodes[room.index]), member_, room.devices);
+    plan->steps.push_back({name, {}, ""});
+    return true;
+  }
+
+  // On the node whose plan costs least (lowest highest victim priority,
+  // then fewest GPUs), its victims gone. False if no node has a plan.
+  bool PlaceWithVictims(const NodePlanRules& rules, GangPlan* plan) {
+    const NodeInfo* where = nullptr;
+    std::optional<NodePlan> cheapest = Cheapest(rules, &where);
+    if (!cheapest.has_value()) return false;
+    const std::string name = where->name;
+    NodeInfo after = policy::WithoutPods(*where, cheapest->VictimUids());
+    auto placement = policy::ChoosePlacement(member_.gpu, after);
+    if (!placement.has_value()) return false;
+    changed_[name] = policy::WithPod(after, member_, placement->devices);
+    for (const Victim& v : cheapest->gang_rest) {
+      const NodeInfo* other = snapshot_.Find(v.node);
+      if (other != nullptr) changed_[v.node] = policy::WithoutPods(View(*other), {v.uid});
+    }
+    for (const std::string& uid : cheapest->AllUids()) gone_.emplace(uid, 0);
+    for (const Victim& v : cheapest->victims) ledger_.Add(v.ns, v.product, -v.milli);
+    for (const Victim& v : cheapest->gang_rest) ledger_.Add(v.ns, v.product, -v.milli);
+    plan->steps.push_back({name, std::move(*cheapest), ""});
+    return true;
+  }
+
+  const QuotaLedger& ledger() const { return ledger_; }
+
+ private:
+  const NodeInfo& View(const NodeInfo& n) const {
+    auto it = changed_.find(n.name);
+    return it == changed_.end() ? n : it->second;
+  }
+
+  // Nodes no earlier step changed are read through the memo (one filter per
+  // distinct node state, as the filter verb does).
+  policy::FilterResult Filter(size_t i) {
+    const auto& nodes = snapshot_.nodes();
+    auto it = changed_.find(nodes[i]->name);
+    return it == changed_.end() ? memo_.Filter(snapshot_.hot(static_cast<int32_t>(i)))
+                                : fw_.Filter(ctx_, it->second);
+  }
+
+  std::optional<NodePlan> Cheapest(const NodePlanRules& rules, const NodeInfo** where) {
+    const auto& nodes = snapshot_.nodes();
+    const int32_t count = member_.gpu.shared() ? 1 : member_.gpu.count;
+    std::vector<NodeBound> bounds;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      in_.Pace();
+      NodeBound b = Bound(k, View(*nodes[k]), member_, rules.reclaim, gone_, in_.only);
+      if (b.could_free == 0 || (!member_.gpu.shared() && b.could_free < count)) continue;
+      bounds.push_back(b);
+    }
+    std::stable_sort(bounds.begin(), bounds.end(), [](const NodeBound& a, const NodeBound& b) {
+      return std::tie(a.min_priority, a.min_milli) < std::tie(b.min_priority, b.min_milli);
+    });
+    std::optional<NodePlan> cheapest;
+    for (const NodeBound& b : bounds) {
+      in_.Pace();
+      if (cheapest.has_value() && std::make_tuple(cheapest->MaxPriority(), cheapest->Milli()) <=
+                                      std::make_tuple(b.min_priority, b.min_milli)) {
+        break;  // no node left can have a cheaper plan
+      }
+      const NodeInfo& n = View(*nodes[b.index]);
+      if (Filter(b.index).verdict == policy::Verdict::kUnresolvable) continue;
+      auto p = PlanNode(local_, member_, n, snapshot_, fw_, rules);
+      if (!p.has_value() || p->victims.empty()) continue;
+      if (!cheapest.has_value() || Cheaper(*p, *cheapest)) {
+        cheapest = std::move(p);
+        *where = &n;
+      }
+    }
+    return cheapest;
+  }
+
+  const PlanInputs& in_;
+  const PodRequest& member_;
+  const ClusterSnapshot& snapshot_;
+  const policy::Framework& fw_;
+  QuotaLedger ledger_;
+  absl::flat_hash_map<std::string, int64_t> gone_;
+  const PlanInputs local_;
+  policy::PodContext ctx_;
+  policy::FilterMemo memo_;
+  std::map<std::string, NodeInfo> changed_;
+};
+
 std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& in,
                                                              const PodRequest& member,
                                                              int32_t missing,
@@ -74,43 +191,10 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
                                                              bool reclaim, int64_t quota_demand) {
   const int64_t demand = DemandMilli(member.gpu);
   const int64_t whole = quota_demand > 0 ? quota_demand : demand * missing;
-  // The cluster as the earlier steps leave it: their victims gone (from the
-  // nodes, the ledger and the candidates) and their members placed.
-  QuotaLedger ledger = *in.ledger;
-  absl::flat_hash_map<std::string, int64_t> gone = *in.evicted;
-  const PlanInputs local{&ledger, in.options, &gone, in.usage, in.only, in.cohort_loan, in.yield};
-  std::map<std::string, NodeInfo> changed;
-  auto view = [&](const NodeInfo& n) -> const NodeInfo& {
-    auto it = changed.find(n.name);
-    return it == changed.end() ? n : it->second;
-  };
-  policy::PodContext ctx = fw.Prepare(member, snapshot);
-  // Nodes no earlier step changed are read through the memo (one filter per
-  // distinct node state, as the filter verb does).
-  policy::FilterMemo memo(fw, ctx);
-  const auto& nodes = snapshot.nodes();
-  auto filter = [&](size_t i) -> policy::FilterResult {
-    auto it = changed.find(nodes[i]->name);
-    return it == changed.end() ? memo.Filter(snapshot.hot(static_cast<int32_t>(i)))
-                               : fw.Filter(ctx, it->second);
-  };
-  const int32_t count = member.gpu.shared() ? 1 : member.gpu.count;
+  GangSearch search(in, member, snapshot, fw);
   GangPlan plan;
   for (int32_t i = 0; i < missing; ++i) {
-    // A node with room as is: the best score.
-    const Room room = FindRoomByScan(
-        member, ctx, snapshot, fw, ledger,
-        [&](size_t k) -> const NodeInfo& { return view(*nodes[k]); },
-        [&](size_t k) {
-          in.Pace();
-          return filter(k).fits();
-        });
-    if (room.found()) {
-      const std::string name = nodes[room.index]->name;
-      changed[name] = policy::WithPod(view(*nodes[room.index]), member, room.devices);
-      plan.steps.push_back({name, {}, ""});
-      continue;
-    }
+    if (search.PlaceAsIs(&plan)) continue;
     // Else the node whose plan evicts the fewest GPUs. Only the last step
     // must leave the gang's quota: the earlier steps' victims count too.
     NodePlanRules rules;
@@ -118,50 +202,11 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
     rules.quota_demand = whole;
     rules.borrow_demand = demand * missing;
     rules.check_quota = i + 1 == missing;
-    std::vector<NodeBound> bounds;
-    for (size_t k = 0; k < nodes.size(); ++k) {
-      in.Pace();
-      NodeBound b = Bound(k, view(*nodes[k]), member, reclaim, gone, in.only);
-      if (b.could_free == 0 || (!member.gpu.shared() && b.could_free < count)) continue;
-      bounds.push_back(b);
-    }
-    std::stable_sort(bounds.begin(), bounds.end(), [](const NodeBound& a, const NodeBound& b) {
-      return std::tie(a.min_priority, a.min_milli) < std::tie(b.min_priority, b.min_milli);
-    });
-    std::optional<NodePlan> cheapest;
-    const NodeInfo* where = nullptr;
-    for (const NodeBound& b : bounds) {
-      in.Pace();
-      if (cheapest.has_value() && std::make_tuple(cheapest->MaxPriority(), cheapest->Milli()) <=
-                                      std::make_tuple(b.min_priority, b.min_milli)) {
-        break;  // no node left can have a cheaper plan
-      }
-      const size_t k = b.index;
-      const NodeInfo& n = view(*nodes[k]);
-      if (filter(k).verdict == policy::Verdict::kUnresolvable) continue;
-      auto p = PlanNode(local, member, n, snapshot, fw, rules);
-      if (!p.has_value() || p->victims.empty()) continue;
-      if (!cheapest.has_value() || Cheaper(*p, *cheapest)) {
-        cheapest = std::move(p);
-        where = &n;
-      }
-    }
-    if (!cheapest.has_value()) return std::nullopt;
-    const std::string name = where->name;
-    NodeInfo after = policy::WithoutPods(*where, cheapest->VictimUids());
-    auto placement = policy::ChoosePlacement(member.gpu, after);
-    if (!placement.has_value()) return std::nullopt;
-    changed[name] = policy::WithPod(after, member, placement->devices);
-    for (const Victim& v : cheapest->gang_rest) {
-      const NodeInfo* other = snapshot.Find(v.node);
-      if (other != nullptr) changed[v.node] = policy::WithoutPods(view(*other), {v.uid});
-    }
-    for (const std::string& uid : cheapest->AllUids()) gone.emplace(uid, 0);
-    for (const Victim& v : cheapest->victims) ledger.Add(v.ns, v.product, -v.milli);
-    for (const Victim& v : cheapest->gang_rest) ledger.Add(v.ns, v.product, -v.milli);
-    plan.steps.push_back({name, std::move(*cheapest), ""});
+    if (!search.PlaceWithVictims(rules, &plan)) return std::nullopt;
   }
-  if (in.options->quotas.enabled && !ledger.Check(member.ns, whole).ok) return std::nullopt;
+  if (in.options->quotas.enabled && !search.ledger().Check(member.ns, whole).ok) {
+    return std::nullopt;
+  }
   return plan;
 }
 

@@ -359,6 +359,7 @@ bool QueueManager::PreparePreemptLocked(const PreemptionArgs& args, const Cluste
     }
   }
   work->view = PlanningViewLocked();
+  work->queue_version = queue_version_;
   work->pod = pod;
   work->missing = missing;
   work->quota_demand = ev.quota_demand;
@@ -383,6 +384,8 @@ PreemptionOutcome QueueManager::PreemptOne(const PreemptionArgs& args,
   PreemptionOutcome out;
   TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt-commit");
   for (const auto& [c, plan] : plans) {
+    const std::vector<std::string> victims = plan.AllUids();
+    if (!PlanCurrentLocked({work.view->stamp, work.queue_version, "", false, &victims})) continue;
     if (auto nv = AnswerNodeLocked(work.pod, *c, *snapshot.Find(c->node), plan)) {
       out.nodes.push_back(std::move(*nv));
     }
@@ -406,6 +409,12 @@ PreemptionOutcome QueueManager::PreemptGang(const PreemptionArgs& args,
   TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt");
   GangPlan* current = CurrentGangPlanLocked(key);  // another member's call may have planned
   if (current == nullptr) {
+    std::vector<std::string> victims;
+    for (const GangStep& step : plan->steps) {
+      for (std::string& uid : step.plan.AllUids()) victims.push_back(std::move(uid));
+    }
+    if (!PlanCurrentLocked({work.view->stamp, work.queue_version, work.pod.uid, false, &victims}))
+      return {};
     plan->at_ms = Now();
     current = &(gang_plans_[key] = std::move(*plan));
   }
@@ -538,6 +547,59 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
   return jobs;
 }
 
+std::vector<uint8_t> QueueManager::ReclaimWorth(const PlanInputs& in, const ReclaimJob& job,
+                                                const ClusterSnapshot& snapshot,
+                                                policy::FilterMemo& memo, size_t* fewest_out) {
+  const auto& nodes = snapshot.nodes();
+  const QuotaLedger& ledger = *in.ledger;
+  const std::string& cohort = ledger.Quota(job.pod.ns).cohort;
+  // Borrowers (for a cohort's loan, outside the cohort): only their pods
+  // can be reclaimed.
+  absl::flat_hash_set<std::string> borrowers;
+  for (const std::string& o : ledger.Namespaces()) {
+    if (o == job.pod.ns || ledger.Usage(o) <= ledger.Guaranteed(o)) continue;
+    if (job.cohort_loan && ledger.Quota(o).cohort == cohort) continue;
+    borrowers.insert(o);
+  }
+  const bool lower_only = in.options->reclaim.only_lower_priority;
+  auto reclaimable = [&](const PodOnNode& p) {
+    if (p.reservation || in.evicted->contains(p.uid)) return false;
+    if (in.only != nullptr) return in.only->contains(p.uid);
+    return borrowers.contains(p.ns) && (!lower_only || p.priority < job.pod.priority);
+  };
+  // Per node, whether planning can help: its verdict is not unresolvable, it
+  // has a reclaimable pod, and its free devices plus every reclaimable
+  // pod's are enough for a whole-GPU pod. Also the fewest victims any plan
+  // can have: a victim frees at most `most` devices, a node has at most
+  // `most_free` free, so a plan of that size is the cheapest there is.
+  const int32_t count = job.pod.gpu.shared() ? 1 : job.pod.gpu.count;
+  std::vector<uint8_t> worth(nodes.size(), 0);
+  int32_t most = 1, most_free = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    in.Pace();
+    const NodeInfo& node = *nodes[i];
+    if (memo.Filter(snapshot.hot(static_cast<int32_t>(i))).verdict ==
+        policy::Verdict::kUnresolvable) {
+      continue;  // no eviction makes this node fit
+    }
+    const int32_t free = std::popcount(node.whole_free & node.healthy);
+    int32_t could_free = free;
+    bool any = false;
+    for (const PodOnNode& p : node.pods) {
+      if (!reclaimable(p)) continue;
+      any = true;
+      could_free += std::popcount(p.devices);
+      most = std::max(most, std::popcount(p.devices));
+    }
+    if (!any || (!job.pod.gpu.shared() && could_free < count)) continue;
+    worth[i] = 1;
+    most_free = std::max(most_free, free);
+  }
+  *fewest_out =
+      static_cast<size_t>(std::max(1, (count - most_free + most - 1) / std::max(1, most)));
+  return worth;
+}
+
 void QueueManager::PlanReclaim(const PlanInputs& batch_in, const ClusterSnapshot& snapshot,
                                const policy::Framework& fw, ReclaimJob* job) {
   PlanInputs in = batch_in;
@@ -568,52 +630,8 @@ void QueueManager::PlanReclaim(const PlanInputs& batch_in, const ClusterSnapshot
       return;  // it fits somewhere as is: nothing to reclaim
     }
   }
-  const QuotaLedger& ledger = *in.ledger;
-  const std::string& cohort = ledger.Quota(job->pod.ns).cohort;
-  // Borrowers (for a cohort's loan, outside the cohort): only their pods
-  // can be reclaimed.
-  absl::flat_hash_set<std::string> borrowers;
-  for (const std::string& o : ledger.Namespaces()) {
-    if (o == job->pod.ns || ledger.Usage(o) <= ledger.Guaranteed(o)) continue;
-    if (job->cohort_loan && ledger.Quota(o).cohort == cohort) continue;
-    borrowers.insert(o);
-  }
-  const bool lower_only = in.options->reclaim.only_lower_priority;
-  auto reclaimable = [&](const PodOnNode& p) {
-    if (p.reservation || in.evicted->contains(p.uid)) return false;
-    if (in.only != nullptr) return in.only->contains(p.uid);
-    return borrowers.contains(p.ns) && (!lower_only || p.priority < job->pod.priority);
-  };
-  // Per node, whether planning can help: its verdict is not unresolvable, it
-  // has a reclaimable pod, and its free devices plus every reclaimable
-  // pod's are enough for a whole-GPU pod. Also the fewest victims any plan
-  // can have: a victim frees at most `most` devices, a node has at most
-  // `most_free` free, so a plan of that size is the cheapest there is.
-  const int32_t count = job->pod.gpu.shared() ? 1 : job->pod.gpu.count;
-  std::vector<uint8_t> worth(nodes.size(), 0);
-  int32_t most = 1, most_free = 0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    in.Pace();
-    const NodeInfo& node = *nodes[i];
-    if (memo.Filter(snapshot.hot(static_cast<int32_t>(i))).verdict ==
-        policy::Verdict::kUnresolvable) {
-      continue;  // no eviction makes this node fit
-    }
-    const int32_t free = std::popcount(node.whole_free & node.healthy);
-    int32_t could_free = free;
-    bool any = false;
-    for (const PodOnNode& p : node.pods) {
-      if (!reclaimable(p)) continue;
-      any = true;
-      could_free += std::popcount(p.devices);
-      most = std::max(most, std::popcount(p.devices));
-    }
-    if (!any || (!job->pod.gpu.shared() && could_free < count)) continue;
-    worth[i] = 1;
-    most_free = std::max(most_free, free);
-  }
-  const size_t fewest =
-      static_cast<size_t>(std::max(1, (count - most_free + most - 1) / std::max(1, most)));
+  size_t fewest = 1;
+  const std::vector<uint8_t> worth = ReclaimWorth(in, *job, snapshot, memo, &fewest);
   std::optional<std::vector<std::string>> best;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!worth[i]) continue;
@@ -632,8 +650,80 @@ void QueueManager::PlanReclaim(const PlanInputs& batch_in, const ClusterSnapshot
   if (best.has_value()) job->victims = std::move(*best);
 }
 
+QueueManager::PlanningView::Stamp QueueManager::CurrentStampLocked() {
+  const uint64_t claims = ReclaimViewLocked().generation;  // brought up to date first
+  return {usage_.generation(), config_version_, claims, evicted_version_};
+}
+
+bool QueueManager::PlanCurrentLocked(const PlanBasis& basis) {
+  const PlanningView::Stamp now = CurrentStampLocked();
+  if (basis.stamp.config != now.config) return false;
+  const Entry* e = basis.for_uid.empty() ? nullptr : FindEntryLocked(basis.for_uid);
+  if (!basis.for_uid.empty() && e == nullptr) return false;  // bound, gone or no longer waiting
+  if (basis.stamp == now && basis.queue_version == queue_version_) return true;  // nothing moved
+  if (basis.heads_queue) {
+    auto q = order_.find(e->pod.ns);
+    if (q == order_.end() || *q->second.begin() != e) return false;
+  }
+  if (basis.victims == nullptr) return true;
+  return std::none_of(basis.victims->begin(), basis.victims->end(), [&](const std::string& uid) {
+    return evicted_.contains(uid) || !deps_.state->FindPod(uid).has_value();
+  });
+}
+
+std::string QueueManager::ReclaimReasonLocked(const ReclaimJob& job, int64_t now) {
+  if (!job.only.empty()) {
+    const AttainedServiceConfig& a = AttainedOf(options_.quotas, job.ns);
+    // One preemption of the budget per workload evicted.
+    absl::flat_hash_set<std::string> workloads;
+    for (const std::string& uid : job.victims) {
+      if (const std::string* w = attained_.WorkloadOf(uid)) workloads.insert(*w);
+    }
+    BudgetLocked(job.ns, a.preemptions_per_hour, now).tokens -=
+        static_cast<double>(std::max<size_t>(1, workloads.size()));
+    return StrCat("attained service: ", job.pod.Key(), " has run less than ",
+                  FormatGpus(a.demote_after_gpu_seconds * 1000 / 3600), " GPU-hours and needs ",
+                  FormatGpus(job.demand), " GPUs held by a workload of ", job.ns,
+                  " that has run more");
+  }
+  if (job.cohort_loan) {
+    return StrCat("reclaim: cohort ",
+                  options_.quotas.namespaces.contains(job.ns)
+                      ? options_.quotas.namespaces.at(job.ns).cohort
+                      : options_.quotas.default_quota.cohort,
+                  " lends ", job.ns, " its idle guarantee, borrowed outside the cohort, and ",
+                  job.pod.Key(), " needs ", FormatGpus(job.demand), " GPUs");
+  }
+  return StrCat("reclaim: namespace ", job.ns, " is below its guarantee and ", job.pod.Key(),
+                " needs ", FormatGpus(job.demand), " GPUs");
+}
+
+void QueueManager::RecordReclaimLocked(const ReclaimJob& job, int64_t now) {
+  Reclaim& r = reclaiming_[job.ns];
+  reclaim_view_.dirty = true;
+  r = {now,
+       job.victims,
+       job.pod.uid,
+       job.demand,
+       {},
+       job.pod.priority,
+       IsGang(job.pod) ? job.pod.gang : "",
+       job.only.empty() && !job.cohort_loan};
+  for (const std::string& uid : job.victims) {
+    if (auto v = deps_.state->FindPod(uid)) r.nodes.insert(v->node_name);
+  }
+  auto held = std::make_shared<HeldNodes>();
+  for (const std::string& node : r.nodes) {
+    held->emplace_back(node, StrCat("gpusched: GPUs freed on ", node, " by reclaim are held for ",
+                                    job.pod.Key(), " until it binds"));
+  }
+  r.held = std::move(held);
+}
+
 std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLocked(
-    const std::vector<ReclaimJob>& jobs, uint64_t planned_generation) {
+    const std::vector<ReclaimJob>& jobs, const PlanningView::Stamp& planned,
+    uint64_t queue_version) {
+  SyncLocked(deps_.state->Snapshot());  // the facts as they are now
   std::vector<std::pair<PodRequest, std::string>> out;
   const int64_t now = Now();
   for (const ReclaimJob& job : jobs) {
@@ -650,66 +740,16 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLock
       continue;
     }
     reclaim_backoff_.erase(job.ns);
-    // Still current: nothing changed since the plan, or the pod still
-    // heads its queue and every victim is still there and not evicted.
-    const Entry* e = FindEntryLocked(job.pod.uid);
-    if (e == nullptr) continue;
-    if (deps_.state->Snapshot()->generation() != planned_generation) {
-      auto q = order_.find(job.ns);
-      if (q == order_.end() || *q->second.begin() != e) continue;
-      const auto& evicted = evicted_;
-      if (std::any_of(job.victims.begin(), job.victims.end(), [&](const std::string& uid) {
-            return evicted.contains(uid) || !deps_.state->FindPod(uid).has_value();
-          })) {
-        continue;
-      }
-    }
-    std::string reason = StrCat("reclaim: namespace ", job.ns, " is below its guarantee and ",
-                                job.pod.Key(), " needs ", FormatGpus(job.demand), " GPUs");
-    if (job.cohort_loan) {
-      reason = StrCat("reclaim: cohort ",
-                      options_.quotas.namespaces.contains(job.ns)
-                          ? options_.quotas.namespaces.at(job.ns).cohort
-                          : options_.quotas.default_quota.cohort,
-                      " lends ", job.ns, " its idle guarantee, borrowed outside the cohort, and ",
-                      job.pod.Key(), " needs ", FormatGpus(job.demand), " GPUs");
-    }
-    if (!job.only.empty()) {
-      const AttainedServiceConfig& a = AttainedOf(options_.quotas, job.ns);
-      reason = StrCat("attained service: ", job.pod.Key(), " has run less than ",
-                      FormatGpus(a.demote_after_gpu_seconds * 1000 / 3600), " GPU-hours and needs ",
-                      FormatGpus(job.demand), " GPUs held by a workload of ", job.ns,
-                      " that has run more");
-      // One preemption of the budget per workload evicted.
-      absl::flat_hash_set<std::string> workloads;
-      for (const std::string& uid : job.victims) {
-        if (const std::string* w = attained_.WorkloadOf(uid)) workloads.insert(*w);
-      }
-      BudgetLocked(job.ns, a.preemptions_per_hour, now).tokens -=
-          static_cast<double>(std::max<size_t>(1, workloads.size()));
-    }
+    // The commit rule (PlanCurrentLocked): its pod still heads its queue
+    // and every victim is still there and not evicted, unless nothing moved.
+    if (!PlanCurrentLocked(
+            {planned, queue_version, job.pod.uid, /*heads_queue=*/true, &job.victims}))
+      continue;
+    const std::string reason = ReclaimReasonLocked(job, now);
     for (const std::string& uid : job.victims) {
       if (auto pod = MarkEvictedLocked(uid)) out.emplace_back(std::move(*pod), reason);
     }
-    Reclaim& r = reclaiming_[job.ns];
-    reclaim_view_.dirty = true;
-    r = {now,
-         job.victims,
-         job.pod.uid,
-         job.demand,
-         {},
-         job.pod.priority,
-         IsGang(job.pod) ? job.pod.gang : "",
-         job.only.empty() && !job.cohort_loan};
-    for (const std::string& uid : job.victims) {
-      if (auto v = deps_.state->FindPod(uid)) r.nodes.insert(v->node_name);
-    }
-    auto held = std::make_shared<HeldNodes>();
-    for (const std::string& node : r.nodes) {
-      held->emplace_back(node, StrCat("gpusched: GPUs freed on ", node, " by reclaim are held for ",
-                                      job.pod.Key(), " until it binds"));
-    }
-    r.held = std::move(held);
+    RecordReclaimLocked(job, now);
   }
   return out;
 }

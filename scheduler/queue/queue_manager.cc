@@ -109,6 +109,7 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
   auto it = entries_.find(uid);
   if (it == entries_.end()) return;
   Entry* e = &it->second;
+  ++queue_version_;
   unit_index_.erase(e->pod.ns);
   reclaim_view_.dirty = true;  // it may be a reclaim's pod
   auto q = order_.find(e->pod.ns);
@@ -129,6 +130,7 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
 
 void QueueManager::UpsertEntryLocked(PodRequest pod) {
   Entry* e = FindEntryLocked(pod.uid);
+  ++queue_version_;
   unit_index_.erase(pod.ns);  // demand or gang size may change even in place
   reclaim_view_.dirty = true;
   // An entry keeps the attained-service level it was queued with (until its
@@ -620,6 +622,7 @@ std::shared_ptr<const QueueManager::PlanningView> QueueManager::PlanningViewLock
   v->options = shared_options_;
   auto copy = std::make_unique<QuotaLedger>(ledger);
   copy->RebindConfig(v->options->quotas);
+  copy->Warm();  // shared by planners on several threads: no const call may write it
   v->ledger = std::move(copy);
   v->evicted = evicted_;
   v->usage = usage_;
@@ -633,6 +636,7 @@ QueueManager::PlanBatch QueueManager::ReclaimBatchLocked(
   b.jobs = ReclaimJobsLocked(*snapshot);
   if (b.jobs.empty()) return b;
   b.view = PlanningViewLocked();
+  b.queue_version = queue_version_;
   b.evicted = b.view->evicted;
   b.fw = deps_.framework();
   return b;
@@ -786,7 +790,8 @@ int QueueManager::Tick() {
     std::vector<std::pair<PodRequest, std::string>> send;
     {
       TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-commit");
-      send = CommitReclaimsLocked(planner.done->jobs, planner.done->view->snapshot->generation());
+      send = CommitReclaimsLocked(planner.done->jobs, planner.done->view->stamp,
+                                  planner.done->queue_version);
     }
     evictions += SendEvictions(send, "reclaim");
   }

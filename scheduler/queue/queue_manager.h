@@ -342,12 +342,30 @@ class QueueManager final : public PodGate {
   // The view of the state as it is now: the published one while nothing it
   // copies moved, else a new copy (O(namespaces + evictions + gangs)).
   std::shared_ptr<const PlanningView> PlanningViewLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The commit rule, the one way a plan made without the mutex is accepted
+  // under it (docs/architecture.md, "Plans and the commit"): the config is
+  // the one it was planned under and its pod (if any) still waits; and
+  // either nothing it read has moved (its view's stamp and the queue's
+  // version are the current ones)
+  // or every fact it rests on still holds: its pod still heads its queue
+  // (if `heads_queue`), every victim still exists and is not being evicted.
+  // Devices it takes are checked where they are assumed (ClusterState).
+  struct PlanBasis {
+    PlanningView::Stamp stamp;   // of the view it was planned on
+    uint64_t queue_version = 0;  // queue_version_ when it was prepared
+    std::string for_uid;         // the pod it is for; "": none to check
+    bool heads_queue = false;
+    const std::vector<std::string>* victims = nullptr;
+  };
+  bool PlanCurrentLocked(const PlanBasis& basis) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  PlanningView::Stamp CurrentStampLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One round of reclaim planning: the jobs, planned on `view` (evictions
   // planned earlier in the round are added to `evicted`, a copy of the
   // view's).
   struct PlanBatch {
     std::vector<ReclaimJob> jobs;
     std::shared_ptr<const PlanningView> view;
+    uint64_t queue_version = 0;  // when its jobs were chosen
     absl::flat_hash_map<std::string, int64_t> evicted;
     std::shared_ptr<const policy::Framework> fw;
   };
@@ -566,6 +584,7 @@ class QueueManager final : public PodGate {
   // without the mutex and recorded under it.
   struct PreemptWork {
     std::shared_ptr<const PlanningView> view;
+    uint64_t queue_version = 0;
     PodRequest pod;  // the source's pod where it waits
     int32_t missing = 0;
     int64_t quota_demand = 0;
@@ -581,6 +600,7 @@ class QueueManager final : public PodGate {
   PreemptionOutcome PreemptGang(const PreemptionArgs& args, const ClusterSnapshot& snapshot,
                                 const policy::Framework& fw, const PreemptWork& work)
       ABSL_LOCKS_EXCLUDED(mu_);
+  class GangSearch;  // PlanGang's state between members (gang_preemption.cc)
   class NodeSearch;  // PlanNode's candidates and quota check (preempt_reclaim.cc)
   // Victims (highest priority first) so `preemptor` fits on `node`, within
   // `rules`; a victim gang with members on other nodes is taken whole (they
@@ -636,13 +656,26 @@ class QueueManager final : public PodGate {
   // The reclaim plan for one job (cheapest node), or none. Pure.
   static void PlanReclaim(const PlanInputs& in, const ClusterSnapshot& snapshot,
                           const policy::Framework& fw, ReclaimJob* job);
+  // Per node, whether reclaim planning can help there: its verdict is not
+  // unresolvable, it has a reclaimable pod, and its free devices plus every
+  // reclaimable pod's are enough; `fewest` gets the fewest victims any plan
+  // can have (a lower bound that stops the search). Pure.
+  static std::vector<uint8_t> ReclaimWorth(const PlanInputs& in, const ReclaimJob& job,
+                                           const ClusterSnapshot& snapshot,
+                                           policy::FilterMemo& memo, size_t* fewest);
   // Namespaces whose queue head may reclaim now (cheap checks only).
   std::vector<ReclaimJob> ReclaimJobsLocked(const ClusterSnapshot& snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records the planned reclaims still current; returns the evictions to send.
+  // Records the planned reclaims still current (PlanCurrentLocked); returns
+  // the evictions to send.
   std::vector<std::pair<PodRequest, std::string>> CommitReclaimsLocked(
-      const std::vector<ReclaimJob>& jobs, uint64_t planned_generation)
+      const std::vector<ReclaimJob>& jobs, const PlanningView::Stamp& planned,
+      uint64_t queue_version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The eviction reason of a committed reclaim (an attained-service one
+  // spends its namespace's budget), and its record (claim, held nodes).
+  std::string ReclaimReasonLocked(const ReclaimJob& job, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordReclaimLocked(const ReclaimJob& job, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<std::pair<PodRequest, std::string>> OverLimitEvictionsLocked(
       const ClusterSnapshot& snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `uid` evicted (not planned again while it goes); the pod to evict.
@@ -788,6 +821,7 @@ class QueueManager final : public PodGate {
   // Pods we asked to evict (uid -> when): not planned again while they go.
   absl::flat_hash_map<std::string, int64_t> evicted_ ABSL_GUARDED_BY(mu_);
   uint64_t evicted_version_ ABSL_GUARDED_BY(mu_) = 0;  // moves with every change of evicted_
+  uint64_t queue_version_ ABSL_GUARDED_BY(mu_) = 0;    // moves with every pending entry change
   std::shared_ptr<const PlanningView> view_ ABSL_GUARDED_BY(mu_);  // the last published
   // Ledger cache for one snapshot generation and config version.
   std::unique_ptr<QuotaLedger> ledger_ ABSL_GUARDED_BY(mu_);

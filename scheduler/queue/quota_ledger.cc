@@ -124,6 +124,21 @@ void QuotaLedger::FillSums() const {
   sums_ready_ = true;
 }
 
+void QuotaLedger::FillCohorts() const {
+  if (!cohort_free_.empty()) return;
+  ForEachNamespace([&](const std::string& o) {
+    const std::string& c = Quota(o).cohort;
+    // idle guarantee minus what o borrows
+    if (!c.empty()) cohort_free_[c] += Guaranteed(o) - Usage(o) - HeldBack(o);
+  });
+}
+
+void QuotaLedger::Warm() const {
+  FillSums();
+  FillCohorts();
+  (void)Claimed("");
+}
+
 int64_t QuotaLedger::Idle() const {
   FillSums();
   return std::max<int64_t>(0, Capacity() - used_total_);
@@ -143,13 +158,7 @@ int64_t QuotaLedger::Lendable(const std::string& ns) const {
 int64_t QuotaLedger::CohortLendable(const std::string& ns) const {
   const std::string& cohort = Quota(ns).cohort;
   if (cohort.empty()) return 0;
-  if (cohort_free_.empty()) {
-    ForEachNamespace([&](const std::string& o) {
-      const std::string& c = Quota(o).cohort;
-      // idle guarantee minus what o borrows
-      if (!c.empty()) cohort_free_[c] += Guaranteed(o) - Usage(o) - HeldBack(o);
-    });
-  }
+  FillCohorts();
   auto it = cohort_free_.find(cohort);
   const int64_t all = it == cohort_free_.end() ? 0 : it->second;
   // ns itself counts in the sum only if it is listed or holds GPUs.

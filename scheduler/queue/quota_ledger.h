@@ -92,6 +92,10 @@ class QuotaLedger {
   // The cluster's GPU capacity and what no pod holds (milli).
   int64_t Capacity() const { return base_->capacity().total; }
   int64_t Idle() const;
+  // Fills every sum that const calls otherwise fill on first use, so that a
+  // ledger shared between threads (the queue's PlanningView) is never
+  // written by a const call. Copies made after it inherit the sums.
+  void Warm() const;
   // Idle GPUs ns may borrow now (milli, >= 0; see the rule above).
   int64_t Lendable(const std::string& ns) const;
   // What the other members of ns's cohort can lend now (milli, >= 0).
@@ -128,8 +132,9 @@ class QuotaLedger {
   int64_t ModelLendable(const std::string& ns, const std::string& model) const;
   // The part of o's idle guarantee its claim holds back.
   int64_t HeldBack(const std::string& o) const;
-  // Fills the cached sums below if they are empty.
+  // Fill the cached sums below if they are empty.
   void FillSums() const;
+  void FillCohorts() const;
 
   const QuotaConfig* config_;
   const Use* Find(const std::string& ns) const;

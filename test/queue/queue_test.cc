@@ -618,6 +618,49 @@ TEST(ReclaimTest, BackgroundPlanningCommitsTheSamePlanAtTheNextTick) {
   EXPECT_EQ(c.queue->Tick(), 1);
 }
 
+// The commit rule (QueueManager::PlanCurrentLocked): a plan made on an older
+// state commits only while the facts it rests on hold. A head passed by a
+// pod that goes first drops the plan (its namespace plans again later); a
+// change elsewhere (a pod of another namespace submitted) does not.
+TEST(ReclaimTest, APlanCommitsOnlyWhileTheFactsItRestsOnHold) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}});
+  auto running = [] {
+    return std::vector<PodRequest>{
+        Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
+        Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)};
+  };
+  PodRequest b = PodBuilder("b", "team-b").Gpus(4).Build();
+  auto planned = [&](Harness& h) {
+    h.queue->AttachPlanner(true);
+    EXPECT_THAT(h.Filter(b), IsEmpty());
+    EXPECT_EQ(h.queue->Tick(), 0);  // handed over
+    EXPECT_TRUE(h.queue->PlanReclaims(absl::ZeroDuration()));
+  };
+  // What the plan evicts when nothing moves.
+  Harness ref(H100s(2), running(), o);
+  planned(ref);
+  ASSERT_EQ(ref.queue->Tick(), 1);
+  ASSERT_EQ(ref.writer.evicted.size(), 1u);
+  const std::string victim = ref.writer.evicted[0];
+
+  // A pod of team-b that goes first arrives between planning and commit:
+  // the planned head no longer heads its queue, nothing is evicted.
+  Harness passed(H100s(2), running(), o);
+  planned(passed);
+  passed.Submit(PodBuilder("urgent", "team-b").Gpus(4).Priority(1000).Build());
+  EXPECT_EQ(passed.queue->Tick(), 0);
+  EXPECT_THAT(passed.writer.evicted, IsEmpty());
+
+  // Something else moves (the state's stamp changes), the facts hold:
+  // committed as planned.
+  Harness moved(H100s(2), running(), o);
+  planned(moved);
+  moved.Submit(PodBuilder("c", "team-c").Gpus(1).Build());
+  EXPECT_EQ(moved.queue->Tick(), 1);
+  EXPECT_EQ(moved.writer.evicted, ref.writer.evicted);
+}
+
 // Evictions handed to the asynchronous writer all reach the wrapped one, in
 // order; the tick that hands them over does not wait for them.
 TEST(ReclaimTest, AsyncWriterSendsEveryEvictionInOrder) {
