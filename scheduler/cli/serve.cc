@@ -2,7 +2,8 @@
 // the HTTP server (the extender port and, with --health-listen, the plain
 // probe port), then serves until SIGTERM. Pieces: ServerOptionsFrom (flags
 // over the config's server section), ConfigReloader (live reload), Serve
-// (wiring).
+// (wiring, in steps: LoadServeStart, StartClusterSource, StartQueuePositions,
+// StartQuotaObjects, ServeRouteDeps).
 
 #include <fstream>
 #include <iostream>
@@ -342,7 +343,11 @@ std::string ServeUsage() {
          "                            (default 33554432, 32 MiB)\n";
 }
 
-int Serve(const std::vector<std::string>& args) {
+namespace {
+
+// serve's flags: those taking a value (the Kubernetes API's included) and
+// the API's switches.
+Flags ServeFlags() {
   std::set<std::string> valued = {"config",
                                   "cluster",
                                   "listen",
@@ -355,110 +360,181 @@ int Serve(const std::vector<std::string>& args) {
                                   "max-body-bytes",
                                   "max-inflight-body-bytes"};
   valued.merge(kube::KubeValuedFlags());
-  Flags flags(valued, kube::KubeSwitchFlags(), ServeUsage());
-  auto has = [&flags](const std::string& f) { return flags.Has(f); };
-  auto get = [&flags](const std::string& f) { return flags.Get(f); };
+  return Flags(std::move(valued), kube::KubeSwitchFlags(), ServeUsage());
+}
+
+// What serve starts from: the config file (path, bytes, decoded), the
+// scoring framework it names and the server settings (flags over its
+// server section).
+struct ServeStart {
+  std::string config_path;
+  std::string config_text;
+  SchedulerConfig config;
+  std::unique_ptr<policy::Framework> framework;
+  http::ServerOptions server;
+};
+
+// Reads the config, builds the framework and the server settings, and
+// checks that exactly one cluster source is given. Every error is a usage
+// error (exit 2); its message is what serve prints.
+absl::StatusOr<ServeStart> LoadServeStart(const Flags& flags) {
+  ServeStart start;
+  start.config_path = flags.Get("config", "config/scheduler-policy.json");
+  GPUSCHED_ASSIGN_OR_RETURN(start.config, ReadConfig(start.config_path, &start.config_text));
+  auto fw = policy::Framework::Create(start.config.scoring);
+  if (!fw.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("config ", start.config_path, ": ", fw.status().message()));
+  }
+  start.framework = *std::move(fw);
+  GPUSCHED_ASSIGN_OR_RETURN(start.server, ServerOptionsFrom(flags, start.config.server));
+  if (flags.Has("cluster") ==
+      kube::KubeRequested([&flags](const std::string& f) { return flags.Has(f); })) {
+    return absl::InvalidArgumentError(
+        "give one of --cluster FILE (a `kubectl get nodes,pods -A -o json` List), --kube "
+        "(in-cluster) or --kubeconfig PATH");
+  }
+  return start;
+}
+
+// Starts the cluster source the flags name: the --cluster file (`file`) or
+// the Kubernetes API. Returns the API's runtime, or nullptr for the file.
+absl::StatusOr<std::unique_ptr<kube::KubeRuntime>> StartClusterSource(const Flags& flags,
+                                                                      FileClusterSource* file,
+                                                                      ClusterState* state,
+                                                                      ExtenderService* service,
+                                                                      Metrics* metrics) {
+  if (flags.Has("cluster")) {
+    GPUSCHED_RETURN_IF_ERROR(
+        file->Start(state, [service](bool synced) { service->SetReady(synced); }));
+    return nullptr;
+  }
+  GPUSCHED_ASSIGN_OR_RETURN(
+      kube::KubeOptions options,
+      kube::KubeOptionsFromFlags([&flags](const std::string& f) { return flags.Has(f); },
+                                 [&flags](const std::string& f) { return flags.Get(f); }));
+  return kube::StartKube(options, state, service, metrics);
+}
+
+// With the API (`rt` set), the leader keeps each pending pod's queue
+// position on the pod; nullptr without it.
+std::unique_ptr<kube::QueueStatusPublisher> StartQueuePositions(kube::KubeRuntime* rt,
+                                                                queue::QueueManager* queue,
+                                                                Metrics* metrics) {
+  if (rt == nullptr) return nullptr;
+  return std::make_unique<kube::QueueStatusPublisher>(
+      rt->client(), [queue](int32_t n) { return queue->Positions(n); },
+      [rt] { return rt->leader() && rt->synced(); }, kube::QueueStatusPublisher::Options{},
+      metrics);
+}
+
+// With the API: GPUQuota objects are the quota source while their CRD is
+// installed, and the leader keeps their status current. Both unset without
+// it. The writer goes first (members are destroyed in reverse order).
+struct QuotaObjectsRuntime {
+  std::unique_ptr<kube::QuotaObjectWatcher> watcher;
+  std::unique_ptr<kube::QuotaStatusWriter> status;
+};
+
+QuotaObjectsRuntime StartQuotaObjects(kube::KubeRuntime* rt, queue::QueueConfigApplier* quotas,
+                                      queue::QueueManager* queue, Metrics* metrics) {
+  QuotaObjectsRuntime out;
+  if (rt == nullptr) return out;
+  out.watcher = std::make_unique<kube::QuotaObjectWatcher>(rt->client(),
+                                                           kube::QuotaObjectsOptions{}, metrics);
+  out.watcher->Start([quotas](const auto& objects) { quotas->SetObjects(objects); });
+  kube::QuotaStatusWriter::Inputs in;
+  in.resolved = [w = out.watcher.get()] { return w->Current(); };
+  in.report = [queue] { return queue->Report({"", 1}); };
+  in.may_write = [rt] { return rt->leader() && rt->synced(); };
+  out.status = std::make_unique<kube::QuotaStatusWriter>(
+      rt->client(), std::move(in), kube::QuotaStatusWriter::Options{}, metrics);
+  return out;
+}
+
+// What the routes call: the service, readiness (the server accepting; with
+// the API also the runtime ready and the quota objects settled), the
+// unplaced-pod Event and the debug pages.
+http::RouteDeps ServeRouteDeps(ExtenderService* service, Metrics* metrics,
+                               const http::HttpServer* server, kube::KubeRuntime* rt,
+                               const kube::QuotaObjectWatcher* quota_objects,
+                               queue::QueueManager* queue, const ClusterState* state,
+                               const ConfigReloader* reloader) {
+  http::RouteDeps deps;
+  deps.service = service;
+  deps.metrics = metrics;
+  deps.ready = [server] { return server->accepting(); };
+  if (rt != nullptr) {
+    deps.ready = [server, rt, w = quota_objects] {
+      return server->accepting() && rt->ReadyFn()() && w->settled();
+    };
+    deps.on_unplaced = rt->UnplacedFn();
+  }
+  deps.debug_queues = [queue](const auto&... query) { return queue->Report(query...); };
+  deps.debug_pod = [queue, state](const std::string& ns, const std::string& name) {
+    return queue::ExplainPodWithDevices(*queue, *state, ns, name);
+  };
+  deps.debug_config = [reloader] { return codec::EncodeRunningConfig(reloader->Running()); };
+  return deps;
+}
+
+}  // namespace
+
+int Serve(const std::vector<std::string>& args) {
+  Flags flags = ServeFlags();
   auto fail = [](const auto& message, int code) {
     std::cerr << "gpusched serve: " << message << "\n";
     return code;
   };
   if (auto exit = flags.ParseOrExit("serve", args)) return *exit;
-  const std::string config_path = flags.Get("config", "config/scheduler-policy.json");
-  std::string config_text;
-  auto config = ReadConfig(config_path, &config_text);
-  if (!config.ok()) return fail(config.status().message(), 2);
-  auto fw = policy::Framework::Create(config->scoring);
-  if (!fw.ok()) return fail(StrCat("config ", config_path, ": ", fw.status().message()), 2);
-  auto opt = ServerOptionsFrom(flags, config->server);
-  if (!opt.ok()) return fail(opt.status().message(), 2);
-  if (flags.Has("cluster") == kube::KubeRequested(has)) {
-    return fail(
-        "give one of --cluster FILE (a `kubectl get nodes,pods -A -o json` List), --kube "
-        "(in-cluster) or --kubeconfig PATH",
-        2);
-  }
+  auto start = LoadServeStart(flags);
+  if (!start.ok()) return fail(start.status().message(), 2);
+  const SchedulerConfig& config = start->config;
+  http::ServerOptions& opt = start->server;
 
-  ClusterState state(config->topology_templates);
+  ClusterState state(config.topology_templates);
   // Each conflicting device claim once (gpusched_device_conflicts counts them).
   state.SetConflictLog([](const std::string& node, const std::string& what) {
     std::cerr << StrCat("gpusched: node ", node, ": device conflict: ", what, "\n");
   });
-  ExtenderService service(&state, std::shared_ptr<const policy::Framework>(std::move(*fw)));
+  ExtenderService service(&state,
+                          std::shared_ptr<const policy::Framework>(std::move(start->framework)));
   Metrics metrics;
   FileClusterSource source(flags.Get("cluster"));
-  std::unique_ptr<kube::KubeRuntime> kube_rt;
-  if (flags.Has("cluster")) {
-    auto s = source.Start(&state, [&service](bool synced) { service.SetReady(synced); });
-    if (!s.ok()) return fail(s.message(), 2);
-  } else {
-    auto ko = kube::KubeOptionsFromFlags(has, get);
-    auto rt = ko.ok() ? kube::StartKube(*ko, &state, &service, &metrics)
-                      : absl::StatusOr<std::unique_ptr<kube::KubeRuntime>>(ko.status());
-    if (!rt.ok()) return fail(rt.status().message(), 2);
-    kube_rt = *std::move(rt);
-  }
+  auto started = StartClusterSource(flags, &source, &state, &service, &metrics);
+  if (!started.ok()) return fail(started.status().message(), 2);
+  std::unique_ptr<kube::KubeRuntime> kube_rt = *std::move(started);
   // Evictions leave the tick at once and go out on a thread of their own.
   queue::AsyncClusterWriter writer(kube_rt ? kube_rt->writer() : &source);
-  auto queue_mgr = queue::InstallQueue(&service, &state, &writer, *config, &metrics);
+  auto queue_mgr = queue::InstallQueue(&service, &state, &writer, config, &metrics);
   queue::TickThread ticker(queue_mgr.get(), std::chrono::milliseconds(1000));
   queue::ReclaimPlannerThread planner(queue_mgr.get());
-  // The leader keeps each pending pod's queue position on the pod.
-  std::unique_ptr<kube::QueueStatusPublisher> positions;
-  if (kube_rt) {
-    positions = std::make_unique<kube::QueueStatusPublisher>(
-        kube_rt->client(), [q = queue_mgr.get()](int32_t n) { return q->Positions(n); },
-        [r = kube_rt.get()] { return r->leader() && r->synced(); },
-        kube::QueueStatusPublisher::Options{}, &metrics);
-  }
+  auto positions = StartQueuePositions(kube_rt.get(), queue_mgr.get(), &metrics);
 
-  queue::QueueConfigApplier quotas(queue_mgr.get(), *config, config_path,
+  queue::QueueConfigApplier quotas(queue_mgr.get(), config, start->config_path,
                                    [](const std::string& line) {
                                      std::cerr << "gpusched: " << line << "\n" << std::flush;
                                    });
-  quotas.SetFile(*config);
-  // With the API: GPUQuota objects are the quota source while their CRD is
-  // installed; the leader keeps their status current.
-  std::unique_ptr<kube::QuotaObjectWatcher> quota_objects;
-  std::unique_ptr<kube::QuotaStatusWriter> quota_status;
-  if (kube_rt) {
-    quota_objects = std::make_unique<kube::QuotaObjectWatcher>(
-        kube_rt->client(), kube::QuotaObjectsOptions{}, &metrics);
-    quota_objects->Start([&quotas](const auto& objects) { quotas.SetObjects(objects); });
-    kube::QuotaStatusWriter::Inputs in;
-    in.resolved = [w = quota_objects.get()] { return w->Current(); };
-    in.report = [q = queue_mgr.get()] { return q->Report({"", 1}); };
-    in.may_write = [r = kube_rt.get()] { return r->leader() && r->synced(); };
-    quota_status = std::make_unique<kube::QuotaStatusWriter>(
-        kube_rt->client(), std::move(in), kube::QuotaStatusWriter::Options{}, &metrics);
-  }
-  ConfigReloader reloader(config_path, config_text, *config, &flags, *opt, &service, &quotas);
-  opt->on_sighup = [&reloader] { reloader.OnSignal(); };
-  opt->periodic.push_back({std::chrono::milliseconds(2000), [&reloader] { reloader.OnTick(); }});
+  quotas.SetFile(config);
+  QuotaObjectsRuntime quota_objects =
+      StartQuotaObjects(kube_rt.get(), &quotas, queue_mgr.get(), &metrics);
+  ConfigReloader reloader(start->config_path, start->config_text, config, &flags, opt, &service,
+                          &quotas);
+  opt.on_sighup = [&reloader] { reloader.OnSignal(); };
+  opt.periodic.push_back({std::chrono::milliseconds(2000), [&reloader] { reloader.OnTick(); }});
 
   AddClusterGauges(metrics, &state);
   http::Router router;
   http::Router health_router;
-  http::HttpServer server(*opt, &router, &metrics, &health_router);
-  http::RouteDeps deps;
-  deps.service = &service;
-  deps.metrics = &metrics;
-  deps.ready = [&server] { return server.accepting(); };
-  if (kube_rt) {
-    deps.ready = [&server, r = kube_rt.get(), w = quota_objects.get()] {
-      return server.accepting() && r->ReadyFn()() && w->settled();
-    };
-    service.SetBindWriteBack(kube_rt->AfterBindFn());
-    deps.on_unplaced = kube_rt->UnplacedFn();
-  }
-  deps.debug_queues = [&queue_mgr](const auto&... query) { return queue_mgr->Report(query...); };
-  deps.debug_pod = [&queue_mgr, &state](const std::string& ns, const std::string& name) {
-    return queue::ExplainPodWithDevices(*queue_mgr, state, ns, name);
-  };
-  deps.debug_config = [&reloader] { return codec::EncodeRunningConfig(reloader.Running()); };
+  http::HttpServer server(opt, &router, &metrics, &health_router);
+  if (kube_rt) service.SetBindWriteBack(kube_rt->AfterBindFn());
+  const http::RouteDeps deps =
+      ServeRouteDeps(&service, &metrics, &server, kube_rt.get(), quota_objects.watcher.get(),
+                     queue_mgr.get(), &state, &reloader);
   http::AddProbeRoutes(health_router, deps);
   http::AddExtenderRoutes(router, deps);
   if (auto s = server.Listen(); !s.ok()) return fail(s.message(), 1);
-  PrintBanner(*opt, server, state);
+  PrintBanner(opt, server, state);
   server.Run();
   std::cout << "gpusched: stopped\n";
   return 0;

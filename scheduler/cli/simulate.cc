@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/flags.h"
@@ -34,6 +35,72 @@ constexpr char kUsage[] =
     "  Files are written only where --out, --out-dir, --html and --write-cluster say;\n"
     "  without them a run prints its summary and writes nothing.\n";
 
+// The cluster, workload, output and number flags into `o`.
+absl::Status ReadDriverFlags(const Flags& flags, sim::DriverOptions* o) {
+  o->protocol = flags.Get("protocol", "fgd");
+  o->nodes_csv = flags.Get("nodes-csv");
+  o->cluster_json = flags.Get("cluster");
+  o->nodes_spec = flags.Get("nodes");
+  o->pods_csv = flags.Get("pods-csv");
+  o->jobs_csv = flags.Get("jobs-csv");
+  o->jobs_json = flags.Get("jobs-json");
+  o->vc_nodes = flags.Get("vc-nodes");
+  o->extender = flags.Get("extender");
+  o->write_cluster = flags.Get("write-cluster");
+  // The server's pipeline decides in end-to-end mode; its in-process twin
+  // is gpusched-extender.
+  o->policy = flags.Get("policy", o->extender.empty() ? "bestfit" : "gpusched-extender");
+  o->out = flags.Get("out");
+  o->out_dir = flags.Get("out-dir");
+  o->html = flags.Get("html");
+  o->trace_name = flags.Get("trace-name");
+  o->grid = flags.Has("grid");
+  o->progress = !flags.Has("quiet");
+  o->kube_backoff = flags.Has("kube-backoff");
+  bool ok = absl::SimpleAtoi(ToAbsl(flags.Get("seed", "42")), &o->seed) &&
+            absl::SimpleAtod(ToAbsl(flags.Get("tune", "1.3")), &o->tune) &&
+            absl::SimpleAtod(ToAbsl(flags.Get("load", "1")), &o->load) &&
+            absl::SimpleAtoi(ToAbsl(flags.Get("threads", "2")), &o->threads);
+  if (!ok) return absl::InvalidArgumentError("bad number in --seed/--tune/--load/--threads");
+  return absl::OkStatus();
+}
+
+// The grid's axes into `o`: --policies and --traces (comma-separated) and
+// --seeds LO-HI.
+absl::Status ReadGridFlags(const Flags& flags, sim::DriverOptions* o) {
+  const std::string policies = flags.Get("policies");
+  const std::string traces = flags.Get("traces");
+  for (absl::string_view s : absl::StrSplit(ToAbsl(policies), ',', absl::SkipEmpty())) {
+    o->policies.emplace_back(s);
+  }
+  for (absl::string_view s : absl::StrSplit(ToAbsl(traces), ',', absl::SkipEmpty())) {
+    o->traces.emplace_back(s);
+  }
+  const std::string seeds = flags.Get("seeds", "42-51");
+  std::vector<std::string> range = absl::StrSplit(ToAbsl(seeds), '-');
+  uint64_t lo = 0, hi = 0;
+  if (range.size() != 2 || !absl::SimpleAtoi(range[0], &lo) || !absl::SimpleAtoi(range[1], &hi) ||
+      hi < lo) {
+    return absl::InvalidArgumentError("--seeds must be LO-HI");
+  }
+  for (uint64_t s = lo; s <= hi; ++s) o->seeds.push_back(s);
+  return absl::OkStatus();
+}
+
+// The gpusched policy into o->config: --config, else
+// config/scheduler-policy.json if it is there, else the built-in defaults
+// (said on stderr unless --quiet).
+absl::Status ReadSimulateConfig(const Flags& flags, sim::DriverOptions* o) {
+  const std::string config_path = flags.Get("config", "config/scheduler-policy.json");
+  if (flags.Has("config") || std::ifstream(config_path).good()) {
+    GPUSCHED_ASSIGN_OR_RETURN(o->config, codec::LoadConfigFile(config_path));
+  } else if (o->progress) {
+    std::cerr << "gpusched simulate: no --config and no " << config_path
+              << " under the working directory: gpusched policies use the built-in defaults\n";
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int Simulate(const std::vector<std::string>& args) {
@@ -44,62 +111,11 @@ int Simulate(const std::vector<std::string>& args) {
               {"grid", "quiet", "kube-backoff"}, kUsage);
   if (auto exit_code = flags.ParseOrExit("simulate", args)) return *exit_code;
   sim::DriverOptions o;
-  o.protocol = flags.Get("protocol", "fgd");
-  o.nodes_csv = flags.Get("nodes-csv");
-  o.cluster_json = flags.Get("cluster");
-  o.nodes_spec = flags.Get("nodes");
-  o.pods_csv = flags.Get("pods-csv");
-  o.jobs_csv = flags.Get("jobs-csv");
-  o.jobs_json = flags.Get("jobs-json");
-  o.vc_nodes = flags.Get("vc-nodes");
-  o.extender = flags.Get("extender");
-  o.write_cluster = flags.Get("write-cluster");
-  // The server's pipeline decides in end-to-end mode; its in-process twin
-  // is gpusched-extender.
-  o.policy = flags.Get("policy", o.extender.empty() ? "bestfit" : "gpusched-extender");
-  o.out = flags.Get("out");
-  o.out_dir = flags.Get("out-dir");
-  o.html = flags.Get("html");
-  o.trace_name = flags.Get("trace-name");
-  o.grid = flags.Has("grid");
-  o.progress = !flags.Has("quiet");
-  o.kube_backoff = flags.Has("kube-backoff");
-  bool ok = absl::SimpleAtoi(ToAbsl(flags.Get("seed", "42")), &o.seed) &&
-            absl::SimpleAtod(ToAbsl(flags.Get("tune", "1.3")), &o.tune) &&
-            absl::SimpleAtod(ToAbsl(flags.Get("load", "1")), &o.load) &&
-            absl::SimpleAtoi(ToAbsl(flags.Get("threads", "2")), &o.threads);
-  if (!ok) {
-    std::cerr << "gpusched simulate: bad number in --seed/--tune/--load/--threads\n";
-    return 2;
-  }
-  const std::string policies = flags.Get("policies");
-  const std::string traces = flags.Get("traces");
-  for (absl::string_view s : absl::StrSplit(ToAbsl(policies), ',', absl::SkipEmpty())) {
-    o.policies.emplace_back(s);
-  }
-  for (absl::string_view s : absl::StrSplit(ToAbsl(traces), ',', absl::SkipEmpty())) {
-    o.traces.emplace_back(s);
-  }
-  const std::string seeds = flags.Get("seeds", "42-51");
-  std::vector<std::string> range = absl::StrSplit(ToAbsl(seeds), '-');
-  uint64_t lo = 0, hi = 0;
-  if (range.size() != 2 || !absl::SimpleAtoi(range[0], &lo) || !absl::SimpleAtoi(range[1], &hi) ||
-      hi < lo) {
-    std::cerr << "gpusched simulate: --seeds must be LO-HI\n";
-    return 2;
-  }
-  for (uint64_t s = lo; s <= hi; ++s) o.seeds.push_back(s);
-  const std::string config_path = flags.Get("config", "config/scheduler-policy.json");
-  if (flags.Has("config") || std::ifstream(config_path).good()) {
-    auto cfg = codec::LoadConfigFile(config_path);
-    if (!cfg.ok()) {
-      std::cerr << "gpusched simulate: " << cfg.status().message() << "\n";
+  for (auto read : {ReadDriverFlags, ReadGridFlags, ReadSimulateConfig}) {
+    if (absl::Status s = read(flags, &o); !s.ok()) {
+      std::cerr << "gpusched simulate: " << s.message() << "\n";
       return 2;
     }
-    o.config = *cfg;
-  } else if (o.progress) {
-    std::cerr << "gpusched simulate: no --config and no " << config_path
-              << " under the working directory: gpusched policies use the built-in defaults\n";
   }
   std::unique_ptr<http::HttpClient> client;
   if (!o.extender.empty()) {

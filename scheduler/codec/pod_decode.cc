@@ -282,6 +282,71 @@ void HeldResources(const std::optional<Object>& spec, std::string_view path, Pod
   pod.memory_mib = r->memory_mib;
 }
 
+// DecodePod's steps, in its order (the first error wins): the metadata
+// (`mpath` names it), the spec and the status into `pod`.
+absl::Status DecodePodMetadata(const Object& meta, const std::string& mpath, PodRequest& pod) {
+  GPUSCHED_ASSIGN_OR_RETURN(auto name, OptString(meta, "name", mpath));
+  if (!name || name->empty()) return absl::InvalidArgumentError(StrCat(mpath, ".name: missing"));
+  pod.name = std::string(*name);
+  GPUSCHED_ASSIGN_OR_RETURN(auto ns, OptString(meta, "namespace", mpath));
+  pod.ns = ns && !ns->empty() ? std::string(*ns) : "default";
+  GPUSCHED_ASSIGN_OR_RETURN(auto uid, OptString(meta, "uid", mpath));
+  pod.uid = uid && !uid->empty() ? std::string(*uid) : pod.ns + "/" + pod.name;
+  GPUSCHED_ASSIGN_OR_RETURN(auto created, OptString(meta, "creationTimestamp", mpath));
+  if (created) {
+    GPUSCHED_ASSIGN_OR_RETURN(pod.creation_unix,
+                              ParseTimestamp(*created, StrCat(mpath, ".creationTimestamp")));
+  }
+  GPUSCHED_ASSIGN_OR_RETURN(auto deleting, OptString(meta, "deletionTimestamp", mpath));
+  pod.deleting = deleting.has_value();
+  GPUSCHED_ASSIGN_OR_RETURN(auto ann, OptObject(meta, "annotations", mpath));
+  if (ann) GPUSCHED_RETURN_IF_ERROR(ApplyAnnotations(*ann, StrCat(mpath, ".annotations"), pod));
+  // gang-size without a gang name: the gang is the pod's Job (the annotation
+  // set once in the Job's pod template). No Job: the pod runs alone.
+  if (pod.gang.empty() && pod.gang_size > 1) pod.gang = OwningJob(meta);
+  ApplyGangDeclarations(meta, pod);  // framework labels; gpusched.io/gang* win
+  pod.workload = pod.gang.empty() ? OwningJob(meta) : pod.gang;
+  return absl::OkStatus();
+}
+
+absl::Status DecodePodSpec(const Object& spec, const std::string& spath, PodRequest& pod) {
+  GPUSCHED_ASSIGN_OR_RETURN(Resources r, EffectiveResources(spec, spath));
+  if (r.gpus > 64) {
+    return absl::InvalidArgumentError(
+        StrCat(spath, ": ", r.gpus, " nvidia.com/gpu requested; at most 64 per pod"));
+  }
+  pod.gpu.count = static_cast<int32_t>(r.gpus);
+  pod.cpu_milli = r.cpu_milli;
+  pod.memory_mib = r.memory_mib;
+  GPUSCHED_ASSIGN_OR_RETURN(auto prio, OptInt(spec, "priority", spath));
+  if (prio) {
+    // Kubernetes priorities are int32; a wider value is never truncated.
+    if (*prio < std::numeric_limits<int32_t>::min() ||
+        *prio > std::numeric_limits<int32_t>::max()) {
+      return absl::InvalidArgumentError(
+          StrCat(spath, ".priority: ", *prio, " is not a 32-bit integer"));
+    }
+    pod.priority = static_cast<int32_t>(*prio);
+  }
+  GPUSCHED_ASSIGN_OR_RETURN(auto pc, OptString(spec, "priorityClassName", spath));
+  if (pc) pod.priority_class = std::string(*pc);
+  GPUSCHED_ASSIGN_OR_RETURN(auto pp, OptString(spec, "preemptionPolicy", spath));
+  pod.preempt_never = pp && *pp == "Never";
+  GPUSCHED_ASSIGN_OR_RETURN(auto node, OptString(spec, "nodeName", spath));
+  if (node) pod.node_name = std::string(*node);
+  return absl::OkStatus();
+}
+
+absl::Status DecodePodStatus(const Object& status, const std::string& stpath, PodRequest& pod) {
+  GPUSCHED_ASSIGN_OR_RETURN(auto phase, OptString(status, "phase", stpath));
+  if (phase) pod.phase = ParsePhase(*phase);
+  GPUSCHED_ASSIGN_OR_RETURN(auto start, OptString(status, "startTime", stpath));
+  if (start) {
+    GPUSCHED_ASSIGN_OR_RETURN(pod.start_unix, ParseTimestamp(*start, StrCat(stpath, ".startTime")));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<PodRequest> DecodeHeldPod(const Element& e, std::string_view path) {
@@ -336,56 +401,9 @@ absl::StatusOr<PodRequest> DecodePod(const Element& e, std::string_view path) {
   std::string mpath = StrCat(path, ".metadata");
   GPUSCHED_ASSIGN_OR_RETURN(auto meta, OptObject(pod_obj, "metadata", path));
   if (!meta) return absl::InvalidArgumentError(StrCat(mpath, ": missing"));
-  GPUSCHED_ASSIGN_OR_RETURN(auto name, OptString(*meta, "name", mpath));
-  if (!name || name->empty()) return absl::InvalidArgumentError(StrCat(mpath, ".name: missing"));
-  pod.name = std::string(*name);
-  GPUSCHED_ASSIGN_OR_RETURN(auto ns, OptString(*meta, "namespace", mpath));
-  pod.ns = ns && !ns->empty() ? std::string(*ns) : "default";
-  GPUSCHED_ASSIGN_OR_RETURN(auto uid, OptString(*meta, "uid", mpath));
-  pod.uid = uid && !uid->empty() ? std::string(*uid) : pod.ns + "/" + pod.name;
-  GPUSCHED_ASSIGN_OR_RETURN(auto created, OptString(*meta, "creationTimestamp", mpath));
-  if (created) {
-    GPUSCHED_ASSIGN_OR_RETURN(pod.creation_unix,
-                              ParseTimestamp(*created, StrCat(mpath, ".creationTimestamp")));
-  }
-  GPUSCHED_ASSIGN_OR_RETURN(auto deleting, OptString(*meta, "deletionTimestamp", mpath));
-  pod.deleting = deleting.has_value();
-  GPUSCHED_ASSIGN_OR_RETURN(auto ann, OptObject(*meta, "annotations", mpath));
-  if (ann) GPUSCHED_RETURN_IF_ERROR(ApplyAnnotations(*ann, StrCat(mpath, ".annotations"), pod));
-  // gang-size without a gang name: the gang is the pod's Job (the annotation
-  // set once in the Job's pod template). No Job: the pod runs alone.
-  if (pod.gang.empty() && pod.gang_size > 1) pod.gang = OwningJob(*meta);
-  ApplyGangDeclarations(*meta, pod);  // framework labels; gpusched.io/gang* win
-  pod.workload = pod.gang.empty() ? OwningJob(*meta) : pod.gang;
-
-  std::string spath = StrCat(path, ".spec");
+  GPUSCHED_RETURN_IF_ERROR(DecodePodMetadata(*meta, mpath, pod));
   GPUSCHED_ASSIGN_OR_RETURN(auto spec, OptObject(pod_obj, "spec", path));
-  if (spec) {
-    GPUSCHED_ASSIGN_OR_RETURN(Resources r, EffectiveResources(*spec, spath));
-    if (r.gpus > 64) {
-      return absl::InvalidArgumentError(
-          StrCat(spath, ": ", r.gpus, " nvidia.com/gpu requested; at most 64 per pod"));
-    }
-    pod.gpu.count = static_cast<int32_t>(r.gpus);
-    pod.cpu_milli = r.cpu_milli;
-    pod.memory_mib = r.memory_mib;
-    GPUSCHED_ASSIGN_OR_RETURN(auto prio, OptInt(*spec, "priority", spath));
-    if (prio) {
-      // Kubernetes priorities are int32; a wider value is never truncated.
-      if (*prio < std::numeric_limits<int32_t>::min() ||
-          *prio > std::numeric_limits<int32_t>::max()) {
-        return absl::InvalidArgumentError(
-            StrCat(spath, ".priority: ", *prio, " is not a 32-bit integer"));
-      }
-      pod.priority = static_cast<int32_t>(*prio);
-    }
-    GPUSCHED_ASSIGN_OR_RETURN(auto pc, OptString(*spec, "priorityClassName", spath));
-    if (pc) pod.priority_class = std::string(*pc);
-    GPUSCHED_ASSIGN_OR_RETURN(auto pp, OptString(*spec, "preemptionPolicy", spath));
-    pod.preempt_never = pp && *pp == "Never";
-    GPUSCHED_ASSIGN_OR_RETURN(auto node, OptString(*spec, "nodeName", spath));
-    if (node) pod.node_name = std::string(*node);
-  }
+  if (spec) GPUSCHED_RETURN_IF_ERROR(DecodePodSpec(*spec, StrCat(path, ".spec"), pod));
   if (pod.gpu.milli_per_gpu < 1000 && pod.gpu.count != 1) {
     if (pod.gpu.count == 0) {
       // gpu-milli without nvidia.com/gpu: a shared-GPU pod asking for one device.
@@ -396,17 +414,8 @@ absl::StatusOr<PodRequest> DecodePod(const Element& e, std::string_view path) {
                                                pod.gpu.count));
     }
   }
-  std::string stpath = StrCat(path, ".status");
   GPUSCHED_ASSIGN_OR_RETURN(auto status, OptObject(pod_obj, "status", path));
-  if (status) {
-    GPUSCHED_ASSIGN_OR_RETURN(auto phase, OptString(*status, "phase", stpath));
-    if (phase) pod.phase = ParsePhase(*phase);
-    GPUSCHED_ASSIGN_OR_RETURN(auto start, OptString(*status, "startTime", stpath));
-    if (start) {
-      GPUSCHED_ASSIGN_OR_RETURN(pod.start_unix,
-                                ParseTimestamp(*start, StrCat(stpath, ".startTime")));
-    }
-  }
+  if (status) GPUSCHED_RETURN_IF_ERROR(DecodePodStatus(*status, StrCat(path, ".status"), pod));
   if (pod.start_unix == 0) pod.start_unix = pod.creation_unix;
   return pod;
 }

@@ -52,9 +52,8 @@ HttpResponse DecodeFailure(const absl::Status& s, HttpResponse semantic, std::st
   return semantic;
 }
 
-}  // namespace
-
-void AddExtenderRoutes(Router& router, RouteDeps deps) {
+// POST /scheduler/filter, prioritize, bind and preempt.
+void AddVerbRoutes(Router& router, const RouteDeps& deps) {
   ExtenderService* svc = deps.service;
   router.Add("POST", "/scheduler/filter", "filter",
              [svc, on_unplaced = deps.on_unplaced](HttpRequest& req, RequestContext& ctx) {
@@ -83,21 +82,22 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
         return HttpResponse{200, "application/json",
                             codec::EncodePrioritizeResult(*args, svc->Prioritize(*args))};
       });
-  router.Add("POST", "/scheduler/bind", "bind", [svc, deps](HttpRequest& req, RequestContext& ctx) {
-    auto args = ctx.decoder.DecodeBindingArgs(req.body);
-    if (!args.ok()) {
-      std::string err =
-          StrCat("gpusched: bad ExtenderBindingArgs: ", FromAbsl(args.status().message()));
-      HttpResponse semantic{200, "application/json", codec::EncodeBindingResult(err)};
-      return DecodeFailure(args.status(), std::move(semantic), std::move(err));
-    }
-    std::string err = svc->Bind(*args);
-    if (deps.metrics != nullptr) {
-      deps.metrics->Inc("gpusched_binds_total", "Bind results.",
-                        {{"result", err.empty() ? "ok" : "error"}});
-    }
-    return HttpResponse{200, "application/json", codec::EncodeBindingResult(err)};
-  });
+  router.Add("POST", "/scheduler/bind", "bind",
+             [svc, metrics = deps.metrics](HttpRequest& req, RequestContext& ctx) {
+               auto args = ctx.decoder.DecodeBindingArgs(req.body);
+               if (!args.ok()) {
+                 std::string err = StrCat("gpusched: bad ExtenderBindingArgs: ",
+                                          FromAbsl(args.status().message()));
+                 HttpResponse semantic{200, "application/json", codec::EncodeBindingResult(err)};
+                 return DecodeFailure(args.status(), std::move(semantic), std::move(err));
+               }
+               std::string err = svc->Bind(*args);
+               if (metrics != nullptr) {
+                 metrics->Inc("gpusched_binds_total", "Bind results.",
+                              {{"result", err.empty() ? "ok" : "error"}});
+               }
+               return HttpResponse{200, "application/json", codec::EncodeBindingResult(err)};
+             });
   router.Add("POST", "/scheduler/preempt", "preempt", [svc](HttpRequest& req, RequestContext& ctx) {
     auto args = ctx.decoder.DecodePreemptionArgs(req.body);
     if (!args.ok()) {
@@ -109,6 +109,11 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
     return HttpResponse{200, "application/json",
                         codec::EncodePreemptionResult(svc->Preempt(*args))};
   });
+}
+
+// GET /debug/queues, /debug/pods/<ns>/<name> and /debug/config (404 where
+// `deps` has no such view).
+void AddDebugRoutes(Router& router, const RouteDeps& deps) {
   auto debug_queues = deps.debug_queues;
   router.Add(
       "GET", "/debug/queues", "debug_queues", [debug_queues](HttpRequest& req, RequestContext&) {
@@ -140,6 +145,13 @@ void AddExtenderRoutes(Router& router, RouteDeps deps) {
     if (!debug_config) return JsonError(404, "gpusched: no running config");
     return HttpResponse{200, "application/json", debug_config()};
   });
+}
+
+}  // namespace
+
+void AddExtenderRoutes(Router& router, RouteDeps deps) {
+  AddVerbRoutes(router, deps);
+  AddDebugRoutes(router, deps);
   AddProbeRoutes(router, deps);
   Metrics* metrics = deps.metrics;
   router.Add("GET", "/metrics", "metrics", [metrics](HttpRequest&, RequestContext&) {

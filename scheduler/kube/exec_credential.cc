@@ -14,6 +14,7 @@
 #include <map>
 #include <vector>
 
+#include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
 
 extern char** environ;
@@ -56,21 +57,15 @@ struct Fd {
   }
 };
 
-}  // namespace
-
-absl::StatusOr<codec::ExecCredentialStatus> RunExecPlugin(const ExecPlugin& plugin,
-                                                          const std::string& exec_info,
-                                                          std::chrono::milliseconds timeout) {
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return absl::InternalError(StrCat("exec plugin: pipe: ", std::strerror(errno)));
-  }
-  Fd read_end{pipe_fds[0]};
-  Fd write_end{pipe_fds[1]};
+// Starts `plugin` with stdin on /dev/null, stdout on `stdout_fd` and no
+// other descriptor of ours, in gpusched's environment plus the plugin's
+// variables and KUBERNETES_EXEC_INFO. Returns its pid.
+absl::StatusOr<pid_t> SpawnPlugin(const ExecPlugin& plugin, const std::string& exec_info,
+                                  int stdout_fd) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, write_end.fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, stdout_fd, STDOUT_FILENO);
   // The plugin gets no other descriptor of ours (listening and API sockets).
   posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
 
@@ -91,33 +86,37 @@ absl::StatusOr<codec::ExecCredentialStatus> RunExecPlugin(const ExecPlugin& plug
                      ? posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), envp.data())
                      : posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
-  close(write_end.fd);
-  write_end.fd = -1;
   if (rc == ENOENT) return absl::NotFoundError(NotFound(plugin));
   if (rc != 0) {
     return absl::FailedPreconditionError(
         StrCat("exec plugin '", plugin.command, "': ", std::strerror(rc)));
   }
+  return pid;
+}
 
+// What the plugin `pid` writes to `fd` until it closes it, or until
+// `timeout` passes (then *timed_out is set). Past kMaxOutput bytes the
+// plugin is killed and reaped, and that is an error.
+absl::StatusOr<std::string> ReadPluginOutput(const ExecPlugin& plugin, int fd, pid_t pid,
+                                             std::chrono::milliseconds timeout, bool* timed_out) {
   std::string out;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool timed_out = false;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      timed_out = true;
+      *timed_out = true;
       break;
     }
-    pollfd p{read_end.fd, POLLIN, 0};
+    pollfd p{fd, POLLIN, 0};
     const int ready = poll(&p, 1, static_cast<int>(left.count()));
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) {
-      timed_out = ready == 0;
+      *timed_out = ready == 0;
       break;
     }
     char buf[4096];
-    const ssize_t n = read(read_end.fd, buf, sizeof(buf));
+    const ssize_t n = read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     if (out.size() + n > kMaxOutput) {
@@ -128,14 +127,13 @@ absl::StatusOr<codec::ExecCredentialStatus> RunExecPlugin(const ExecPlugin& plug
     }
     out.append(buf, n);
   }
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out) {
-    return absl::DeadlineExceededError(StrCat("exec plugin '", plugin.command, "': no answer in ",
-                                              timeout.count(), " ms; killed"));
-  }
+  return out;
+}
+
+// The credential in `out`, the output of a plugin that ended with wait
+// status `status`; an error if it failed or its answer does not decode.
+absl::StatusOr<codec::ExecCredentialStatus> PluginAnswer(const ExecPlugin& plugin, int status,
+                                                         const std::string& out) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && out.empty()) {
     return absl::NotFoundError(NotFound(plugin));  // the shell's "command not found"
   }
@@ -152,6 +150,36 @@ absl::StatusOr<codec::ExecCredentialStatus> RunExecPlugin(const ExecPlugin& plug
                                                      "': ", FromAbsl(cred.status().message())));
   }
   return cred;
+}
+
+}  // namespace
+
+absl::StatusOr<codec::ExecCredentialStatus> RunExecPlugin(const ExecPlugin& plugin,
+                                                          const std::string& exec_info,
+                                                          std::chrono::milliseconds timeout) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(StrCat("exec plugin: pipe: ", std::strerror(errno)));
+  }
+  Fd read_end{pipe_fds[0]};
+  Fd write_end{pipe_fds[1]};
+  const absl::StatusOr<pid_t> pid = SpawnPlugin(plugin, exec_info, write_end.fd);
+  close(write_end.fd);
+  write_end.fd = -1;
+  if (!pid.ok()) return pid.status();
+
+  bool timed_out = false;
+  GPUSCHED_ASSIGN_OR_RETURN(std::string out,
+                            ReadPluginOutput(plugin, read_end.fd, *pid, timeout, &timed_out));
+  if (timed_out) kill(*pid, SIGKILL);
+  int status = 0;
+  while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return absl::DeadlineExceededError(StrCat("exec plugin '", plugin.command, "': no answer in ",
+                                              timeout.count(), " ms; killed"));
+  }
+  return PluginAnswer(plugin, status, out);
 }
 
 ExecCredentialSource::ExecCredentialSource(ExecPlugin plugin, std::string exec_info,

@@ -65,58 +65,63 @@ std::string JoinNames(const std::vector<std::string>& v) {
   return out;
 }
 
-absl::Status RunFgdDriver(const DriverOptions& o) {
-  auto nodes = LoadNodes(o);
-  if (!nodes.ok()) return nodes.status();
-  auto cluster = SimCluster::Create(*nodes, o.config.topology_templates);
-  if (!cluster.ok()) return cluster.status();
-  if (!o.write_cluster.empty()) {
-    // With a trace, the List also holds the GPU pods an --extender run with
-    // the same seed and tune sends, pending: the server's cluster source
-    // must show every pod it is asked about.
-    std::vector<PodRequest> pending;
-    if (!o.grid && !o.pods_csv.empty()) {
-      auto pods = LoadPods(o.pods_csv);
-      if (!pods.ok()) return pods.status();
-      FgdOptions fo;
-      fo.seed = o.seed;
-      fo.tune = o.tune;
-      pending = ExtenderWorkload(*cluster, *pods, fo);
-    }
-    GPUSCHED_RETURN_IF_ERROR(WriteText(o.write_cluster, ClusterListJson(*nodes, pending)));
-    if (o.progress) {
-      std::fprintf(stderr, "wrote %zu nodes and %zu pending pods to %s\n", nodes->size(),
-                   pending.size(), o.write_cluster.c_str());
-    }
-    if (o.extender.empty()) return absl::OkStatus();  // a preparation step
-  }
-  if (!o.grid) {
-    if (o.pods_csv.empty()) return absl::InvalidArgumentError("--pods-csv is required");
+// --write-cluster: the cluster as a Kubernetes List (for `gpusched serve
+// --cluster`). With a trace, the List also holds the GPU pods an --extender
+// run with the same seed and tune sends, pending: the server's cluster
+// source must show every pod it is asked about.
+absl::Status WriteClusterList(const DriverOptions& o, const std::vector<NodeSpec>& nodes,
+                              const SimCluster& cluster) {
+  std::vector<PodRequest> pending;
+  if (!o.grid && !o.pods_csv.empty()) {
     auto pods = LoadPods(o.pods_csv);
     if (!pods.ok()) return pods.status();
     FgdOptions fo;
-    fo.policy = o.policy;
     fo.seed = o.seed;
     fo.tune = o.tune;
-    fo.trace = o.trace_name.empty() ? TraceNameFromPath(o.pods_csv) : o.trace_name;
-    fo.progress = o.progress;
-    absl::StatusOr<FgdResult> r;
-    if (!o.extender.empty()) {
-      if (!o.transport) return absl::InvalidArgumentError("--extender: no HTTP transport");
-      r = RunFgdViaExtender(*cluster, *pods, o.config, fo, o.transport);
-    } else {
-      r = RunFgd(*cluster, *pods, o.config, fo);
-    }
-    if (!r.ok()) return r.status();
-    std::fprintf(stderr, "%s %s seed %llu: unallocated@100 %.2f%%, allocated@130 %.2f%% (%.2fs)\n",
-                 r->trace.c_str(), r->policy.c_str(), static_cast<unsigned long long>(r->seed),
-                 r->unallocated_at_100, r->allocated_at_130, r->seconds);
-    if (!o.out.empty()) GPUSCHED_RETURN_IF_ERROR(WriteText(o.out, codec::EncodeFgdResult(*r)));
-    if (!o.html.empty()) {
-      GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml({*r}, ScenarioParams(o))));
-    }
-    return absl::OkStatus();
+    pending = ExtenderWorkload(cluster, *pods, fo);
   }
+  GPUSCHED_RETURN_IF_ERROR(WriteText(o.write_cluster, ClusterListJson(nodes, pending)));
+  if (o.progress) {
+    std::fprintf(stderr, "wrote %zu nodes and %zu pending pods to %s\n", nodes.size(),
+                 pending.size(), o.write_cluster.c_str());
+  }
+  return absl::OkStatus();
+}
+
+// One fgd run (in process, or through --extender): its summary line on
+// stderr, the result in --out and the report in --html.
+absl::Status RunOneFgd(const DriverOptions& o, const SimCluster& cluster) {
+  if (o.pods_csv.empty()) return absl::InvalidArgumentError("--pods-csv is required");
+  auto pods = LoadPods(o.pods_csv);
+  if (!pods.ok()) return pods.status();
+  FgdOptions fo;
+  fo.policy = o.policy;
+  fo.seed = o.seed;
+  fo.tune = o.tune;
+  fo.trace = o.trace_name.empty() ? TraceNameFromPath(o.pods_csv) : o.trace_name;
+  fo.progress = o.progress;
+  absl::StatusOr<FgdResult> r;
+  if (!o.extender.empty()) {
+    if (!o.transport) return absl::InvalidArgumentError("--extender: no HTTP transport");
+    r = RunFgdViaExtender(cluster, *pods, o.config, fo, o.transport);
+  } else {
+    r = RunFgd(cluster, *pods, o.config, fo);
+  }
+  if (!r.ok()) return r.status();
+  std::fprintf(stderr, "%s %s seed %llu: unallocated@100 %.2f%%, allocated@130 %.2f%% (%.2fs)\n",
+               r->trace.c_str(), r->policy.c_str(), static_cast<unsigned long long>(r->seed),
+               r->unallocated_at_100, r->allocated_at_130, r->seconds);
+  if (!o.out.empty()) GPUSCHED_RETURN_IF_ERROR(WriteText(o.out, codec::EncodeFgdResult(*r)));
+  if (!o.html.empty()) {
+    GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml({*r}, ScenarioParams(o))));
+  }
+  return absl::OkStatus();
+}
+
+// --grid: every policy x trace x seed; grid.csv and grid.md (with the
+// calibration against the authors' results when they sit beside the first
+// trace) in --out-dir, the markdown on stdout, the report in --html.
+absl::Status RunFgdGrid(const DriverOptions& o, const SimCluster& cluster) {
   std::vector<std::string> trace_paths = o.traces;
   if (trace_paths.empty() && !o.pods_csv.empty()) trace_paths.push_back(o.pods_csv);
   if (trace_paths.empty()) return absl::InvalidArgumentError("--grid needs --traces");
@@ -134,7 +139,7 @@ absl::Status RunFgdDriver(const DriverOptions& o) {
   if (policies.empty()) policies = PolicyNames();
   std::vector<uint64_t> seeds = o.seeds;
   if (seeds.empty()) seeds.push_back(o.seed);
-  auto runs = RunGrid(*cluster, traces, policies, seeds, o.config, o.threads, o.progress);
+  auto runs = RunGrid(cluster, traces, policies, seeds, o.config, o.threads, o.progress);
   if (!runs.ok()) return runs.status();
   std::filesystem::create_directories(o.out_dir);
   auto authors = FindAuthors(trace_paths[0]);
@@ -151,6 +156,18 @@ absl::Status RunFgdDriver(const DriverOptions& o) {
   if (!o.html.empty())
     GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml(*runs, ScenarioParams(o))));
   return absl::OkStatus();
+}
+
+absl::Status RunFgdDriver(const DriverOptions& o) {
+  auto nodes = LoadNodes(o);
+  if (!nodes.ok()) return nodes.status();
+  auto cluster = SimCluster::Create(*nodes, o.config.topology_templates);
+  if (!cluster.ok()) return cluster.status();
+  if (!o.write_cluster.empty()) {
+    GPUSCHED_RETURN_IF_ERROR(WriteClusterList(o, *nodes, *cluster));
+    if (o.extender.empty()) return absl::OkStatus();  // a preparation step
+  }
+  return o.grid ? RunFgdGrid(o, *cluster) : RunOneFgd(o, *cluster);
 }
 
 }  // namespace

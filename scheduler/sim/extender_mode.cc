@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "gpusched/policy/placement.h"
+#include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/extender_client_codec.h"
 #include "scheduler/sim/fgd_protocol.h"
@@ -35,29 +36,57 @@ class ExtenderDecider : public FgdDecider {
     const int64_t k = arrivals_++;
     *devices = 0;
     const PodRequest wire = WirePod(pod, k, seed_);
+    const std::vector<int> fit = ResourcesFit(pod, cluster);
+    if (fit.empty()) return -1;
+    if (pod.gpu.count == 0) {
+      // managedResources is nvidia.com/gpu: kube-scheduler does not call the
+      // extender for CPU-only pods; every node scores 0, ties by priority.
+      int best = -1;
+      for (int i : fit) {
+        if (Better(rank, 0, i, 0, best)) best = i;
+      }
+      return best;
+    }
+    GPUSCHED_ASSIGN_OR_RETURN(const std::vector<std::string> passed, Filter(wire, cluster, fit));
+    if (passed.empty()) return -1;
+    GPUSCHED_ASSIGN_OR_RETURN(const int best, Prioritize(wire, cluster, rank, passed));
+    GPUSCHED_RETURN_IF_ERROR(Bind(wire, cluster.node(best).name));
+    // The server chose the devices with ChoosePlacement on the same node
+    // state: mirror it on the simulator's copy.
+    auto placement = policy::ChoosePlacement(pod.gpu, cluster.node(best));
+    if (!placement.has_value()) {
+      return absl::InternalError(StrCat("extender bound ", wire.Key(), " to ",
+                                        cluster.node(best).name,
+                                        " but the simulator's copy has no devices for it: the "
+                                        "server's cluster differs from the simulated one"));
+    }
+    *devices = placement->devices;
+    return best;
+  }
 
-    // In-tree NodeResourcesFit: CPU and memory, and the GPU count against the
-    // node's allocatable (device accounting, with sharing, is the extender's).
+ private:
+  // In-tree NodeResourcesFit: CPU and memory, and the GPU count against the
+  // node's allocatable (device accounting, with sharing, is the extender's).
+  static std::vector<int> ResourcesFit(const PodRequest& pod, const SimCluster& cluster) {
     std::vector<int> fit;
     for (int i = 0; i < cluster.size(); ++i) {
       if (cluster.ResourcesFit(i, pod) && cluster.node(i).healthy_count() >= pod.gpu.count) {
         fit.push_back(i);
       }
     }
-    if (fit.empty()) return -1;
-    auto better = [&rank](int64_t score, int i, int64_t best_score, int best) {
-      return best < 0 || score > best_score || (score == best_score && rank[i] < rank[best]);
-    };
-    if (pod.gpu.count == 0) {
-      // managedResources is nvidia.com/gpu: kube-scheduler does not call the
-      // extender for CPU-only pods; every node scores 0, ties by priority.
-      int best = -1;
-      for (int i : fit) {
-        if (better(0, i, 0, best)) best = i;
-      }
-      return best;
-    }
+    return fit;
+  }
 
+  // Whether node `i` with `score` beats `best` (-1: none yet) with
+  // `best_score`: a higher score, or the same and an earlier tie priority.
+  static bool Better(const std::vector<int32_t>& rank, int64_t score, int i, int64_t best_score,
+                     int best) {
+    return best < 0 || score > best_score || (score == best_score && rank[i] < rank[best]);
+  }
+
+  // POST /filter with the nodes in `fit`: the names it passes.
+  absl::StatusOr<std::vector<std::string>> Filter(const PodRequest& wire, const SimCluster& cluster,
+                                                  const std::vector<int>& fit) {
     std::vector<std::string> names;
     names.reserve(fit.size());
     for (int i : fit) names.push_back(cluster.node(i).name);
@@ -76,8 +105,13 @@ class ExtenderDecider : public FgdDecider {
       }
       passed.push_back(std::move(n));
     }
-    if (passed.empty()) return -1;
+    return passed;
+  }
 
+  // POST /prioritize with the `passed` nodes: the index of the best one.
+  absl::StatusOr<int> Prioritize(const PodRequest& wire, const SimCluster& cluster,
+                                 const std::vector<int32_t>& rank,
+                                 const std::vector<std::string>& passed) {
     auto prio_body = transport_("/prioritize", codec::EncodeExtenderArgs(wire, passed));
     if (!prio_body.ok()) return Wrap(prio_body.status(), "prioritize", wire);
     auto prio = codec::DecodePrioritizeReply(*prio_body);
@@ -92,13 +126,17 @@ class ExtenderDecider : public FgdDecider {
       // Extender score x weight x (MaxNodeScore / MaxExtenderPriority); no
       // in-tree score plugins.
       const int64_t total = (it == extender_score.end() ? 0 : it->second) * weight_ * 10;
-      if (better(total, i, best_score, best)) {
+      if (Better(rank, total, i, best_score, best)) {
         best = i;
         best_score = total;
       }
     }
+    return best;
+  }
 
-    BindingArgs bind{wire.name, wire.ns, wire.uid, cluster.node(best).name};
+  // POST /bind of `wire` to `node`.
+  absl::Status Bind(const PodRequest& wire, const std::string& node) {
+    BindingArgs bind{wire.name, wire.ns, wire.uid, node};
     auto bind_body = transport_("/bind", codec::EncodeBindingArgs(bind));
     if (!bind_body.ok()) return Wrap(bind_body.status(), "bind", wire);
     auto bind_error = codec::DecodeBindingReply(*bind_body);
@@ -107,19 +145,9 @@ class ExtenderDecider : public FgdDecider {
       return absl::InternalError(
           StrCat("extender refused to bind ", wire.Key(), " to ", bind.node, ": ", *bind_error));
     }
-    // The server chose the devices with ChoosePlacement on the same node
-    // state: mirror it on the simulator's copy.
-    auto placement = policy::ChoosePlacement(pod.gpu, cluster.node(best));
-    if (!placement.has_value()) {
-      return absl::InternalError(StrCat("extender bound ", wire.Key(), " to ", bind.node,
-                                        " but the simulator's copy has no devices for it: the "
-                                        "server's cluster differs from the simulated one"));
-    }
-    *devices = placement->devices;
-    return best;
+    return absl::OkStatus();
   }
 
- private:
   static absl::Status Wrap(const absl::Status& s, std::string_view verb, const PodRequest& pod) {
     return absl::Status(s.code(),
                         StrCat("extender ", verb, " of ", pod.Key(), ": ", FromAbsl(s.message())));

@@ -147,6 +147,65 @@ std::vector<CurvePoint> BinCurve(const std::vector<Event>& events, int64_t total
   return out;
 }
 
+namespace {
+
+// The cluster's fragmentation against `target` (milli, FGD's measure) per
+// node and in total, kept current as nodes change.
+class FragTracker {
+ public:
+  FragTracker(const std::vector<FragmentationShape>& target, const SimCluster& cluster)
+      : target_(target),
+        cluster_(cluster),
+        allowed_(cluster.snapshot().products().size()),
+        node_frag_(cluster.size()) {
+    for (size_t p = 0; p < allowed_.size(); ++p) {
+      allowed_[p] = policy::ShapesAllowed(target, cluster.snapshot().products()[p]);
+    }
+    for (int i = 0; i < cluster.size(); ++i) total_ += node_frag_[i] = Of(i);
+  }
+
+  // Node `i` changed.
+  void Update(int i) {
+    total_ -= node_frag_[i];
+    total_ += node_frag_[i] = Of(i);
+  }
+  double total() const { return total_; }
+
+ private:
+  double Of(int i) const {
+    const NodeInfo& n = cluster_.node(i);
+    return policy::NodeFragMilli(target_, allowed_[n.product_id], policy::MakeFragView(n));
+  }
+
+  const std::vector<FragmentationShape>& target_;
+  const SimCluster& cluster_;
+  std::vector<std::vector<uint8_t>> allowed_;
+  std::vector<double> node_frag_;
+  double total_ = 0;
+};
+
+// The run's tie priority of nodes: 0..n-1 shuffled by `rng`.
+std::vector<int32_t> ShuffledRank(int n, std::mt19937_64& rng) {
+  std::vector<int32_t> rank(n);
+  for (int i = 0; i < n; ++i) rank[i] = i;
+  for (size_t i = rank.size(); i > 1; --i) std::swap(rank[i - 1], rank[Uniform(rng, i)]);
+  return rank;
+}
+
+// The headline figures, read off r->curve.
+void ReadHeadlines(FgdResult* r) {
+  for (const CurvePoint& c : r->curve) {
+    if (c.arrived_pct == 100) r->unallocated_at_100 = RoundHalfEven(100 - c.allocated_pct, 2);
+    if (c.arrived_pct == 130) r->allocated_at_130 = c.allocated_pct;
+    if (c.arrived_pct == 90) {
+      r->frag_total_at_90 = c.frag_total_pct;
+      r->frag_idle_at_90 = c.frag_idle_pct;
+    }
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<FgdResult> RunFgd(const SimCluster& base, const std::vector<PodRequest>& trace,
                                  const SchedulerConfig& config, const FgdOptions& o) {
   return RunFgdWith(base, trace, config, o, nullptr);
@@ -167,23 +226,9 @@ absl::StatusOr<FgdResult> RunFgdWith(const SimCluster& base, const std::vector<P
   for (size_t i = 0; i < pods.size(); ++i) shape_of[i] = shapes.Id(pods[i]);
 
   Placer placer(*policy, &cluster, shapes.size(), &rng);
-  std::vector<int32_t> rank(cluster.size());
-  for (int i = 0; i < cluster.size(); ++i) rank[i] = i;
-  for (size_t i = rank.size(); i > 1; --i) std::swap(rank[i - 1], rank[Uniform(rng, i)]);
+  const std::vector<int32_t> rank = ShuffledRank(cluster.size(), rng);
   placer.SetTiePriority(rank);
-
-  // Per-node fragmentation, kept current as nodes change.
-  std::vector<std::vector<uint8_t>> allowed(cluster.snapshot().products().size());
-  for (size_t p = 0; p < allowed.size(); ++p) {
-    allowed[p] = policy::ShapesAllowed(target, cluster.snapshot().products()[p]);
-  }
-  auto frag_of = [&](int i) {
-    const NodeInfo& n = cluster.node(i);
-    return policy::NodeFragMilli(target, allowed[n.product_id], policy::MakeFragView(n));
-  };
-  std::vector<double> node_frag(cluster.size());
-  double frag = 0;
-  for (int i = 0; i < cluster.size(); ++i) frag += node_frag[i] = frag_of(i);
+  FragTracker frag(target, cluster);
 
   FgdResult r;
   r.policy = o.policy;
@@ -214,10 +259,9 @@ absl::StatusOr<FgdResult> RunFgdWith(const SimCluster& base, const std::vector<P
     if (n < 0) {
       ++r.failed;
     } else {
-      frag -= node_frag[n];
-      frag += node_frag[n] = frag_of(n);
+      frag.Update(n);
     }
-    events.push_back({arrived, cluster.allocated_milli(), frag});
+    events.push_back({arrived, cluster.allocated_milli(), frag.total()});
     if (o.progress && (k + 1) % 2000 == 0) {
       std::fprintf(stderr, "\r[%s seed %llu] %zu/%zu pods", o.policy.c_str(),
                    static_cast<unsigned long long>(o.seed), k + 1, pods.size());
@@ -225,14 +269,7 @@ absl::StatusOr<FgdResult> RunFgdWith(const SimCluster& base, const std::vector<P
   }
   if (o.progress) std::fprintf(stderr, "\n");
   r.curve = BinCurve(events, cluster.total_gpus());
-  for (const CurvePoint& c : r.curve) {
-    if (c.arrived_pct == 100) r.unallocated_at_100 = RoundHalfEven(100 - c.allocated_pct, 2);
-    if (c.arrived_pct == 130) r.allocated_at_130 = c.allocated_pct;
-    if (c.arrived_pct == 90) {
-      r.frag_total_at_90 = c.frag_total_pct;
-      r.frag_idle_at_90 = c.frag_idle_pct;
-    }
-  }
+  ReadHeadlines(&r);
   r.decision_hash = h;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   return r;
