@@ -1,6 +1,6 @@
 // What GET /debug/queues and GET /debug/pods/<ns>/<name> show: plain values
 // filled by QueueManager and encoded to JSON by scheduler/codec/queue_codec.
-// Header-only so the codec needs no link dependency on the queue. Value
+// Header-only value types (the codec links the queue for them);
 // types; thread-compatible.
 #ifndef GPUSCHED_QUEUE_QUEUE_REPORT_H_
 #define GPUSCHED_QUEUE_QUEUE_REPORT_H_
