@@ -1,7 +1,7 @@
 // What GET /debug/queues and GET /debug/pods/<ns>/<name> show: plain values
 // filled by QueueManager and encoded to JSON by scheduler/codec/queue_codec.
 // Header-only value types (the codec links the queue for them);
-// types; thread-compatible.
+// thread-compatible.
 #ifndef GPUSCHED_QUEUE_QUEUE_REPORT_H_
 #define GPUSCHED_QUEUE_QUEUE_REPORT_H_
 
