@@ -61,6 +61,10 @@ struct Options {
   int names = 5000;
   int seconds = 60;
   int stall_seconds = 20;
+  // The queue empty: the server runs on the cluster without pending pods and
+  // the requests name pods it has not shown (answered at their place in an
+  // empty queue, never bound): what the queue costs when nothing waits.
+  bool idle = false;
   std::string dir = "/tmp/gpusched-queue-scale";
 };
 
@@ -435,9 +439,10 @@ bool Flag(int argc, char** argv, int& i, const char* name, int* out) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: queue_scale GPUSCHED_BINARY [--nodes N] [--pending P] [--namespaces K] "
-                 "[--gangs G] [--names M] [--seconds S] [--stall-seconds T] [--dir DIR]\n");
+    std::fprintf(
+        stderr,
+        "usage: queue_scale GPUSCHED_BINARY [--nodes N] [--pending P] [--namespaces K] "
+        "[--gangs G] [--names M] [--seconds S] [--stall-seconds T] [--idle] [--dir DIR]\n");
     return 2;
   }
   Options o;
@@ -448,6 +453,10 @@ int main(int argc, char** argv) {
         Flag(argc, argv, i, "--gangs", &o.gangs) || Flag(argc, argv, i, "--names", &o.names) ||
         Flag(argc, argv, i, "--seconds", &o.seconds) ||
         Flag(argc, argv, i, "--stall-seconds", &o.stall_seconds)) {
+      continue;
+    }
+    if (std::strcmp(argv[i], "--idle") == 0) {
+      o.idle = true;
       continue;
     }
     if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
@@ -473,9 +482,11 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const int64_t rss_empty = RssKiB(empty.pid);
   Stop(empty);
-  Server s = Start(o, o.dir + "/cluster.json");
+  Server full = Start(o, o.dir + "/cluster.json");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const int64_t rss_full = RssKiB(s.pid);
+  const int64_t rss_full = RssKiB(full.pid);
+  if (o.idle) Stop(full);
+  Server s = o.idle ? Start(o, o.dir + "/cluster-empty.json") : full;
 
   std::string names = "[";
   std::mt19937 rng(7);
@@ -509,7 +520,7 @@ int main(int argc, char** argv) {
     t0 = Clock::now();
     if (c.Call("POST", "/scheduler/prioritize", args, &body) != 200) break;
     prioritize.Add(t0);
-    if (!first.empty()) {
+    if (!first.empty() && !o.idle) {
       ++admitted;
       t0 = Clock::now();
       const std::string b = "{\"PodName\":\"" + p.name + "\",\"PodNamespace\":\"" + p.ns +

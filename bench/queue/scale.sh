@@ -19,3 +19,6 @@ done
 for nodes in 500 20000; do
   run --nodes "$nodes" --pending 50000 --namespaces 500 --gangs 1000 --names "$nodes"
 done
+# The queue empty (no pending pod; requests for pods not shown yet): what the
+# queue costs when nothing waits.
+run --nodes 5000 --pending 50000 --namespaces 500 --gangs 1000 --names 5000 --idle
