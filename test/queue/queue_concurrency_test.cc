@@ -20,8 +20,8 @@
 // test covers a gang losing a member); gangs are deleted and finished whole.
 // The TSan CI step builds and runs this test to find data races.
 //
-// Work: GPUSCHED_CONCURRENCY_CYCLES filter cycles (default 1000) for each
-// scheduler thread; the other threads run until those are done.
+// Work: GPUSCHED_CONCURRENCY_STEPS steps of the cluster source (default
+// 1000, about 1 ms each); every other thread runs until those are done.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -64,8 +64,8 @@ const char* const kSpareNodes[] = {"t4-spare-0", "t4-spare-1"};
 constexpr int kMaxPending = 30;
 constexpr int kSchedulers = 3;
 
-int Cycles() {
-  const char* env = std::getenv("GPUSCHED_CONCURRENCY_CYCLES");
+int Steps() {
+  const char* env = std::getenv("GPUSCHED_CONCURRENCY_STEPS");
   return env != nullptr ? std::atoi(env) : 1000;
 }
 
@@ -81,20 +81,21 @@ NamespaceQuota Quota(int64_t guaranteed, int64_t limit, std::string cohort = "")
 // team-a's H100 limit is the same in every config: a namespace above a
 // lowered per-model limit would be a legal state, not a violation.
 NamespaceQuota TeamA(int64_t guaranteed) {
-  NamespaceQuota q = Quota(guaranteed, 16, "research");
-  q.models["H100"] = {4, 12};
+  NamespaceQuota q = Quota(guaranteed, 8, "research");
+  q.models["H100"] = {2, 6};
   return q;
 }
 
 // The policy file the test starts and ends with: every limit at the largest
-// any config of this test sets.
+// any config of this test sets. Limits are tight (20 GPUs in all on a
+// cluster of 36) so that namespaces often bind at their limit.
 SchedulerConfig BaseConfig() {
   SchedulerConfig c;
   c.quotas.enabled = true;
-  c.quotas.namespaces["team-a"] = TeamA(8);
-  c.quotas.namespaces["team-b"] = Quota(8, 12, "research");
-  c.quotas.namespaces["team-c"] = Quota(4, 8);
-  c.quotas.default_quota = Quota(2, 4);
+  c.quotas.namespaces["team-a"] = TeamA(4);
+  c.quotas.namespaces["team-b"] = Quota(4, 6, "research");
+  c.quotas.namespaces["team-c"] = Quota(2, 4);
+  c.quotas.default_quota = Quota(1, 2);
   c.gang.reservation_seconds = 600;  // never expires within the test
   return c;
 }
@@ -103,9 +104,9 @@ SchedulerConfig BaseConfig() {
 // guarantees moved, another scoring, reclaim from any borrower.
 SchedulerConfig ReloadedConfig() {
   SchedulerConfig c = BaseConfig();
-  c.quotas.namespaces["team-a"] = TeamA(4);
-  c.quotas.namespaces["team-c"] = Quota(2, 4);
-  c.quotas.default_quota = Quota(1, 3);
+  c.quotas.namespaces["team-a"] = TeamA(2);
+  c.quotas.namespaces["team-c"] = Quota(1, 2);
+  c.quotas.default_quota = Quota(0, 1);
   c.scoring.scorers = {{"GpuTopology", 1, {}}, {"GpuPacking", 3, {.spread = true}}};
   c.reclaim.only_lower_priority = false;
   return c;
@@ -114,17 +115,17 @@ SchedulerConfig ReloadedConfig() {
 // GPUQuota objects as the watcher resolves them.
 ResolvedQuotas QuotaObjects() {
   ResolvedQuotas r;
-  r.namespaces["team-a"] = TeamA(6);
-  r.namespaces["team-b"] = Quota(10, 12, "research");
-  r.namespaces["team-c"] = Quota(6, 8);
-  r.namespaces["guest"] = Quota(0, 4);
+  r.namespaces["team-a"] = TeamA(3);
+  r.namespaces["team-b"] = Quota(5, 6, "research");
+  r.namespaces["team-c"] = Quota(3, 4);
+  r.namespaces["guest"] = Quota(0, 2);
   return r;
 }
 
 // The largest limit of each namespace over the configs above (milli-GPUs).
 int64_t MaxLimitMilli(const std::string& ns) {
   static const std::map<std::string, int64_t> limits = {
-      {"team-a", 16'000}, {"team-b", 12'000}, {"team-c", 8'000}, {"guest", 4'000}};
+      {"team-a", 8'000}, {"team-b", 6'000}, {"team-c", 4'000}, {"guest", 2'000}};
   return limits.at(ns);
 }
 
@@ -254,23 +255,20 @@ class Stress {
  public:
   explicit Stress(Server* s) : s_(s) {}
 
-  void Run(int cycles) {
+  void Run(int steps) {
     std::vector<std::thread> background;
-    background.emplace_back([this] { Loop(1, [this](std::mt19937& r) { SourceStep(r); }); });
     background.emplace_back([this] { Loop(2, [this](std::mt19937&) { TickStep(); }); });
     background.emplace_back([this] { Loop(3, [this](std::mt19937& r) { ReloadStep(r); }); });
     background.emplace_back([this] { Loop(4, [this](std::mt19937& r) { QuotaStep(r); }); });
     background.emplace_back([this] { Loop(5, [this](std::mt19937& r) { NodeStep(r); }); });
     background.emplace_back([this] { Loop(6, [this](std::mt19937& r) { ReadStep(r); }); });
     background.emplace_back([this] { Loop(7, [this](std::mt19937&) { CheckStep(); }); });
-    std::vector<std::thread> schedulers;
     for (int i = 0; i < kSchedulers; ++i) {
-      schedulers.emplace_back([this, i, cycles] {
-        std::mt19937 rng(100 + i);
-        for (int c = 0; c < cycles; ++c) SchedulerCycle(rng);
-      });
+      background.emplace_back(
+          [this, i] { Loop(100 + i, [this](std::mt19937& r) { SchedulerCycle(r); }); });
     }
-    for (std::thread& t : schedulers) t.join();
+    std::mt19937 rng(1);
+    for (int i = 0; i < steps; ++i) SourceStep(rng);
     stop_.store(true);
     for (std::thread& t : background) t.join();
   }
@@ -317,7 +315,7 @@ class Stress {
     n_.filters.fetch_add(1);
     if (out.passed.empty()) {
       if (Rand(rng, 2) == 0) Preempt(pod);
-      return;
+      return Pause(1);  // kube-scheduler backs off a pod that fits nowhere
     }
     ExtenderArgs passing;
     passing.pod = pod;
@@ -366,7 +364,10 @@ class Stress {
   void SourceStep(std::mt19937& rng) {
     const int op = Rand(rng, 10);
     if (op < 5) {
-      Submit(rng);
+      // Pods come in bursts (a Job's pods at once): the schedulers then bind
+      // different pods at the same time, as kube-scheduler's asynchronous
+      // binding cycles do.
+      for (int n = 1 + Rand(rng, 4); n > 0; --n) Submit(rng);
     } else if (op < 8) {
       Finish(rng, op == 7);
     } else {
@@ -391,13 +392,13 @@ class Stress {
       PodBuilder b(name, ns);
       b.Priority(std::vector<int32_t>{0, 10, 100}[Rand(rng, 3)]).Created(next_id_);
       if (kind == 0) {
-        b.Gpus(4).Models({"H100"}).Gang(gang, members).Priority(10);
+        b.Gpus(2).Models({"H100"}).Gang(gang, members).Priority(10);
       } else if (kind == 1) {
         b.Gpus(1).Milli(500);
       } else if (kind == 2) {
         b.Gpus(1 + Rand(rng, 4)).Models({"T4"});
       } else {
-        b.Gpus(std::vector<int>{1, 1, 2, 4, 8}[Rand(rng, 5)]);
+        b.Gpus(std::vector<int>{1, 1, 2, 2, 4}[Rand(rng, 5)]);
       }
       PodRequest p = b.Build();
       batch.push_back({p.uid, p});
@@ -528,7 +529,7 @@ class Stress {
 TEST(QueueConcurrencyTest, InvariantsHoldWhileEverythingRunsAtOnce) {
   Server server;
   Stress stress(&server);
-  stress.Run(Cycles());
+  stress.Run(Steps());
   // Quiesce: no planner, the first config, two ticks, each with its
   // evictions applied.
   server.planner.reset();
