@@ -84,7 +84,11 @@ std::string QueueManager::ClaimOrPrepareLocked(const PodRequest& pod, GangPlacem
   if (missing <= 0) return "";
   place->pod = pod;
   place->missing = missing;
+  // Placed without the mutex: the ledger reads the shared options, never the
+  // live ones a reload overwrites meanwhile.
+  place->options = shared_options_;
   place->ledger = LedgerLocked();
+  place->ledger->RebindConfig(place->options->quotas);
   place->usage_generation = usage_.generation();
   place->config_version = config_version_;
   place->by_scan = options_.recompute_from_scratch;

@@ -666,9 +666,10 @@ bool QueueManager::PlanCurrentLocked(const PlanBasis& basis) {
     if (q == order_.end() || *q->second.begin() != e) return false;
   }
   if (basis.victims == nullptr) return true;
-  return std::none_of(basis.victims->begin(), basis.victims->end(), [&](const std::string& uid) {
-    return evicted_.contains(uid) || !deps_.state->FindPod(uid).has_value();
-  });
+  for (const std::string& uid : *basis.victims) {
+    if (evicted_.contains(uid) || !deps_.state->FindPod(uid).has_value()) return false;
+  }
+  return true;
 }
 
 std::string QueueManager::ReclaimReasonLocked(const ReclaimJob& job, int64_t now) {

@@ -536,7 +536,8 @@ class QueueManager final : public PodGate {
   struct GangPlacement {
     PodRequest pod;                     // the source's member
     int32_t missing = 0;                // members to place; 0: nothing to do
-    std::optional<QuotaLedger> ledger;  // as prepared (with its claims)
+    std::optional<QuotaLedger> ledger;  // as prepared (with its claims), bound to `options`
+    std::shared_ptr<const QueueOptions> options;  // kept alive while placing without the mutex
     uint64_t usage_generation = 0;
     uint64_t config_version = 0;
     bool by_scan = false;  // the reference placement (recompute_from_scratch)
