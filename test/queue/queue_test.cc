@@ -576,17 +576,25 @@ TEST(ReclaimTest, AsyncWriterAwaitSentIsBounded) {
   EXPECT_TRUE(async.AwaitSent(std::chrono::minutes(1)));
 }
 
+// Two H100 nodes filled by team-a, which borrows all of team-b's guarantee
+// (both 8 guaranteed, 16 limit, cohort r): a 4-GPU pod of team-b reclaims.
+QueueOptions BorrowingOptions() {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}});
+  return o;
+}
+
+std::vector<PodRequest> BorrowedH100s() {
+  return {Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
+          Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)};
+}
+
 // With a planner attached (serving), the tick hands reclaim planning over
 // and commits the plan at the next tick: the same victims as when the tick
 // plans itself; a plan made under an older config is dropped, not applied.
 TEST(ReclaimTest, BackgroundPlanningCommitsTheSamePlanAtTheNextTick) {
-  QueueOptions o;
-  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}});
-  auto running = [] {
-    return std::vector<PodRequest>{
-        Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
-        Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)};
-  };
+  const QueueOptions o = BorrowingOptions();
+  auto running = BorrowedH100s;
   PodRequest b = PodBuilder("b", "team-b").Gpus(4).Build();
   Harness inline_plan(H100s(2), running(), o);
   EXPECT_THAT(inline_plan.Filter(b), IsEmpty());
@@ -623,13 +631,8 @@ TEST(ReclaimTest, BackgroundPlanningCommitsTheSamePlanAtTheNextTick) {
 // pod that goes first drops the plan (its namespace plans again later); a
 // change elsewhere (a pod of another namespace submitted) does not.
 TEST(ReclaimTest, APlanCommitsOnlyWhileTheFactsItRestsOnHold) {
-  QueueOptions o;
-  o.quotas = Quotas({{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}});
-  auto running = [] {
-    return std::vector<PodRequest>{
-        Running("a0", "team-a", 4, "h0", 0x0f, -1), Running("a1", "team-a", 4, "h0", 0xf0, -1),
-        Running("a2", "team-a", 4, "h1", 0x0f, -1), Running("a3", "team-a", 4, "h1", 0xf0, -1)};
-  };
+  const QueueOptions o = BorrowingOptions();
+  auto running = BorrowedH100s;
   PodRequest b = PodBuilder("b", "team-b").Gpus(4).Build();
   auto planned = [&](Harness& h) {
     h.queue->AttachPlanner(true);
