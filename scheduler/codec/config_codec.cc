@@ -4,13 +4,13 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 
 #include "gpusched/model/topology.h"
 #include "gpusched/policy/registry.h"
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/codec/internal/duplicate_keys.h"
 #include "scheduler/codec/internal/quota_fields.h"
 
 namespace gpusched::codec {
@@ -456,61 +456,6 @@ absl::Status NumberOverflow(std::string_view text, const json::out_of_range& e) 
   return NotValidJsonAt(text, at, reason);
 }
 
-// Finds the first key repeated within one JSON object, at any depth, while
-// nlohmann parses (its objects keep only the last value of a repeated key,
-// so a duplicate cannot be seen afterwards). Paths are written as errors
-// name fields: "quotas.namespaces.team-a.limit", "topologyTemplates[0]".
-class DuplicateKeyFinder {
- public:
-  // The parser callback: keeps every value, records the first duplicate.
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        frames_.push_back({event == json::parse_event_t::array_start, {}, {}, 0});
-        break;
-      case json::parse_event_t::key: {
-        Frame& f = frames_.back();
-        f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second && duplicate_.empty()) duplicate_ = Path();
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        frames_.pop_back();
-        NextElement();
-        break;
-      case json::parse_event_t::value:
-        NextElement();
-        break;
-    }
-    return true;
-  }
-  // The path of the first repeated key, or "" if none.
-  const std::string& duplicate() const { return duplicate_; }
-
- private:
-  struct Frame {
-    bool array = false;
-    std::set<std::string> keys;
-    std::string key;   // the current member (objects)
-    size_t index = 0;  // the current element (arrays)
-  };
-  void NextElement() {
-    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
-  }
-  std::string Path() const {
-    std::string path;
-    for (const Frame& f : frames_) {
-      path = f.array ? StrCat(path, "[", f.index, "]") : Join(path, f.key);
-    }
-    return path;
-  }
-
-  std::vector<Frame> frames_;
-  std::string duplicate_;
-};
-
 }  // namespace
 
 absl::Status DecodeNamespaceQuotaJson(const nlohmann::json& j, std::string_view path,
@@ -529,11 +474,7 @@ absl::StatusOr<SchedulerConfig> DecodeConfig(std::string_view text) {
   } catch (const json::out_of_range& e) {
     return NumberOverflow(text, e);
   }
-  if (!duplicates.duplicate().empty()) {
-    return FieldError(duplicates.duplicate(),
-                      "duplicate key: set more than once in the same object (refused rather "
-                      "than letting the last one win)");
-  }
+  if (!duplicates.first().empty()) return FieldError(duplicates.first(), kDuplicateKeyMessage);
   GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "",
                                      {"$schema", "description", "server", "scoring",
                                       "topologyTemplates", "quotas", "reclaim", "gang"}));

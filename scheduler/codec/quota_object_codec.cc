@@ -1,9 +1,11 @@
 #include "scheduler/codec/quota_object_codec.h"
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "gpusched/util/quantity.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/codec/internal/duplicate_keys.h"
 #include "scheduler/codec/internal/quota_fields.h"
 
 namespace gpusched::codec {
@@ -69,7 +71,10 @@ void DecodeElasticSpec(const json& spec, QuotaObject& o) {
   o.spec = std::move(q);
 }
 
-QuotaObject FromJson(QuotaObjectKind kind, const json& obj) {
+// `duplicate`: the path of a key repeated within `obj` ("" if none). Such an
+// object is refused like an invalid spec (its last valid spec stays): which
+// of the values was meant is unknown.
+QuotaObject FromJson(QuotaObjectKind kind, const json& obj, const std::string& duplicate) {
   QuotaObject o;
   o.kind = kind;
   const json meta = obj.value("metadata", json::object());
@@ -81,6 +86,10 @@ QuotaObject FromJson(QuotaObjectKind kind, const json& obj) {
     if (auto g = meta.find("generation"); g != meta.end() && g->is_number_integer()) {
       o.generation = g->get<int64_t>();
     }
+  }
+  if (!duplicate.empty()) {
+    o.error = StrCat(duplicate, ": ", kDuplicateKeyMessage);
+    return o;
   }
   auto spec = obj.find("spec");
   if (spec == obj.end() || !spec->is_object()) {
@@ -100,12 +109,21 @@ QuotaObject FromJson(QuotaObjectKind kind, const json& obj) {
   return o;
 }
 
-absl::StatusOr<json> Parse(std::string_view text, const char* what) {
-  json j = json::parse(text, nullptr, false);
+absl::StatusOr<json> Parse(std::string_view text, const char* what,
+                           DuplicateKeyFinder& duplicates) {
+  json j = json::parse(text, std::ref(duplicates), false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(StrCat(what, ": not a JSON object"));
   }
   return j;
+}
+
+// A list or watch event whose own keys (not its objects') repeat is refused
+// as a whole: which items, type or object was meant is unknown.
+absl::Status CheckOwnKeys(const DuplicateKeyFinder& duplicates, const char* what) {
+  if (duplicates.outside_objects().empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat(what, ": ", duplicates.outside_objects(), ": ", kDuplicateKeyMessage));
 }
 
 std::string Quoted(std::string_view s) { return json(std::string(s)).dump(); }
@@ -120,14 +138,17 @@ const QuotaObjectApi& QuotaObjectApiOf(QuotaObjectKind kind) {
 }
 
 absl::StatusOr<QuotaObject> DecodeQuotaObject(QuotaObjectKind kind, std::string_view body) {
-  auto j = Parse(body, QuotaObjectApiOf(kind).kind.data());
+  DuplicateKeyFinder duplicates;
+  auto j = Parse(body, QuotaObjectApiOf(kind).kind.data(), duplicates);
   if (!j.ok()) return j.status();
-  return FromJson(kind, *j);
+  return FromJson(kind, *j, duplicates.first());
 }
 
 absl::StatusOr<QuotaObjectPage> DecodeQuotaObjectList(QuotaObjectKind kind, std::string_view body) {
-  auto j = Parse(body, "list");
+  DuplicateKeyFinder duplicates("items");
+  auto j = Parse(body, "list", duplicates);
   if (!j.ok()) return j.status();
+  if (auto s = CheckOwnKeys(duplicates, "list"); !s.ok()) return s;
   QuotaObjectPage page;
   const json meta = j->value("metadata", json::object());
   if (meta.is_object()) {
@@ -137,8 +158,9 @@ absl::StatusOr<QuotaObjectPage> DecodeQuotaObjectList(QuotaObjectKind kind, std:
   auto items = j->find("items");
   if (items != j->end() && !items->is_null()) {
     if (!items->is_array()) return absl::InvalidArgumentError("list: items must be an array");
-    for (const json& item : *items) {
-      if (item.is_object()) page.items.push_back(FromJson(kind, item));
+    for (size_t i = 0; i < items->size(); ++i) {
+      const json& item = (*items)[i];
+      if (item.is_object()) page.items.push_back(FromJson(kind, item, duplicates.InObject(i)));
     }
   }
   return page;
@@ -146,8 +168,10 @@ absl::StatusOr<QuotaObjectPage> DecodeQuotaObjectList(QuotaObjectKind kind, std:
 
 absl::StatusOr<QuotaObjectEvent> DecodeQuotaObjectEvent(QuotaObjectKind kind,
                                                         std::string_view line) {
-  auto j = Parse(line, "watch event");
+  DuplicateKeyFinder duplicates("object");
+  auto j = Parse(line, "watch event", duplicates);
   if (!j.ok()) return j.status();
+  if (auto s = CheckOwnKeys(duplicates, "watch event"); !s.ok()) return s;
   QuotaObjectEvent ev;
   const std::string type = Str(*j, "type");
   const json obj = j->value("object", json::object());
@@ -171,7 +195,8 @@ absl::StatusOr<QuotaObjectEvent> DecodeQuotaObjectEvent(QuotaObjectKind kind,
   if (auto m = obj.find("metadata"); m != obj.end() && m->is_object()) {
     ev.resource_version = Str(*m, "resourceVersion");
   }
-  if (ev.type != WatchEvent::Type::kBookmark) ev.object = FromJson(kind, obj);
+  if (ev.type != WatchEvent::Type::kBookmark)
+    ev.object = FromJson(kind, obj, duplicates.InObject(0));
   return ev;
 }
 

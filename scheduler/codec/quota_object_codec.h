@@ -5,7 +5,10 @@
 //
 // A spec that does not validate is not a decode error: the object decodes
 // with `spec` unset and `error` naming the field, so its status can say so.
-// Only a body that is not an object list / watch event at all fails.
+// So does an object with a key repeated anywhere in it ("spec.guaranteed:
+// duplicate key ..."): which value was meant is unknown, so none is used.
+// Only a body that is not an object list / watch event at all fails, or one
+// whose own keys repeat ("items", "type", "object").
 // Thread-safe (pure functions).
 #ifndef GPUSCHED_CODEC_QUOTA_OBJECT_CODEC_H_
 #define GPUSCHED_CODEC_QUOTA_OBJECT_CODEC_H_

@@ -128,6 +128,95 @@ TEST(QuotaObjectCodec, InvalidSpecsNameTheField) {
   EXPECT_FALSE(codec::DecodeQuotaObject(QuotaObjectKind::kGpuQuota, "{").ok());
 }
 
+// A repeated key anywhere in an object refuses the object (its last valid
+// spec stays), naming the key; raw text, since a parsed Json keeps one.
+TEST(QuotaObjectCodec, DuplicateKeysRefuseTheObjectNamingTheField) {
+  const std::string meta = R"("metadata":{"name":"q","namespace":"ns","uid":"u"})";
+  struct Case {
+    QuotaObjectKind kind;
+    std::string body;
+    std::string path;
+  } cases[] = {
+      {QuotaObjectKind::kGpuQuota, "{" + meta + R"(,"spec":{"guaranteed":4,"guaranteed":8}})",
+       "spec.guaranteed"},
+      {QuotaObjectKind::kGpuQuota,
+       "{" + meta +
+           R"(,"spec":{"limit":8,"models":{"H100":{"limit":4},"A100":{"limit":2},"H100":{"limit":8}}}})",
+       "spec.models.H100"},
+      {QuotaObjectKind::kGpuQuota,
+       "{" + meta + R"(,"spec":{"limit":8,"models":{"H100":{"limit":4,"limit":2}}}})",
+       "spec.models.H100.limit"},
+      {QuotaObjectKind::kGpuQuota,
+       R"({"metadata":{"name":"q","namespace":"a","namespace":"b"},"spec":{"limit":8}})",
+       "metadata.namespace"},
+      {QuotaObjectKind::kGpuQuota, "{" + meta + R"(,"spec":{"limit":8},"spec":{"limit":9}})",
+       "spec"},
+      {QuotaObjectKind::kElasticQuota,
+       "{" + meta + R"(,"spec":{"max":{"nvidia.com/gpu":"8","nvidia.com/gpu":"2"}}})",
+       "spec.max.nvidia.com/gpu"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    auto o = codec::DecodeQuotaObject(c.kind, c.body);
+    ASSERT_TRUE(o.ok()) << o.status();
+    EXPECT_FALSE(o->spec.has_value());
+    EXPECT_EQ(o->error.rfind(c.path + ": duplicate key", 0), 0u) << o->error;
+  }
+
+  // In a list, only the object with the repeated key is refused.
+  auto page = codec::DecodeQuotaObjectList(
+      QuotaObjectKind::kGpuQuota,
+      R"({"metadata":{"resourceVersion":"7"},"items":[)"
+      R"({"metadata":{"name":"q","namespace":"a"},"spec":{"limit":8}},)"
+      R"({"metadata":{"name":"q","namespace":"b"},"spec":{"cohort":"x","limit":8,"cohort":"y"}}]})");
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->items.size(), 2u);
+  EXPECT_TRUE(page->items[0].spec.has_value()) << page->items[0].error;
+  EXPECT_FALSE(page->items[1].spec.has_value());
+  EXPECT_EQ(page->items[1].error.rfind("spec.cohort: duplicate key", 0), 0u)
+      << page->items[1].error;
+  // A watch event's object likewise.
+  auto ev = codec::DecodeQuotaObjectEvent(
+      QuotaObjectKind::kGpuQuota,
+      R"({"type":"MODIFIED","object":{)" + meta + R"(,"spec":{"limit":8,"limit":2}}})");
+  ASSERT_TRUE(ev.ok()) << ev.status();
+  EXPECT_EQ(ev->object.ns, "ns");
+  EXPECT_EQ(ev->object.error.rfind("spec.limit: duplicate key", 0), 0u) << ev->object.error;
+  // A list's or event's own keys repeated: the whole body is refused.
+  auto twice =
+      codec::DecodeQuotaObjectList(QuotaObjectKind::kGpuQuota, R"({"items":[],"items":[]})");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("list: items: duplicate key"), std::string::npos)
+      << twice.status();
+  auto type = codec::DecodeQuotaObjectEvent(
+      QuotaObjectKind::kGpuQuota,
+      R"({"type":"MODIFIED","type":"DELETED","object":{)" + meta + R"(,"spec":{}}})");
+  ASSERT_FALSE(type.ok());
+  EXPECT_NE(type.status().message().find("watch event: type: duplicate key"), std::string::npos)
+      << type.status();
+}
+
+// The watcher's rule on a decoded change: an object refused for a repeated
+// key keeps the spec it had, and its verdict (status, log) names the key.
+TEST(QuotaObjectCodec, DuplicateKeyChangeKeepsTheLastValidSpec) {
+  const std::string meta = R"("metadata":{"name":"q","namespace":"ns","uid":"u"})";
+  auto v1 = codec::DecodeQuotaObject(QuotaObjectKind::kGpuQuota,
+                                     "{" + meta + R"(,"spec":{"guaranteed":4,"limit":8}})");
+  auto v2 = codec::DecodeQuotaObject(
+      QuotaObjectKind::kGpuQuota,
+      "{" + meta + R"(,"spec":{"guaranteed":4,"limit":8,"guaranteed":0,"limit":0}})");
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  queue::KeepLastValid(nullptr, *v1);
+  queue::KeepLastValid(&*v1, *v2);
+  queue::ResolvedQuotas r = queue::ResolveQuotaObjects({*v2});
+  EXPECT_EQ(r.namespaces.at("ns").gpus.guaranteed, 4);
+  EXPECT_EQ(r.namespaces.at("ns").gpus.limit, 8);
+  ASSERT_EQ(r.verdicts.size(), 1u);
+  EXPECT_EQ(r.verdicts[0].error.rfind("spec.guaranteed: duplicate key", 0), 0u)
+      << r.verdicts[0].error;
+  EXPECT_NE(r.verdicts[0].message.find("last valid one stays"), std::string::npos);
+}
+
 TEST(QuotaObjectCodec, ElasticQuotaMinMaxOfGpusAreGuaranteedAndLimit) {
   struct Case {
     Json spec;
