@@ -116,13 +116,13 @@ class Graph:
         """Targets whose headers `target` may include: what it links, and
         what those link PUBLIC (or INTERFACE), transitively."""
         seen = set()
-        todo = list(self.deps(target))
-        while todo:
-            t = todo.pop()
+        frontier = list(self.deps(target))
+        while frontier:
+            t = frontier.pop()
             if t in seen:
                 continue
             seen.add(t)
-            todo += [d for d, s in self.links.get(t, {}).items()
+            frontier += [d for d, s in self.links.get(t, {}).items()
                      if d in self.targets and s != "PRIVATE"]
         return seen
 
