@@ -397,8 +397,21 @@ absl::Status DecodeQuotas(const json& j, QuotaConfig& q) {
   return absl::OkStatus();
 }
 
+absl::Status DecodeFairShareReclaim(const json& j, FairShareReclaimConfig& f) {
+  constexpr std::string_view p = "reclaim.fairShare";
+  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, p, {"enabled", "preemptionsPerHour"}));
+  f = FairShareReclaimConfig{};
+  f.enabled = true;
+  GPUSCHED_RETURN_IF_ERROR(GetBool(j, "enabled", p, &f.enabled));
+  return GetIntAs(j, "preemptionsPerHour", p, 1, 3600, &f.preemptions_per_hour);
+}
+
 absl::Status DecodeReclaim(const json& j, ReclaimConfig& r) {
-  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "reclaim", {"enabled", "policy", "evictOverLimit"}));
+  GPUSCHED_RETURN_IF_ERROR(
+      CheckKeys(j, "reclaim", {"enabled", "policy", "evictOverLimit", "fairShare"}));
+  if (j.contains("fairShare")) {
+    GPUSCHED_RETURN_IF_ERROR(DecodeFairShareReclaim(j["fairShare"], r.fair_share));
+  }
   GPUSCHED_RETURN_IF_ERROR(GetBool(j, "enabled", "reclaim", &r.enabled));
   GPUSCHED_RETURN_IF_ERROR(GetBool(j, "evictOverLimit", "reclaim", &r.evict_over_limit));
   std::string policy = r.only_lower_priority ? "lowerPriority" : "anyBorrower";

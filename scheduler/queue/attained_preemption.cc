@@ -32,10 +32,11 @@ void QueueManager::RelevelLocked(const std::string& ns) {
   if (!moved.empty()) unit_index_.erase(ns);
 }
 
-QueueManager::PreemptionBudget& QueueManager::BudgetLocked(const std::string& ns, int32_t per_hour,
-                                                           int64_t now) {
+QueueManager::PreemptionBudget& QueueManager::Refill(
+    std::map<std::string, PreemptionBudget>& budgets, const std::string& ns, int32_t per_hour,
+    int64_t now) {
   const double cap = std::max(1, per_hour);
-  auto [it, fresh] = attained_budget_.try_emplace(ns, PreemptionBudget{cap, now});
+  auto [it, fresh] = budgets.try_emplace(ns, PreemptionBudget{cap, now});
   PreemptionBudget& b = it->second;
   if (!fresh) {
     b.tokens = std::min(cap, b.tokens + static_cast<double>(now - b.at_ms) * per_hour / 3.6e6);
@@ -50,7 +51,7 @@ bool QueueManager::AttainedVictimsLocked(const Entry& head, int64_t now,
   const AttainedServiceConfig& a = AttainedOf(options_.quotas, head.pod.ns);
   if (!a.enabled || a.preemptions_per_hour <= 0 || head.level != 0) return false;
   if (head.pod.preempt_never) return false;  // preemptionPolicy: Never
-  if (BudgetLocked(head.pod.ns, a.preemptions_per_hour, now).tokens < 1) return false;
+  if (Refill(attained_budget_, head.pod.ns, a.preemptions_per_hour, now).tokens < 1) return false;
   const auto* workloads = attained_.Of(head.pod.ns);
   if (workloads == nullptr) return false;
   const int64_t now_s = now / 1000;

@@ -79,7 +79,8 @@ class QueueManager::GangSearch {
         fw_(fw),
         ledger_(*in.ledger),
         gone_(*in.evicted),
-        local_{&ledger_, in.options, &gone_, in.usage, in.only, in.cohort_loan, in.yield},
+        local_{&ledger_, in.options,     &gone_,    in.usage,
+               in.only,  in.cohort_loan, in.floors, in.yield},
         ctx_(fw.Prepare(member, snapshot)),
         memo_(fw, ctx_) {}
 

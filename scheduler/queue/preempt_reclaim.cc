@@ -190,6 +190,7 @@ class QueueManager::NodeSearch {
       // Any borrower restores a guarantee; a cohort's loan is taken back
       // only from borrowers outside the cohort.
       if (p.ns == preemptor_.ns || ledger_.Usage(p.ns) <= ledger_.Guaranteed(p.ns)) return false;
+      if (in_.floors != nullptr && ledger_.Usage(p.ns) <= Floor(p.ns)) return false;
       if (in_.cohort_loan && (cohort_.empty() || ledger_.Quota(p.ns).cohort == cohort_)) {
         return false;
       }
@@ -197,6 +198,13 @@ class QueueManager::NodeSearch {
     }
     if (!lower) return false;
     return p.ns == preemptor_.ns || !borrows_ || ledger_.Usage(p.ns) > ledger_.Guaranteed(p.ns);
+  }
+
+  // A fair-share reclaim's floor for `ns`: above any usage when `ns` is
+  // not above its fair share (none of its pods may go).
+  int64_t Floor(const std::string& ns) const {
+    auto it = in_.floors->find(ns);
+    return it == in_.floors->end() ? std::numeric_limits<int64_t>::max() : it->second;
   }
 
   bool Listed(const PodOnNode& p) const {
@@ -246,6 +254,10 @@ class QueueManager::NodeSearch {
     // its namespace below its guarantee comes straight back within it and
     // takes the freed GPUs again (eviction churn).
     if (rules_.reclaim && after.Usage(ns) - milli < after.Guaranteed(ns)) return false;
+    // A fair-share reclaim leaves each victim namespace its fair share.
+    if (rules_.reclaim && in_.floors != nullptr && after.Usage(ns) - milli < Floor(ns)) {
+      return false;
+    }
     after.Add(ns, where, -milli);
     return true;
   }
@@ -531,8 +543,12 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
     ReclaimJob job{ns, head->pod, members, demand, {}};
     const ReclaimKind kind = ReclaimKindOf(ledger, ns, demand, borrowers);
     job.cohort_loan = kind == ReclaimKind::kCohortLoan;
-    // Else an attained-service preemption within the namespace.
-    if ((kind == ReclaimKind::kNone || !options_.reclaim.enabled) &&
+    // Else a fair-share reclaim, else an attained-service preemption within
+    // the namespace.
+    const bool fair = kind == ReclaimKind::kNone && options_.reclaim.enabled &&
+                      options_.reclaim.fair_share.enabled && !head->pod.preempt_never &&
+                      FairFloorsLocked(ns, demand, now, &job.floors);
+    if ((kind == ReclaimKind::kNone || !options_.reclaim.enabled) && !fair &&
         !AttainedVictimsLocked(*head, now, &job.only)) {
       continue;
     }
@@ -559,6 +575,7 @@ std::vector<uint8_t> QueueManager::ReclaimWorth(const PlanInputs& in, const Recl
   for (const std::string& o : ledger.Namespaces()) {
     if (o == job.pod.ns || ledger.Usage(o) <= ledger.Guaranteed(o)) continue;
     if (job.cohort_loan && ledger.Quota(o).cohort == cohort) continue;
+    if (!job.floors.empty() && !job.floors.contains(o)) continue;
     borrowers.insert(o);
   }
   const bool lower_only = in.options->reclaim.only_lower_priority;
@@ -604,6 +621,7 @@ void QueueManager::PlanReclaim(const PlanInputs& batch_in, const ClusterSnapshot
                                const policy::Framework& fw, ReclaimJob* job) {
   PlanInputs in = batch_in;
   in.cohort_loan = job->cohort_loan;
+  in.floors = job->floors.empty() ? nullptr : &job->floors;
   if (IsGang(job->pod)) {
     // Every missing member placed, as one plan; members that fit as is
     // need no victims. Victim gangs go whole (their rest included).
@@ -618,11 +636,11 @@ void QueueManager::PlanReclaim(const PlanInputs& batch_in, const ClusterSnapshot
   policy::PodContext ctx = fw.Prepare(job->pod, snapshot);
   policy::FilterMemo memo(fw, ctx);
   const auto& nodes = snapshot.nodes();
-  // An attained-service preemption and a cohort's loan also free quota: a
-  // head its namespace's quota refuses needs victims even where a node has
-  // room.
-  const bool quota_ok =
-      (in.only == nullptr && !job->cohort_loan) || in.ledger->Check(job->pod.ns, job->demand).ok;
+  // An attained-service preemption, a cohort's loan and a fair-share
+  // reclaim also free quota: a head its namespace's quota refuses needs
+  // victims even where a node has room.
+  const bool quota_ok = (in.only == nullptr && !job->cohort_loan && in.floors == nullptr) ||
+                        in.ledger->Check(job->pod.ns, job->demand).ok;
   for (size_t i = 0; quota_ok && i < nodes.size(); ++i) {
     in.Pace();
     if (memo.Filter(snapshot.hot(static_cast<int32_t>(i))).fits() &&
@@ -680,13 +698,14 @@ std::string QueueManager::ReclaimReasonLocked(const ReclaimJob& job, int64_t now
     for (const std::string& uid : job.victims) {
       if (const std::string* w = attained_.WorkloadOf(uid)) workloads.insert(*w);
     }
-    BudgetLocked(job.ns, a.preemptions_per_hour, now).tokens -=
+    Refill(attained_budget_, job.ns, a.preemptions_per_hour, now).tokens -=
         static_cast<double>(std::max<size_t>(1, workloads.size()));
     return StrCat("attained service: ", job.pod.Key(), " has run less than ",
                   FormatGpus(a.demote_after_gpu_seconds * 1000 / 3600), " GPU-hours and needs ",
                   FormatGpus(job.demand), " GPUs held by a workload of ", job.ns,
                   " that has run more");
   }
+  if (!job.floors.empty()) return FairShareReasonLocked(job, now);
   if (job.cohort_loan) {
     return StrCat("reclaim: cohort ",
                   options_.quotas.namespaces.contains(job.ns)
@@ -709,7 +728,7 @@ void QueueManager::RecordReclaimLocked(const ReclaimJob& job, int64_t now) {
        {},
        job.pod.priority,
        IsGang(job.pod) ? job.pod.gang : "",
-       job.only.empty() && !job.cohort_loan};
+       job.only.empty() && !job.cohort_loan && job.floors.empty()};
   for (const std::string& uid : job.victims) {
     if (auto v = deps_.state->FindPod(uid)) r.nodes.insert(v->node_name);
   }

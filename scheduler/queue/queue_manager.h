@@ -299,6 +299,9 @@ class QueueManager final : public PodGate {
     // Reclaim for a borrower whose cohort lends it enough idle guarantee:
     // victims only among borrowers outside its cohort (docs/queue.md).
     bool cohort_loan = false;
+    // Fair-share reclaim: victims only in these namespaces, each left with
+    // at least its floor (milli: max of guarantee and fair share).
+    const absl::flat_hash_map<std::string, int64_t>* floors = nullptr;
     // The planner thread's: passed once per node the planning loops visit.
     YieldPoint* yield = nullptr;
     void Pace() const {
@@ -319,6 +322,9 @@ class QueueManager final : public PodGate {
     // The head borrows within what its cohort lends (else it is within its
     // guarantee): victims only among borrowers outside its cohort.
     bool cohort_loan = false;
+    // Non-empty: a fair-share reclaim (reclaim.fairShare); victims only in
+    // these namespaces, each kept at or above its floor (PlanInputs::floors).
+    absl::flat_hash_map<std::string, int64_t> floors;
   };
   // What every planner reads (the preempt verb, the tick's reclaim batch,
   // the debug pages): an immutable copy of the queue's planning state,
@@ -790,13 +796,26 @@ class QueueManager final : public PodGate {
     int64_t at_ms = 0;
   };
   std::map<std::string, PreemptionBudget> attained_budget_ ABSL_GUARDED_BY(mu_);
+  // reclaim.fairShare's budget per reclaiming namespace.
+  std::map<std::string, PreemptionBudget> fair_budget_ ABSL_GUARDED_BY(mu_);
   // The entry's level under the current options and attained service.
   int8_t LevelLocked(const PodRequest& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Re-levels the entries of `ns` (its attained-service settings changed),
   // re-sorting those that move.
   void RelevelLocked(const std::string& ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The budget of `ns` brought to now (tokens never above one hour's).
-  PreemptionBudget& BudgetLocked(const std::string& ns, int32_t per_hour, int64_t now)
+  // The budget of `ns` in `budgets` (attained_budget_ or fair_budget_)
+  // brought to now (tokens never above one hour's).
+  static PreemptionBudget& Refill(std::map<std::string, PreemptionBudget>& budgets,
+                                  const std::string& ns, int32_t per_hour, int64_t now);
+  // A fair-share reclaim for `ns`'s head needing `demand` (reclaim.fairShare):
+  // the victims' floors, or false when the head holds its fair share, the
+  // budget is spent or nobody is above its share.
+  bool FairFloorsLocked(const std::string& ns, int64_t demand, int64_t now,
+                        absl::flat_hash_map<std::string, int64_t>* floors)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The eviction reason of a committed fair-share reclaim; takes one token
+  // of the namespace's budget per workload (gang or pod) evicted.
+  std::string FairShareReasonLocked(const ReclaimJob& job, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The running pods `head` may have evicted by attained service (its
   // namespace's workloads past the threshold, of no higher priority); false

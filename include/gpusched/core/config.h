@@ -106,12 +106,23 @@ struct QuotaConfig {
   std::map<std::string, NamespaceQuota> namespaces;
 };
 
+// Fair-share reclaim (opt-in, docs/queue.md "Fair-share reclaim"): a
+// namespace whose queue head waits for quota while it holds less than its
+// weighted fair share reclaims from namespaces above theirs, never taking
+// a victim namespace below max(guarantee, fair share), at most
+// preemptions_per_hour evictions per reclaiming namespace.
+struct FairShareReclaimConfig {
+  bool enabled = false;
+  int32_t preemptions_per_hour = 12;
+};
+
 struct ReclaimConfig {
   bool enabled = true;
   // true: evict only borrowers of lower priority; false: any borrower.
   bool only_lower_priority = true;
   // Evict pods above a lowered limit (off: lowering never evicts).
   bool evict_over_limit = false;
+  FairShareReclaimConfig fair_share;
 };
 
 struct GangConfig {
