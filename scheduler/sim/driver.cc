@@ -113,7 +113,9 @@ absl::Status RunOneFgd(const DriverOptions& o, const SimCluster& cluster) {
                r->unallocated_at_100, r->allocated_at_130, r->seconds);
   if (!o.out.empty()) GPUSCHED_RETURN_IF_ERROR(WriteText(o.out, codec::EncodeFgdResult(*r)));
   if (!o.html.empty()) {
-    GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml({*r}, ScenarioParams(o))));
+    auto authors = FindAuthors(o.pods_csv);
+    GPUSCHED_RETURN_IF_ERROR(
+        WriteText(o.html, FgdReportHtml({*r}, ScenarioParams(o), authors ? &*authors : nullptr)));
   }
   return absl::OkStatus();
 }
@@ -154,7 +156,8 @@ absl::Status RunFgdGrid(const DriverOptions& o, const SimCluster& cluster) {
   GPUSCHED_RETURN_IF_ERROR(WriteText(dir + "grid.md", md));
   std::fputs(md.c_str(), stdout);
   if (!o.html.empty())
-    GPUSCHED_RETURN_IF_ERROR(WriteText(o.html, FgdReportHtml(*runs, ScenarioParams(o))));
+    GPUSCHED_RETURN_IF_ERROR(
+        WriteText(o.html, FgdReportHtml(*runs, ScenarioParams(o), authors ? &*authors : nullptr)));
   return absl::OkStatus();
 }
 

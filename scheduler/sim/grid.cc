@@ -123,6 +123,13 @@ absl::StatusOr<AuthorsResults> ParseAuthorsAllocation(std::string_view csv) {
     auto key = std::make_pair(TraceNameFromPath(f[0]), policy);
     out.unalloc_100[key].push_back(100 - v100);
     if (c130 >= 0 && absl::SimpleAtod(f[c130], &v130)) out.alloc_130[key].push_back(v130);
+    for (size_t c = 2; c < header.size() && c < f.size(); ++c) {
+      int arrived = 0;
+      double v = 0;
+      if (absl::SimpleAtoi(header[c], &arrived) && absl::SimpleAtod(f[c], &v)) {
+        out.alloc_curve[key][arrived].push_back(v);
+      }
+    }
   }
   return out;
 }

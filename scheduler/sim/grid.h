@@ -41,6 +41,8 @@ Stat MeanSd(const std::vector<double>& v);
 struct AuthorsResults {
   std::map<std::pair<std::string, std::string>, std::vector<double>> unalloc_100;
   std::map<std::pair<std::string, std::string>, std::vector<double>> alloc_130;
+  // Allocated % at each arrived % (the file's columns 0..130), per seed.
+  std::map<std::pair<std::string, std::string>, std::map<int, std::vector<double>>> alloc_curve;
 };
 absl::StatusOr<AuthorsResults> ParseAuthorsAllocation(std::string_view csv);
 // "01-Random" -> "random", ... ("" if unknown).

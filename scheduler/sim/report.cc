@@ -102,7 +102,7 @@ std::string Chart(const ChartSpec& spec, std::vector<Series> series) {
   auto px = [&](double x) { return L + fx(x) * (W - L - R); };
   auto py = [&](double y) { return H - B - (y - f.y0) / (f.y1 - f.y0) * (H - T - B); };
   std::string svg = absl::StrFormat(
-      "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-size='11'>"
+      "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 %d %d' font-size='11'>"
       "<rect width='100%%' height='100%%' fill='#fff'/>"
       "<text x='%d' y='20' font-size='14' font-weight='bold'>%s</text>"
       "<text x='%f' y='%f' text-anchor='middle'>%s</text>"
@@ -167,7 +167,8 @@ std::string Page(const std::string& title, const ReportParams& params, const std
   return "<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + Escape(title) +
          "</title><style>body{font-family:sans-serif;margin:20px}table{border-collapse:collapse;"
          "margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-         "table.params td,table.params th{text-align:left}svg{display:block;margin:10px 0}"
+         "table.params td,table.params th{text-align:left}svg{display:block;margin:10px "
+         "0;width:100%;max-width:1400px;height:auto}"
          "</style></head><body><h1>" +
          Escape(title) + "</h1>" + ParamsTable(params) + body + "</body></html>\n";
 }
@@ -210,7 +211,23 @@ std::map<std::string, FgdCurves> MeanCurves(const std::vector<FgdResult>& runs) 
   return out;
 }
 
-std::string FgdTrace(const std::string& trace, const FgdCurves& c) {
+// The authors' FGD allocation curve for `trace` (mean over their seeds), as
+// a dashed series; none when their results do not cover the trace.
+std::optional<Series> AuthorsFgd(const std::string& trace, const AuthorsResults* authors) {
+  if (authors == nullptr) return std::nullopt;
+  auto it = authors->alloc_curve.find({trace, "fgd"});
+  if (it == authors->alloc_curve.end()) return std::nullopt;
+  Series s{"fgd (authors)", {}};
+  s.dashed = true;
+  for (const auto& [arrived, values] : it->second) {
+    double sum = 0;
+    for (double v : values) sum += v;
+    if (!values.empty()) s.points.push_back({arrived, sum / values.size()});
+  }
+  return s;
+}
+
+std::string FgdTrace(const std::string& trace, const FgdCurves& c, const AuthorsResults* authors) {
   std::map<int, double> best;  // arrived % -> the highest allocation of any policy
   for (const auto& [policy, bins] : c.alloc) {
     for (auto [k, v] : bins) best[k] = std::max(best.count(k) ? best[k] : -1e300, v);
@@ -231,14 +248,20 @@ std::string FgdTrace(const std::string& trace, const FgdCurves& c) {
     }
     alloc.push_back(std::move(a)), diff.push_back(std::move(d)), frag.push_back(std::move(fr));
   }
+  if (auto theirs = AuthorsFgd(trace, authors)) {
+    theirs->color = static_cast<int>(alloc.size());
+    alloc.push_back(std::move(*theirs));
+  }
   std::string body = "<h2>trace " + Escape(trace) + "</h2>" + table + "</table>";
   body += Chart({"GPU allocation vs arrived workload", "arrived % of GPU capacity", "allocated %"},
                 alloc);
-  body += Chart({.title = "Allocation minus the best policy at each point",
-                 .xlabel = "arrived % of GPU capacity",
-                 .ylabel = "allocated % - best",
-                 .note = "0 = the best policy there"},
-                diff);
+  if (diff.size() > 1) {  // one policy is always the best: nothing to draw
+    body += Chart({.title = "Allocation minus the best policy at each point",
+                   .xlabel = "arrived % of GPU capacity",
+                   .ylabel = "allocated % - best",
+                   .note = "0 = the best policy there"},
+                  diff);
+  }
   body += Chart({.title = "GPU allocation, zoomed (arrived 80-130 %)",
                  .xlabel = "arrived % of GPU capacity",
                  .ylabel = "allocated %",
@@ -325,11 +348,12 @@ std::string WaitChart(const ReplayResult& r) {
 
 }  // namespace
 
-std::string FgdReportHtml(const std::vector<FgdResult>& runs, const ReportParams& params) {
+std::string FgdReportHtml(const std::vector<FgdResult>& runs, const ReportParams& params,
+                          const AuthorsResults* authors) {
   std::string body =
       "<p>fgd protocol: pods arrive one by one until 130 % of GPU capacity has been requested; "
       "curves are means over seeds.</p>";
-  for (const auto& [trace, curves] : MeanCurves(runs)) body += FgdTrace(trace, curves);
+  for (const auto& [trace, curves] : MeanCurves(runs)) body += FgdTrace(trace, curves, authors);
   return Page("gpusched simulate: placement (fgd protocol)", params, body);
 }
 

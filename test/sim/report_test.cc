@@ -45,6 +45,32 @@ TEST(FgdReport, ShowsTheScenarioTheGapToTheBestPolicyAndAZoom) {
   EXPECT_EQ(html.find(">-0<"), std::string::npos);
 }
 
+// One policy: no "minus the best" chart (it would be a flat line at 0);
+// the authors' FGD curve drawn dashed on the allocation charts when their
+// results cover the trace; charts scale with the page.
+TEST(FgdReport, SingleRunDrawsNoGapChartAndTheAuthorsFgdLine) {
+  const std::string alone = FgdReportHtml({FgdRun("gpusched", 97.0)}, {});
+  EXPECT_EQ(alone.find("Allocation minus the best policy"), std::string::npos);
+  EXPECT_EQ(Count(alone, "<svg"), 3);
+  EXPECT_EQ(Count(alone, "stroke-dasharray"), 0);
+  EXPECT_NE(alone.find("viewBox='0 0 760 360'"), std::string::npos);
+  EXPECT_NE(alone.find("width:100%"), std::string::npos);
+  auto authors = ParseAuthorsAllocation(
+      "workload,sc_policy,tune,seed,total_gpus,0,100,130\n"
+      "openb_pod_list_default,06-FGD,1.3,42,6212,0,95.0,97.0\n"
+      "openb_pod_list_default,06-FGD,1.3,43,6212,0,96.0,98.0\n");
+  ASSERT_TRUE(authors.ok()) << authors.status();
+  const std::string with = FgdReportHtml({FgdRun("gpusched", 97.0)}, {}, &*authors);
+  EXPECT_NE(with.find("fgd (authors)"), std::string::npos);
+  // Allocation chart and its zoom: the dashed line, mean of the seeds.
+  EXPECT_EQ(Count(with, "stroke-dasharray"), 2);
+  EXPECT_EQ(authors->alloc_curve.at({"default", "fgd"}).at(100), (std::vector<double>{95, 96}));
+  // Another trace: no line.
+  FgdResult other = FgdRun("gpusched", 97.0);
+  other.trace = "cpu050";
+  EXPECT_EQ(FgdReportHtml({other}, {}, &*authors).find("fgd (authors)"), std::string::npos);
+}
+
 ReplayResult Replay(const std::string& policy, bool timeline, double wait) {
   ReplayResult r;
   r.policy = policy;
