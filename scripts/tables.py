@@ -202,7 +202,7 @@ def replay_whole_trace():
 # ---- contended scenarios ----------------------------------------------------------
 
 def contended(load):
-    table = md_table("results/contended.md", f"offered load {load} (")
+    table = md_table("results/contended.md", f"offered load {load}, guarantees cover 100 %")
     return render(table["header"], table["rows"])
 
 
