@@ -19,7 +19,7 @@ namespace gpusched::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: gpusched simulate --protocol fgd|replay [flags]\n"
+    "usage: gpusched simulate --protocol fgd|replay|topology [flags]\n"
     "  cluster:  --nodes-csv FILE | --cluster LIST.json | --nodes dgx-a100:100,t4x4:200\n"
     "  workload: --pods-csv FILE (openb) | --jobs-csv FILE (Philly) | --jobs-json FILE\n"
     "  fgd:      --policy NAME --seed N --tune 1.3 --out result.json [--html report.html]\n"
@@ -28,12 +28,31 @@ constexpr char kUsage[] =
     "  replay:   --vc-nodes FILE --load K --policy fifo|sjf|srtf|gpusched --out r.json\n"
     "            [--kube-backoff: failed pods wait kube-scheduler's backoff, 1 s doubling to 10 "
     "s]\n"
+    "  topology: --topology racks:2x4x4|cliques:4 --jobs-csv PHILLY.csv --seed N --load 0.8\n"
+    "            [--jobs 400 --gang-share 0.3 --required-share 0.5 --slowdown 0.25\n"
+    "            --gangs-only --policies gpusched,kueue-tas --out rows.csv]\n"
     "  e2e:      --write-cluster LIST.json (for `gpusched serve --cluster`; with --pods-csv,\n"
     "            --seed and --tune it holds the run's GPU pods, pending), then\n"
     "            --extender http://127.0.0.1:8888/scheduler [--policy gpusched-extender]\n"
     "  common:   --config FILE (gpusched policy) --threads 2 --quiet\n"
     "  Files are written only where --out, --out-dir, --html and --write-cluster say;\n"
     "  without them a run prints its summary and writes nothing.\n";
+
+// --protocol topology's cluster shape and workload knobs into `o`.
+absl::Status ReadTopologyFlags(const Flags& flags, sim::DriverOptions* o) {
+  o->topology = flags.Get("topology", "racks:2x4x4");
+  o->gangs_only = flags.Has("gangs-only");
+  const bool ok =
+      absl::SimpleAtoi(ToAbsl(flags.Get("jobs", "400")), &o->topo_jobs) &&
+      absl::SimpleAtod(ToAbsl(flags.Get("gang-share", "0.3")), &o->gang_share) &&
+      absl::SimpleAtod(ToAbsl(flags.Get("required-share", "0.5")), &o->required_share) &&
+      absl::SimpleAtod(ToAbsl(flags.Get("slowdown", "0.25")), &o->span_slowdown);
+  if (!ok || o->span_slowdown < 0) {
+    return absl::InvalidArgumentError(
+        "bad number in --jobs/--gang-share/--required-share/--slowdown (slowdown >= 0)");
+  }
+  return absl::OkStatus();
+}
 
 // The cluster, workload, output and number flags into `o`.
 absl::Status ReadDriverFlags(const Flags& flags, sim::DriverOptions* o) {
@@ -62,7 +81,7 @@ absl::Status ReadDriverFlags(const Flags& flags, sim::DriverOptions* o) {
             absl::SimpleAtod(ToAbsl(flags.Get("load", "1")), &o->load) &&
             absl::SimpleAtoi(ToAbsl(flags.Get("threads", "2")), &o->threads);
   if (!ok) return absl::InvalidArgumentError("bad number in --seed/--tune/--load/--threads");
-  return absl::OkStatus();
+  return ReadTopologyFlags(flags, o);
 }
 
 // The grid's axes into `o`: --policies and --traces (comma-separated) and
@@ -104,11 +123,13 @@ absl::Status ReadSimulateConfig(const Flags& flags, sim::DriverOptions* o) {
 }  // namespace
 
 int Simulate(const std::vector<std::string>& args) {
-  Flags flags({"protocol",  "nodes-csv", "cluster",  "nodes",      "pods-csv",     "jobs-csv",
-               "jobs-json", "policy",    "policies", "seed",       "seeds",        "tune",
-               "out",       "out-dir",   "html",     "traces",     "config",       "extender",
-               "threads",   "vc-nodes",  "load",     "trace-name", "write-cluster"},
-              {"grid", "quiet", "kube-backoff"}, kUsage);
+  Flags flags(
+      {"protocol",  "nodes-csv",  "cluster",        "nodes",      "pods-csv",      "jobs-csv",
+       "jobs-json", "policy",     "policies",       "seed",       "seeds",         "tune",
+       "out",       "out-dir",    "html",           "traces",     "config",        "extender",
+       "threads",   "vc-nodes",   "load",           "trace-name", "write-cluster", "topology",
+       "jobs",      "gang-share", "required-share", "slowdown"},
+      {"grid", "quiet", "kube-backoff", "gangs-only"}, kUsage);
   if (auto exit_code = flags.ParseOrExit("simulate", args)) return *exit_code;
   sim::DriverOptions o;
   for (auto read : {ReadDriverFlags, ReadGridFlags, ReadSimulateConfig}) {

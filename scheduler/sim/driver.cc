@@ -214,6 +214,7 @@ absl::Status RunDriver(const DriverOptions& o) {
   }
   if (o.protocol == "fgd") return RunFgdDriver(o);
   if (o.protocol == "replay") return RunReplayDriver(o);
+  if (o.protocol == "topology") return RunTopologyDriver(o);
   return absl::InvalidArgumentError(StrCat("unknown --protocol '", o.protocol, "'"));
 }
 

@@ -39,11 +39,20 @@ struct DriverOptions {
   // fgd: writes the cluster as a Kubernetes List (for `serve --cluster`);
   // without a workload, that is all the run does.
   std::string write_cluster;
+  // topology: the cluster shape (racks:BxRxN or cliques:C[xN]) and the
+  // workload's knobs (topo_workload.h); the run's --seed and --load.
+  std::string topology;
+  int topo_jobs = 400;
+  double gang_share = 0.3, required_share = 0.5, span_slowdown = 0.25;
+  bool gangs_only = false;
   SchedulerConfig config;
   ExtenderTransport transport;  // for --extender (set by the CLI)
 };
 
 absl::Status RunDriver(const DriverOptions& options);
+
+// --protocol topology (scheduler/sim/topo_driver.cc).
+absl::Status RunTopologyDriver(const DriverOptions& options);
 
 // The scenario rows every report opens with (protocol, cluster, workload,
 // policies, seeds or load, scoring); file names without their folders.

@@ -89,6 +89,7 @@ struct JobRec {
   bool preempt_never = false;
   int64_t cpu_milli = 0, memory_mib = 0;
   int first_unit = 0, units = 0, units_done = 0;
+  int source = 0;  // index in the input jobs
 };
 
 struct Completion {
@@ -114,7 +115,11 @@ class QueueReplay {
   absl::Status Init(int64_t nodes, std::vector<JobRec> jobs, std::vector<Unit> units) {
     jobs_ = std::move(jobs);
     units_ = std::move(units);
-    for (int64_t i = 0; i < nodes; ++i) {
+    for (const NodeSpec& s : o_.nodes) {
+      node_names_.push_back(s.name);
+      state_.UpsertNode(s);
+    }
+    for (int64_t i = 0; o_.nodes.empty() && i < nodes; ++i) {
       NodeSpec s;
       s.name = StrCat("node-", absl::Dec(i, absl::kZeroPad4));
       s.product = "Tesla-P100-PCIE-16GB";
@@ -249,6 +254,7 @@ class QueueReplay {
         p.gang = x.name;
         p.gang_size = x.pods;
       }
+      if (o_.decorate_pod) o_.decorate_pod(j.source, &p);
       x.uids.push_back(p.uid);
       unit_of_[p.uid] = u;
       const PendingKey key{-int64_t{p.priority}, p.creation_unix, ++created_};
@@ -347,7 +353,17 @@ class QueueReplay {
     x.running = true;
     x.run_start = t;
     x.queue_time += t - x.pending_since;
+    if (o_.on_start) x.remaining *= o_.on_start(jobs_[x.job].source, t, UnitNodes(x));
     done_.push({t + x.remaining, unit_of_[uid], x.epoch});
+  }
+
+  std::vector<std::string> UnitNodes(const Unit& x) const {
+    std::vector<std::string> out;
+    for (const std::string& uid : x.uids) {
+      auto pod = state_.FindPod(uid);
+      if (pod.has_value()) out.push_back(pod->node_name);
+    }
+    return out;
   }
 
   void RemovePods(Unit& x) {
@@ -538,6 +554,7 @@ absl::StatusOr<QueueReplayRun> RunQueueReplay(const std::vector<Job>& jobs,
     r.ns = ns;
     r.submit = j.submit;
     r.duration = j.duration * o.load;
+    r.source = static_cast<int>(i);
     r.cpu_milli = j.cpu_milli_per_pod;
     r.memory_mib = j.memory_mib_per_pod;
     auto pc = LookupPriorityClass(j.priority_class);

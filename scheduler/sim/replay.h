@@ -19,6 +19,8 @@
 
 #include "absl/status/statusor.h"
 #include "gpusched/core/config.h"
+#include "gpusched/model/node.h"
+#include "gpusched/model/pod.h"
 #include "gpusched/model/snapshot.h"
 #include "scheduler/sim/inputs.h"
 #include "scheduler/sim/results.h"
@@ -48,6 +50,15 @@ struct ReplayOptions {
   // every second). Off: every pending pod is retried at once after every
   // event (the hand-computed tests' model).
   bool kube_backoff = false;
+  // gpusched only (topology comparison): the nodes to run on instead of the
+  // pools' synthetic 8-GPU nodes (as many as the pools have in all); a hook
+  // that completes each new pod of input job `job` (annotations the queue
+  // reads); and one called when all pods of a job's unit are bound, with
+  // their nodes, returning the factor its remaining running time is
+  // multiplied by (the slowdown of a gang spread over domains).
+  std::vector<NodeSpec> nodes;
+  std::function<void(int job, PodRequest* pod)> decorate_pod;
+  std::function<double(int job, double t, const std::vector<std::string>& nodes)> on_start;
 };
 
 // `pools`: (namespace, nodes). Jobs of other namespaces are ignored.

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Topology-aware gangs: every placement on the same workloads, in one command.
+
+Runs `gpusched simulate --protocol topology` (docs/simulator.md, "Topology")
+on topology-shaped clusters (blocks of racks of 8-GPU nodes; NVL72-style
+cliques of 18 nodes x 4 GPUs) with Philly-derived training jobs (gangs
+asking for a required or preferred level, and single pods), for each
+scenario and seed below, and each placement: gpusched as configured
+without topology levels (today's node-by-node placement), gpusched with the
+cluster's levels (when the scheduler supports them), and the
+Kueue-TAS-like baseline. Every run's CSV goes to OUT_DIR/raw/, all rows to
+OUT_DIR/runs.csv (scripts/tables.py renders the README tables from it).
+
+The "tune" scenario is the one looked at while building the comparison;
+every other scenario (other seeds, loads, gang mixes, the clique cluster,
+the gangs-only and slowdown variants) only measures.
+
+Usage (from the repository root, after a build):
+  python3 bench/sim/topology.py [BUILD_DIR] [--traces-dir DIR]
+      [--out-dir results/topology] [--seeds 1,2,3] [--only NAME,...]
+"""
+import argparse
+import csv
+import io
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sim_common  # noqa: E402
+
+# name -> (flags, half). Racks: 2 blocks x 4 racks x 4 nodes of 8 GPUs (256
+# GPUs, racks of 32); cliques: 4 x 18 nodes x 4 GPUs (288 GPUs, cliques of 72).
+SCENARIOS = {
+    "racks-0.8": (["--topology", "racks:2x4x4", "--load", "0.8"], "tune"),
+    "racks-0.6": (["--topology", "racks:2x4x4", "--load", "0.6"], "held-out"),
+    "racks-0.95": (["--topology", "racks:2x4x4", "--load", "0.95"], "held-out"),
+    "racks-0.8-gangs50": (["--topology", "racks:2x4x4", "--load", "0.8", "--gang-share", "0.5"],
+                          "held-out"),
+    "racks-0.8-required90": (["--topology", "racks:2x4x4", "--load", "0.8",
+                              "--required-share", "0.9"], "held-out"),
+    "cliques-0.8": (["--topology", "cliques:4", "--load", "0.8"], "held-out"),
+    "cliques-0.95": (["--topology", "cliques:4", "--load", "0.95"], "held-out"),
+    "racks-0.8-gangs-only": (["--topology", "racks:2x4x4", "--load", "0.8", "--gangs-only"],
+                             "held-out"),
+    "cliques-0.8-gangs-only": (["--topology", "cliques:4", "--load", "0.8", "--gangs-only"],
+                               "held-out"),
+    "racks-0.8-slowdown1": (["--topology", "racks:2x4x4", "--load", "0.8", "--slowdown", "1"],
+                            "held-out"),
+}
+POLICIES = ["gpusched", "gpusched-topology", "kueue-tas"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("build", nargs="?", default="build")
+    ap.add_argument("--traces-dir", default=os.path.join(sim_common.DEFAULT_TRACES, "philly"))
+    ap.add_argument("--out-dir", default=os.path.join(sim_common.ROOT, "results", "topology"))
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--jobs", default="400")
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--only", default="", help="comma-separated scenario names")
+    args = ap.parse_args()
+    trace = os.path.join(args.traces_dir, "philly_jobs_pollux.csv")
+    sim_common.require_traces("philly", [trace])
+    binary = sim_common.require_binary(args.build)
+    only = [s for s in args.only.split(",") if s]
+    unknown = [s for s in only if s not in SCENARIOS]
+    if unknown:
+        sys.exit(f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
+    raw = os.path.join(args.out_dir, "raw")
+    os.makedirs(raw, exist_ok=True)
+    for name, (flags, half) in SCENARIOS.items():
+        if only and name not in only:
+            continue
+        for seed in args.seeds.split(","):
+            out = os.path.join(raw, f"{name}-seed{seed}.csv")
+            cmd = [binary, "simulate", "--protocol", "topology", "--jobs-csv", trace,
+                   "--seed", seed, "--jobs", args.jobs, "--policies", args.policies,
+                   "--out", out, "--quiet"] + flags
+            began = time.time()
+            r = subprocess.run(cmd, capture_output=True, text=True, cwd=sim_common.ROOT)
+            if r.returncode != 0:
+                sys.exit(f"{name} seed {seed} failed: {r.stderr.strip()}")
+            print(f"{name} ({half}) seed {seed}: {time.time() - began:.1f} s", file=sys.stderr)
+    merge(raw, os.path.join(args.out_dir, "runs.csv"))
+
+
+def merge(raw, path):
+    """Every raw CSV's rows, with the scenario's name and half, into one file."""
+    rows, header = [], None
+    for name, (_, half) in SCENARIOS.items():
+        for f in sorted(os.listdir(raw)):
+            if not f.startswith(name + "-seed") or not f.endswith(".csv"):
+                continue
+            reader = csv.DictReader(io.open(os.path.join(raw, f), encoding="utf-8"))
+            header = ["scenario", "half"] + reader.fieldnames
+            for row in reader:
+                rows.append({"scenario": name, "half": half, **row})
+    if header is None:
+        sys.exit(f"no runs in {raw}")
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    print(f"wrote {path} ({len(rows)} rows)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+// `gpusched simulate --protocol topology`: builds the topology-shaped
+// cluster and the Philly-derived training workload, runs every listed
+// placement on the same workload (topo_compare.h) and writes one CSV row
+// per placement to --out (docs/simulator.md, "Topology").
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "gpusched/util/strings.h"
+#include "scheduler/sim/driver.h"
+#include "scheduler/sim/inputs.h"
+#include "scheduler/sim/topo_compare.h"
+
+namespace gpusched::sim {
+namespace {
+
+constexpr char kCsvHeader[] =
+    "topology,seed,load,gang_share,required_share,singles,slowdown,jobs,policy,gangs,"
+    "gangs_started,unfinished,one_domain_share,required_gangs,required_spread,gang_wait_mean_s,"
+    "gang_wait_p95_s,avg_jct_s,avg_gang_jct_s,utilisation,whole_top,whole_group,whole_top_end,"
+    "whole_group_end,makespan_s,seconds\n";
+
+std::string CsvRow(const DriverOptions& o, const TopoResult& r, double seconds) {
+  return absl::StrFormat(
+      "%s,%d,%.2f,%.2f,%.2f,%s,%.2f,%d,%s,%d,%d,%d,%.4f,%d,%d,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.4f,"
+      "%.4f,%.4f,%.1f,%.2f\n",
+      o.topology, o.seed, o.load, o.gang_share, o.required_share, o.gangs_only ? "no" : "yes",
+      o.span_slowdown, r.jobs, r.policy, r.gangs, r.gangs_started, r.unfinished, r.one_domain_share,
+      r.required_gangs, r.required_spread, r.gang_wait_mean, r.gang_wait_p95, r.avg_jct,
+      r.avg_gang_jct, r.utilisation, r.whole_top, r.whole_group, r.whole_top_end, r.whole_group_end,
+      r.makespan, seconds);
+}
+
+absl::StatusOr<std::vector<TopoJob>> Workload(const DriverOptions& o, const TopoCluster& c) {
+  if (o.jobs_csv.empty()) {
+    return absl::InvalidArgumentError("topology needs --jobs-csv (the Philly job trace)");
+  }
+  auto text = ReadFile(o.jobs_csv);
+  if (!text.ok()) return text.status();
+  auto philly = ParsePhillyJobs(*text, {});
+  if (!philly.ok()) return philly.status();
+  TopoWorkloadOptions w;
+  w.seed = o.seed;
+  w.jobs = o.topo_jobs;
+  w.load = o.load;
+  w.gang_share = o.gang_share;
+  w.required_share = o.required_share;
+  auto jobs = MakeTopoWorkload(*philly, c, w);
+  if (!jobs.ok()) return jobs.status();
+  if (o.gangs_only) return GangsOnly(*jobs);
+  return jobs;
+}
+
+}  // namespace
+
+absl::Status RunTopologyDriver(const DriverOptions& o) {
+  auto shape = ParseTopoShape(o.topology);
+  if (!shape.ok()) return shape.status();
+  const TopoCluster cluster = MakeTopoCluster(*shape);
+  auto jobs = Workload(o, cluster);
+  if (!jobs.ok()) return jobs.status();
+  std::vector<std::string> policies = o.policies;
+  if (policies.empty()) policies = {"gpusched", "kueue-tas"};
+  std::string csv = kCsvHeader;
+  for (const std::string& p : policies) {
+    TopoCompareOptions co;
+    co.policy = p;
+    co.slowdown = o.span_slowdown;
+    co.config = o.config;
+    const absl::Time began = absl::Now();
+    auto r = RunTopoCompare(cluster, *jobs, co);
+    if (!r.ok()) return r.status();
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - began);
+    std::fprintf(stderr,
+                 "%s %s: %lld gangs, %.1f %% in one domain, gang wait mean %.0f s p95 %.0f s, "
+                 "avg JCT %.0f s, util %.3f, whole domains %.3f (%.1f s)\n",
+                 o.topology.c_str(), p.c_str(), static_cast<long long>(r->gangs),
+                 100 * r->one_domain_share, r->gang_wait_mean, r->gang_wait_p95, r->avg_jct,
+                 r->utilisation, r->whole_group, seconds);
+    csv += CsvRow(o, *r, seconds);
+  }
+  if (o.out.empty()) return absl::OkStatus();
+  std::ofstream f(o.out);
+  f << csv;
+  if (!f.good()) return absl::InternalError(StrCat("cannot write ", o.out));
+  return absl::OkStatus();
+}
+
+}  // namespace gpusched::sim
