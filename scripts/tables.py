@@ -310,6 +310,71 @@ def philly_baselines():
                    "Kueue-like longest gang wait s"], rows)
 
 
+# ---- topology-aware gangs ----------------------------------------------------------------
+
+TOPOLOGY = "results/topology/runs.csv"
+TOPO_POLICIES = {"gpusched": "gpusched, no levels (today)",
+                 "gpusched-topology": "gpusched with topology levels",
+                 "kueue-tas": "Kueue-TAS-like"}
+
+
+def topology_means():
+    """{(scenario, policy): {column: mean over seeds}} and {scenario: half}, in file order."""
+    runs, halves = {}, {}
+    for row in csv.DictReader(open(path_of(TOPOLOGY), encoding="utf-8")):
+        key = (row["scenario"], row["policy"])
+        runs.setdefault(key, []).append(row)
+        halves[row["scenario"]] = row["half"]
+    means = {}
+    for key, rows in runs.items():
+        means[key] = {c: statistics.mean(float(r[c]) for r in rows) for c in rows[0]
+                      if c not in ("scenario", "half", "topology", "policy", "singles")}
+        means[key]["seeds"] = len(rows)
+    return means, halves
+
+
+def pct(v):
+    return f"{100 * v:.0f} %"
+
+
+def topology_compare():
+    """Every placement on every scenario with single pods (mean of the seeds)."""
+    means, halves = topology_means()
+    rows = []
+    for (scenario, policy), m in means.items():
+        if scenario.endswith("gangs-only"):
+            continue
+        rows.append([f"{scenario} ({halves[scenario]})", TOPO_POLICIES.get(policy, policy),
+                     pct(m["one_domain_share"]), f"{m['required_spread']:.1f}",
+                     grouped(m["gang_wait_mean_s"]), grouped(m["gang_wait_p95_s"]),
+                     grouped(m["avg_jct_s"]), grouped(m["avg_gang_jct_s"]),
+                     f"{m['utilisation']:.2f}", pct(m["whole_group"]), pct(m["whole_top"])])
+    return render(["scenario", "placement", "gangs in one domain", "required gangs spread",
+                   "gang wait mean s", "gang wait p95 s", "avg JCT s", "avg gang JCT s",
+                   "GPUs allocated", "racks/cliques whole", "blocks/cliques whole"], rows)
+
+
+def topology_singles():
+    """Domains left whole with and without the single pods (same gangs, same arrivals)."""
+    means, _ = topology_means()
+    rows = []
+    for cluster in ("racks", "cliques"):
+        for (scenario, policy), m in means.items():
+            if scenario != f"{cluster}-0.8":
+                continue
+            alone = means.get((f"{cluster}-0.8-gangs-only", policy))
+            if alone is None:
+                continue
+            rows.append([cluster, TOPO_POLICIES.get(policy, policy), pct(alone["whole_group"]),
+                         pct(m["whole_group"]),
+                         signed(100 * (m["whole_group"] - alone["whole_group"]), 1) + " pts",
+                         pct(alone["one_domain_share"]), pct(m["one_domain_share"]),
+                         grouped(alone["gang_wait_mean_s"]), grouped(m["gang_wait_mean_s"])])
+    return render(["cluster (load 0.8)", "placement", "racks/cliques whole, gangs only",
+                   "with single pods", "change", "gangs in one domain, gangs only",
+                   "with single pods", "gang wait mean s, gangs only", "with single pods"], rows)
+
+
 # ---- the queue at production depth -----------------------------------------------------
 
 QUEUE_RUNS = [(1, "1"), (2, "2"), (3, "3"), (4, "4, after the fix below"),
@@ -403,6 +468,8 @@ TABLES = {
                      "results/philly-pool/vcs.md"], philly_pool),
     "kueue-before-after-philly": ([BASELINES], kueue_before_after),
     "philly-baselines": ([BASELINES], philly_baselines),
+    "topology-compare": ([TOPOLOGY], topology_compare),
+    "topology-singles": ([TOPOLOGY], topology_singles),
     "queue-scale-5000": ([f"results/queue-scale/5000-nodes-run{n}.txt" for n, _ in QUEUE_RUNS],
                          queue_scale),
 }

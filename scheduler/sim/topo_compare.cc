@@ -137,6 +137,21 @@ TopoResult TopoMeter::Result(std::string policy) const {
   return r;
 }
 
+// One namespace owning the cluster, its queue BestEffortFIFO as the
+// Kueue-TAS-like baseline's: the placements differ, not the queueing.
+QuotaConfig OneQueue(QuotaConfig q, int64_t capacity) {
+  if (!q.enabled) {
+    q = QuotaConfig{};
+    q.enabled = true;
+  }
+  NamespaceQuota nq;
+  nq.gpus.guaranteed = capacity;
+  nq.gpus.limit = capacity;
+  nq.queueing = QueueingStrategy::kBestEffortFifo;
+  q.namespaces[kNamespace] = std::move(nq);
+  return q;
+}
+
 // gpusched on the real queue manager (queue_replay.h), node by node.
 absl::StatusOr<TopoResult> RunGpusched(const TopoCluster& c, const std::vector<TopoJob>& jobs,
                                        const TopoCompareOptions& o) {
@@ -160,6 +175,7 @@ absl::StatusOr<TopoResult> RunGpusched(const TopoCluster& c, const std::vector<T
   ro.gpus_per_node = c.gpus_per_node;
   ro.sample_every = 1e12;  // no timeline
   ro.config = o.config;
+  ro.config.quotas = OneQueue(o.config.quotas, c.Capacity());
   ro.nodes = c.nodes;
   ro.on_start = [&](int job, double t, const std::vector<std::string>& nodes) {
     std::vector<int> at;

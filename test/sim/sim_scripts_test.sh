@@ -54,6 +54,10 @@ expect_one_line "philly_grid without a build" "no gpusched binary in .*no-build"
   --out-dir "$work/o"
 expect_one_line "contended without a build" "no gpusched binary in .*no-build" \
   python3 "$sim/contended.py" "$work/no-build"
+expect_one_line "topology without traces" "philly_jobs_pollux.csv.*$traces.*--traces-dir" \
+  python3 "$sim/topology.py" "$work/no-build" --traces-dir "$work/none" --out-dir "$work/o"
+expect_one_line "topology without a build" "no gpusched binary in .*no-build" \
+  python3 "$sim/topology.py" "$work/no-build" --traces-dir "$work/fake-philly" --out-dir "$work/o"
 expect_one_line "philly_grid --render without a grid" "no .*grid.json" \
   python3 "$sim/philly_grid.py" --render --out-dir "$work/none"
 
