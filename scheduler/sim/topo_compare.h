@@ -12,7 +12,7 @@
 // Every gang is slowed by SpanSlowdown over the domains of its level it
 // was placed on, whatever the placement knew of its request.
 //
-// Measured, over the arrival window (first to last arrival) unless said:
+// Measured, from the start to the last arrival unless said:
 // share of started gangs in one domain of their level, required gangs
 // placed over more than one, gang wait (submission to start) mean and p95,
 // average JCT (with the slowdown) of all jobs and of gangs, allocated GPU
