@@ -310,6 +310,32 @@ def philly_baselines():
                    "Kueue-like longest gang wait s"], rows)
 
 
+SHIPPED_DEFAULT = "results/philly-grid/default/grid.json"
+
+
+def philly_default():
+    """The shipped default against Kueue-like on every Philly window, 40 / 44 / 48 nodes."""
+    cells = {}
+    for g in load_json(SHIPPED_DEFAULT)["grid"]:
+        cells[(int(g["offset"]), g["namespaces"], g["nodes"])] = g["results"]
+    rows = []
+    for offset in sorted({k[0] for k in cells}):
+        for ns in ("one", "vc"):
+            kueue, ours = [], []
+            for nodes in (40, 44, 48):
+                r = cells[(offset, ns, nodes)]
+                k, o = r["kueue-like"]["avg_jct_s"], r["gpusched"]["avg_jct_s"]
+                kueue.append(grouped(k))
+                ours.append((grouped(o), o / k))
+            ratios = " / ".join(f"**{q:.2f}**" if q > 1.1 else f"{q:.2f}" for _, q in ours)
+            label = "tune" if HALF[offset] == "tune" else "held out"
+            rows.append([f"days {offset}-{offset + 4} ({label})",
+                         "one" if ns == "one" else "each VC", " / ".join(kueue),
+                         " / ".join(v for v, _ in ours) + f" ({ratios})"])
+    return render(["window", "namespaces", "Kueue-like, 40 / 44 / 48 nodes",
+                   "shipped default, 40 / 44 / 48 nodes (ratio)"], rows)
+
+
 # ---- topology-aware gangs ----------------------------------------------------------------
 
 TOPOLOGY = "results/topology/runs.csv"
@@ -468,6 +494,7 @@ TABLES = {
                      "results/philly-pool/vcs.md"], philly_pool),
     "kueue-before-after-philly": ([BASELINES], kueue_before_after),
     "philly-baselines": ([BASELINES], philly_baselines),
+    "philly-default": ([SHIPPED_DEFAULT], philly_default),
     "topology-compare": ([TOPOLOGY], topology_compare),
     "topology-singles": ([TOPOLOGY], topology_singles),
     "queue-scale-5000": ([f"results/queue-scale/5000-nodes-run{n}.txt" for n, _ in QUEUE_RUNS],
