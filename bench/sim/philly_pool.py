@@ -7,9 +7,9 @@ guarantee is its share of the pool (the Helios VC sizes scaled to N nodes,
 largest remainder), replayed by the pooled FIFO/SJF/SRTF baselines (SRTF
 knows durations: an oracle), the least-attained-service baseline, the
 Kueue-like and KAI-like baselines, gpusched in strict submission order
-(StrictFIFO with attainedService off, reclaim anyBorrower) and gpusched with
-the attained-service ordering (`attainedService` on every namespace, the
-shipped default since it became one; no durations). Prints one markdown
+(StrictFIFO with attainedService off, reclaim anyBorrower) and gpusched as
+shipped: BestEffortFIFO with the attained-service ordering (`attainedService`
+on every namespace; no durations; --queueing changes its strategy). Prints one markdown
 table per pool size.
 
 Usage (from the repository root, after a build):
@@ -100,7 +100,7 @@ def main():
                     help="start this many days after 2017-10-01 (other windows than the tuned one)")
     ap.add_argument("--demote-hours", type=float, default=8)
     ap.add_argument("--per-hour", type=int, default=12)
-    ap.add_argument("--queueing", default="StrictFIFO",
+    ap.add_argument("--queueing", default="BestEffortFIFO",
                     help="queueingStrategy of gpusched-attained's namespaces")
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--one-namespace", action="store_true",
@@ -137,6 +137,7 @@ def run(a, binary, shared, work):
     # is on by default, so it is turned off explicitly.
     strict = json.load(open(config))
     strict["quotas"]["default"]["attainedService"] = {"enabled": False}
+    strict["quotas"]["default"]["queueingStrategy"] = "StrictFIFO"
     configs = {"gpusched-attained": os.path.join(work, "attained.json"),
                "gpusched": os.path.join(work, "strict.json")}
     json.dump(attained, open(configs["gpusched-attained"], "w"))

@@ -352,11 +352,11 @@ absl::Status DecodeNamespaceQuota(const json& j, std::string_view p, NamespaceQu
         DecodeAttained(j["attainedService"], Join(p, "attainedService"), q.attained));
   }
   GPUSCHED_RETURN_IF_ERROR(GetString(j, "cohort", p, &q.cohort));
-  std::string queueing = "StrictFIFO";
+  std::string queueing = "BestEffortFIFO";
   GPUSCHED_RETURN_IF_ERROR(GetString(j, "queueingStrategy", p, &queueing));
-  if (queueing == "BestEffortFIFO") {
-    q.queueing = QueueingStrategy::kBestEffortFifo;
-  } else if (queueing != "StrictFIFO") {
+  if (queueing == "StrictFIFO") {
+    q.queueing = QueueingStrategy::kStrictFifo;
+  } else if (queueing != "BestEffortFIFO") {
     return FieldError(Join(p, "queueingStrategy"),
                       StrCat("must be StrictFIFO or BestEffortFIFO, got '", queueing, "'"));
   }

@@ -256,8 +256,8 @@ std::string EncodeQuotaExport(const QuotaConfig& quotas, std::string_view object
               "\nspec:\n  guaranteed: ", q.gpus.guaranteed, "\n  limit: ", q.gpus.limit, "\n");
     if (!q.cohort.empty()) StrAppend(&out, "  cohort: ", Quoted(q.cohort), "\n");
     if (q.weight != 1.0) StrAppend(&out, "  weight: ", q.weight, "\n");
-    if (q.queueing == QueueingStrategy::kBestEffortFifo) {
-      StrAppend(&out, "  queueingStrategy: BestEffortFIFO\n");
+    if (q.queueing == QueueingStrategy::kStrictFifo) {
+      StrAppend(&out, "  queueingStrategy: StrictFIFO\n");
     }
     if (!q.attained.enabled) {
       StrAppend(&out, "  attainedService:\n    enabled: false\n");

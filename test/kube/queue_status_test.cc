@@ -78,6 +78,7 @@ TEST_F(QueueStatusTest, PublishesTheQueuesPositionsAndRewritesOnlyChanges) {
   queue::QueueOptions options;
   options.quotas.enabled = true;
   options.quotas.namespaces["team-a"].gpus = {8, 8};
+  options.quotas.namespaces["team-a"].queueing = QueueingStrategy::kStrictFifo;
   queue::QueueDeps deps;
   deps.state = state.get();
   deps.framework = [framework] { return framework; };

@@ -75,8 +75,8 @@ TEST(QuotaObjectCodec, GpuQuotaSpecIsAPolicyFileEntry) {
   EXPECT_EQ(o.spec->gpus.limit, 24);
   EXPECT_EQ(o.spec->cohort, "research");
   EXPECT_EQ(o.spec->models.at("H100").limit, 8);
-  EXPECT_EQ(o.spec->queueing, QueueingStrategy::kStrictFifo);  // the default
-  EXPECT_EQ(o.spec->attained, kDefaultAttainedService);        // on unless turned off
+  EXPECT_EQ(o.spec->queueing, QueueingStrategy::kBestEffortFifo);  // the default
+  EXPECT_EQ(o.spec->attained, kDefaultAttainedService);            // on unless turned off
   QuotaObject as = Decoded(
       QuotaObjectKind::kGpuQuota,
       GpuQuotaJson("c", "q",

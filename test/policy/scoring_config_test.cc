@@ -129,13 +129,15 @@ TEST(DeployedPolicy, ScoresAndResolvesTopologyLikeTheMeasuredOne) {
   EXPECT_FALSE(config->topology_templates.empty());
 }
 
-// The quota entry's queueing strategy (Kueue's values); StrictFIFO unless set.
-TEST(QuotaConfig, QueueingStrategyIsStrictUnlessSetAndOtherValuesNameTheField) {
+// The quota entry's queueing strategy (Kueue's values); BestEffortFIFO
+// unless set.
+TEST(QuotaConfig, QueueingStrategyIsBestEffortUnlessSetAndOtherValuesNameTheField) {
   auto config = codec::DecodeConfig(R"({"quotas": {"namespaces": {
-      "a": {"guaranteed": 8}, "b": {"guaranteed": 8, "queueingStrategy": "BestEffortFIFO"}}}})");
+      "a": {"guaranteed": 8}, "b": {"guaranteed": 8, "queueingStrategy": "StrictFIFO"}}}})");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->quotas.namespaces.at("a").queueing, QueueingStrategy::kStrictFifo);
-  EXPECT_EQ(config->quotas.namespaces.at("b").queueing, QueueingStrategy::kBestEffortFifo);
+  EXPECT_EQ(config->quotas.namespaces.at("a").queueing, QueueingStrategy::kBestEffortFifo);
+  EXPECT_EQ(config->quotas.namespaces.at("b").queueing, QueueingStrategy::kStrictFifo);
+  EXPECT_EQ(config->quotas.default_quota.queueing, QueueingStrategy::kBestEffortFifo);
   auto bad = codec::DecodeConfig(
       R"({"quotas": {"default": {"guaranteed": 0, "queueingStrategy": "bestEffortFIFO"}}})");
   ASSERT_FALSE(bad.ok());

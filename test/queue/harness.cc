@@ -20,6 +20,7 @@ QuotaConfig Quotas(std::vector<std::pair<std::string, NamespaceQuota>> namespace
 NamespaceQuota Quota(int64_t guaranteed, int64_t limit, std::string cohort) {
   NamespaceQuota q;
   q.gpus = {guaranteed, limit};
+  q.queueing = QueueingStrategy::kStrictFifo;
   q.cohort = std::move(cohort);
   return q;
 }

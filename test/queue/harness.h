@@ -72,6 +72,8 @@ std::vector<NodeSpec> H100s(int n);
 
 QuotaConfig Quotas(std::vector<std::pair<std::string, NamespaceQuota>> namespaces,
                    NamespaceQuota default_quota = {});
+// A StrictFIFO quota entry: the queue tests' order rules are StrictFIFO's
+// (the shipped default, BestEffortFIFO, is set where a test is about it).
 NamespaceQuota Quota(int64_t guaranteed, int64_t limit, std::string cohort = "");
 
 }  // namespace gpusched::queue::testing

@@ -236,6 +236,8 @@ class Simulation {
     if (Rand(2) == 0) q.attained = {true, (1 + Rand(3)) * 20, Rand(4) * 30};
     o.reclaim.evict_over_limit = Rand(4) == 0;
     o.reclaim.only_lower_priority = Rand(2) == 0;
+    // Either queueing strategy (the default, BestEffortFIFO, or StrictFIFO).
+    q.queueing = Rand(2) == 0 ? QueueingStrategy::kStrictFifo : QueueingStrategy::kBestEffortFifo;
     // Fair-share reclaim on now and then, with weights and a budget.
     q.weight = 1 + Rand(3);
     o.reclaim.fair_share = {Rand(2) == 0, static_cast<int32_t>(1 + Rand(12))};

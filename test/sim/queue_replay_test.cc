@@ -272,9 +272,11 @@ TEST(QueueReplay, NoNamespaceExceedsItsLimitAtAnyStep) {
   // No eviction churn. Before the preempt verb asked the queue whether the
   // preemptor would be admitted after its victims went, and before reclaim's
   // freed GPUs were held for the pod they were freed for, this workload made
-  // 2,938 preemptions (268 by reclaim) and lost 188,221 GPU-s; now 87 (37)
-  // and 11,191.
-  EXPECT_LE(r->preemptions, 200);
+  // 2,938 preemptions (268 by reclaim) and lost 188,221 GPU-s; then 87 (37)
+  // and 11,191. With the default BestEffortFIFO queues (later pods pass a
+  // head that cannot start, so more heads later preempt them) 212 (78) and
+  // 21,081; the same workload in StrictFIFO queues makes 126 (61) and 17,007.
+  EXPECT_LE(r->preemptions, 250);
   EXPECT_LE(r->reclaim_evictions, 80);
   EXPECT_LE(r->lost_gpu_seconds, 25000);
   EXPECT_GT(r->per_ns.at("a").max_borrowed, 0);

@@ -55,10 +55,10 @@ struct QuotaAmount {
 };
 
 // How a namespace's queue holds later pods back (Kueue's queueingStrategy
-// values). kStrictFifo: a pod waits while an earlier pod of its namespace
-// could use its quota or its nodes (docs/queue.md). kBestEffortFifo: an
-// earlier pod that cannot start now holds nobody back; priority order and
-// gang reservations stay, so a big gang may wait longer behind small pods.
+// values). kBestEffortFifo (the default): an earlier pod that cannot start
+// now holds nobody back; priority order, attained-service order and gang
+// reservations stay. kStrictFifo: a pod waits while an earlier pod of its
+// namespace could use its quota or its nodes (docs/queue.md).
 enum class QueueingStrategy { kStrictFifo, kBestEffortFifo };
 
 // Opt-in ordering of a namespace's queue by attained service, in the style
@@ -89,7 +89,7 @@ struct NamespaceQuota {
   // reclaim it from borrowers outside the cohort. "" = no cohort.
   std::string cohort;
   std::map<std::string, QuotaAmount> models;  // product entry -> amount
-  QueueingStrategy queueing = QueueingStrategy::kStrictFifo;
+  QueueingStrategy queueing = QueueingStrategy::kBestEffortFifo;
   AttainedServiceConfig attained;
   // Its share of the GPUs above guarantees when several namespaces want
   // more than their guarantee (weighted fair share, fair_share.h; > 0).
