@@ -207,7 +207,7 @@ def contended(load):
 
 
 COVERAGE_POLICIES = ["fifo-pool", "kueue-like-before", "kueue-like", "kai-like", "gpusched",
-                     "gpusched-besteffort"]
+                     "gpusched-strict"]
 COVERAGE_COLUMNS = ["avg JCT s", "util while jobs wait", "preemptions", "GPU-s lost",
                     "time to guarantee, mean s", "surplus fairness (Jain)",
                     "longest gang wait s"]

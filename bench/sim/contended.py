@@ -10,9 +10,12 @@ agnostic least-attained-service baseline (Tiresias-style), the Kueue-like
 baseline (and, as `kueue-like-before`, the same without Kueue's fill-back
 and admission order, as it was before), a KAI-like baseline (deserved
 quota plus over-quota weight), and gpusched (the queue manager, reclaim
-policy anyBorrower as Kueue's reclaimWithinCohort Any), with each
-namespace's queue StrictFIFO (the default) and BestEffortFIFO
-(`gpusched-besteffort`), with and without attained-service ordering.
+policy anyBorrower as Kueue's reclaimWithinCohort Any): as shipped
+(`gpusched`: BestEffortFIFO queues with attained-service order), with
+StrictFIFO queues (`gpusched-strict`), and with StrictFIFO and no
+attained-service order (`gpusched-strict-noattained`, the first default).
+`gpusched-besteffort`, `gpusched-attained` and
+`gpusched-besteffort-attained` name their fields explicitly (--policies).
 
 --coverage: guarantees cover this % of the pool (each namespace's
 guarantee is that share of its node pool, its limit the whole pool; the
@@ -40,13 +43,15 @@ import tempfile
 import time
 
 POLICIES = ["fifo-pool", "sjf-pool", "srtf-pool", "las-pool", "kueue-like-before", "kueue-like",
-            "kai-like", "gpusched", "gpusched-besteffort", "gpusched-attained",
-            "gpusched-besteffort-attained"]
+            "kai-like", "gpusched", "gpusched-strict", "gpusched-strict-noattained"]
 # Rows that run another policy with changed quota fields: the queue manager
 # with every namespace's queueingStrategy BestEffortFIFO (Kueue's default)
 # and/or attained-service ordering.
 ATTAINED = {"demoteAfterGpuHours": 8, "preemptionsPerHour": 12}
 VARIANTS = {"gpusched-besteffort": ("gpusched", {"queueingStrategy": "BestEffortFIFO"}),
+            "gpusched-strict": ("gpusched", {"queueingStrategy": "StrictFIFO"}),
+            "gpusched-strict-noattained": ("gpusched", {"queueingStrategy": "StrictFIFO",
+                                                        "attainedService": {"enabled": False}}),
             "gpusched-attained": ("gpusched", {"attainedService": ATTAINED}),
             "gpusched-besteffort-attained": ("gpusched", {"queueingStrategy": "BestEffortFIFO",
                                                           "attainedService": ATTAINED})}
