@@ -1,12 +1,14 @@
 #include "scheduler/codec/config_codec.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "gpusched/model/topology.h"
+#include "gpusched/model/topology_domains.h"
 #include "gpusched/policy/registry.h"
 #include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
@@ -469,6 +471,66 @@ absl::Status NumberOverflow(std::string_view text, const json::out_of_range& e) 
   return NotValidJsonAt(text, at, reason);
 }
 
+// A qualified name part of a label key: 1..63 of [A-Za-z0-9._-], starting
+// and ending alphanumeric.
+bool LabelName(std::string_view s) {
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (s.empty() || s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+// A label key: [prefix/]name, the prefix a DNS subdomain of at most 253.
+bool LabelKey(std::string_view key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos) return LabelName(key);
+  const std::string_view prefix = key.substr(0, slash);
+  if (prefix.empty() || prefix.size() > 253) return false;
+  for (char c : prefix) {
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.')) {
+      return false;
+    }
+  }
+  return LabelName(key.substr(slash + 1));
+}
+
+absl::Status DecodeTopologyLevels(const json& j, std::vector<std::string>& out) {
+  const std::string p = "gang.topologyLevels";
+  if (!j.is_array()) return FieldError(p, "must be a list of node-label keys");
+  if (j.size() > 8) return FieldError(p, StrCat("at most 8 levels, got ", j.size()));
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string at = StrCat(p, "[", i, "]");
+    if (!j[i].is_string()) return FieldError(at, "must be a string (a node-label key)");
+    const std::string key = j[i].get<std::string>();
+    if (!LabelKey(key)) return FieldError(at, StrCat("'", key, "' is not a valid label key"));
+    if (key.starts_with("feature.node.kubernetes.io/") ||
+        (key.starts_with("nvidia.com/") && key != "nvidia.com/gpu.clique")) {
+      return FieldError(at, StrCat("'", key,
+                                   "' describes hardware; gpusched does not keep such labels "
+                                   "(nvidia.com/gpu.clique is the one nvidia.com/ level)"));
+    }
+    if (std::find(out.begin(), out.end(), key) != out.end()) {
+      return FieldError(at, StrCat("'", key, "' is listed twice"));
+    }
+    if (!out.empty() && out.back() == kHostnameLevel) {
+      return FieldError(at, StrCat(kHostnameLevel, " must be the last level (it is the node)"));
+    }
+    out.push_back(key);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeGang(const json& j, GangConfig& g) {
+  GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "gang", {"reservationSeconds", "topologyLevels"}));
+  GPUSCHED_RETURN_IF_ERROR(
+      GetIntAs(j, "reservationSeconds", "gang", 1, 86400, &g.reservation_seconds));
+  if (j.contains("topologyLevels")) {
+    GPUSCHED_RETURN_IF_ERROR(DecodeTopologyLevels(j["topologyLevels"], g.topology_levels));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status DecodeNamespaceQuotaJson(const nlohmann::json& j, std::string_view path,
@@ -499,11 +561,7 @@ absl::StatusOr<SchedulerConfig> DecodeConfig(std::string_view text) {
   }
   if (j.contains("quotas")) GPUSCHED_RETURN_IF_ERROR(DecodeQuotas(j["quotas"], c.quotas));
   if (j.contains("reclaim")) GPUSCHED_RETURN_IF_ERROR(DecodeReclaim(j["reclaim"], c.reclaim));
-  if (j.contains("gang")) {
-    GPUSCHED_RETURN_IF_ERROR(CheckKeys(j["gang"], "gang", {"reservationSeconds"}));
-    GPUSCHED_RETURN_IF_ERROR(
-        GetIntAs(j["gang"], "reservationSeconds", "gang", 1, 86400, &c.gang.reservation_seconds));
-  }
+  if (j.contains("gang")) GPUSCHED_RETURN_IF_ERROR(DecodeGang(j["gang"], c.gang));
   return c;
 }
 

@@ -96,6 +96,13 @@ void WriteNode(JsonWriter& w, const NodeSpec& n) {
   w.OptionalStringMember(kLabelProduct, n.product);
   if (n.gpu_memory_mib > 0) w.StringMember(kLabelMemory, StrCat(n.gpu_memory_mib));
   if (n.gpu_count > 0) w.StringMember(kLabelCount, StrCat(n.gpu_count));
+  if (n.labels != nullptr) {
+    for (const auto& [key, value] : *n.labels) {
+      if (key != kLabelProduct && key != kLabelMemory && key != kLabelCount) {
+        w.StringMember(key, value);
+      }
+    }
+  }
   w.EndObject();
   w.Key("annotations");
   w.BeginObject();

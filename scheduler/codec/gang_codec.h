@@ -36,6 +36,17 @@ const GangOwnerApi& GangOwnerApiOf(GangOwnerKind kind);
 // replica specs' replicas. An error names the field.
 absl::StatusOr<int32_t> DecodeGangOwnerSize(GangOwnerKind kind, std::string_view body);
 
+// The size as above, and the gang's topology request the object declares
+// (a Volcano PodGroup's spec.networkTopology; docs/queue.md,
+// "Topology-aware gangs"). An invalid networkTopology does not fail the
+// decode: the request carries the error. `name` names the object in it.
+struct GangOwnerSpec {
+  int32_t size = 0;
+  TopologyRequest topology;
+};
+absl::StatusOr<GangOwnerSpec> DecodeGangOwner(GangOwnerKind kind, std::string_view name,
+                                              std::string_view body);
+
 }  // namespace gpusched::codec
 
 #endif  // GPUSCHED_CODEC_GANG_CODEC_H_

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/gang_codec.h"
+#include "scheduler/codec/internal/topology_decode.h"
 
 namespace gpusched::codec {
 namespace {
@@ -209,7 +210,8 @@ void ApplyGangDeclarations(const Object& meta, PodRequest& pod) {
   }
 }
 
-absl::StatusOr<int32_t> DecodeGangOwnerSize(GangOwnerKind kind, std::string_view body) {
+absl::StatusOr<GangOwnerSpec> DecodeGangOwner(GangOwnerKind kind, std::string_view name,
+                                              std::string_view body) {
   if (kind == GangOwnerKind::kNone) return absl::InvalidArgumentError("no gang owner kind");
   simdjson::dom::parser parser;
   Element doc;
@@ -243,7 +245,16 @@ absl::StatusOr<int32_t> DecodeGangOwnerSize(GangOwnerKind kind, std::string_view
     return absl::InvalidArgumentError(
         StrCat(GangOwnerApiOf(kind).kind, ": ", *size, " members; at most ", kMaxGangSize));
   }
-  return static_cast<int32_t>(*size);
+  GangOwnerSpec out;
+  out.size = static_cast<int32_t>(*size);
+  if (kind == GangOwnerKind::kVolcanoPodGroup) out.topology = DecodeNetworkTopology(*spec, name);
+  return out;
+}
+
+absl::StatusOr<int32_t> DecodeGangOwnerSize(GangOwnerKind kind, std::string_view body) {
+  auto spec = DecodeGangOwner(kind, "", body);
+  if (!spec.ok()) return spec.status();
+  return spec->size;
 }
 
 }  // namespace gpusched::codec

@@ -2,6 +2,8 @@
 // gpusched.io/gpu-topology annotation.
 #include <simdjson.h>
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "gpusched/util/quantity.h"
 #include "gpusched/util/status_macros.h"
@@ -51,6 +53,27 @@ void DecodeTopology(std::string_view text, NodeSpec& spec) {
   spec.topology_codes = std::move(m);
 }
 
+// Whether a label describes hardware rather than where the node is (the
+// decoder does not keep those: NodeLabels).
+bool HardwareLabel(std::string_view key) {
+  if (key.starts_with("feature.node.kubernetes.io/")) return true;
+  return key.starts_with("nvidia.com/") && key != "nvidia.com/gpu.clique";
+}
+
+// The labels NodeLabels keeps, sorted; null if none. A label that is not a
+// string is not kept (the API server never sends one).
+std::shared_ptr<const NodeLabels> KeptLabels(const Object& labels) {
+  NodeLabels kept;
+  for (auto [key, value] : labels) {
+    std::string_view v;
+    if (HardwareLabel(key) || value.get_string().get(v) != simdjson::SUCCESS) continue;
+    kept.emplace_back(std::string(key), std::string(v));
+  }
+  if (kept.empty()) return nullptr;
+  std::sort(kept.begin(), kept.end());
+  return std::make_shared<const NodeLabels>(std::move(kept));
+}
+
 absl::StatusOr<int64_t> LabelInt(const Object& labels, std::string_view key,
                                  std::string_view path) {
   GPUSCHED_ASSIGN_OR_RETURN(auto v, OptString(labels, key, path));
@@ -93,6 +116,7 @@ absl::StatusOr<NodeSpec> DecodeNode(const Element& e, std::string_view path) {
     GPUSCHED_ASSIGN_OR_RETURN(spec.gpu_memory_mib, LabelInt(*labels, kLabelMemory, lpath));
     GPUSCHED_ASSIGN_OR_RETURN(int64_t count, LabelInt(*labels, kLabelCount, lpath));
     spec.gpu_count = static_cast<int32_t>(std::min<int64_t>(count, kMaxGpusPerNode));
+    spec.labels = KeptLabels(*labels);
   }
   GPUSCHED_ASSIGN_OR_RETURN(auto ann, OptObject(*meta, "annotations", mpath));
   if (ann) {

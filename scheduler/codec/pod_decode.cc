@@ -17,6 +17,7 @@
 #include "scheduler/codec/agent_codec.h"
 #include "scheduler/codec/internal/dom.h"
 #include "scheduler/codec/internal/gang_decode.h"
+#include "scheduler/codec/internal/topology_decode.h"
 
 namespace gpusched::codec {
 namespace {
@@ -200,6 +201,7 @@ absl::Status ApplyAnnotations(const Object& ann, std::string_view path, PodReque
     }
     pod.gang_size = v;
   }
+  pod.topology_request = DecodeTopologyAnnotations(ann);
   return absl::OkStatus();
 }
 

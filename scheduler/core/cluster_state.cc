@@ -148,6 +148,7 @@ NodeInfo BuildNodeInfo(const NodeSpec& spec, std::shared_ptr<const GpuTopology> 
   n.cpu_milli = spec.cpu_milli;
   n.memory_mib = spec.memory_mib;
   n.unschedulable = spec.unschedulable;
+  n.labels = spec.labels;
   auto conflict = [&](std::string why) {
     ++n.device_conflicts;
     if (conflicts != nullptr) conflicts->push_back(std::move(why));

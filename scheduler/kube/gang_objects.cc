@@ -77,6 +77,7 @@ void GangSizes::Fill(PodRequest& pod) {
     pod.gang = StrCat(codec::GangOwnerApiOf(owner.kind).key_prefix, owner.name);
     pod.gang_size = e.known ? e.size : kGangSizeUnknown;
     pod.gang_size_reason = e.known ? "" : e.error;
+    pod.group_topology = e.known ? e.topology : TopologyRequest{};
   }
   const bool ask = k.served == Served::kNo ? k.due_ms <= now : !e.known && e.due_ms <= now;
   if (ask && !e.queued) {
@@ -167,6 +168,7 @@ bool GangSizes::Read(const std::string& key) {
   bool changed = discover && Discover(kind);
   const codec::GangOwnerApi& api = codec::GangOwnerApiOf(kind);
   std::optional<int32_t> size;
+  TopologyRequest topology;
   std::string error;  // why `size` is not known, if a read says
   std::chrono::milliseconds next = options_.retry;
   bool readable = false;
@@ -190,9 +192,10 @@ bool GangSizes::Read(const std::string& key) {
     }
     if (res.ok() && res->status == 200) {
       next = options_.refresh;  // a bad object is read again when it may have been fixed
-      auto s = codec::DecodeGangOwnerSize(kind, res->body);
+      auto s = codec::DecodeGangOwner(kind, name, res->body);
       if (s.ok()) {
-        size = *s;
+        size = s->size;
+        topology = std::move(s->topology);
       } else {
         error = StrCat(api.kind, " ", name,
                        " declares no valid size: ", FromAbsl(s.status().message()));
@@ -219,11 +222,14 @@ bool GangSizes::Read(const std::string& key) {
   const bool was_known = e.known;
   const int32_t was = e.size;
   const std::string was_error = e.error;
+  const bool topology_changed = e.topology != topology;
+  e.topology = std::move(topology);
   e.known = size.has_value();
   e.size = size.value_or(kGangSizeUnknown);
   if (e.known || !error.empty()) e.error = std::move(error);  // a transport error keeps it
   e.due_ms = Now() + next.count();
-  return changed || e.known != was_known || e.size != was || e.error != was_error;
+  return changed || e.known != was_known || e.size != was || e.error != was_error ||
+         topology_changed;
 }
 
 }  // namespace gpusched::kube

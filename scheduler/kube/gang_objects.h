@@ -58,8 +58,9 @@ class GangSizes {
   void Start(std::function<void()> on_change) ABSL_LOCKS_EXCLUDED(mu_);
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Sets pod.gang and pod.gang_size from the cache if pod.gang_owner names
-  // an object (see above); other pods are left as they are.
+  // Sets pod.gang, pod.gang_size and pod.group_topology from the cache if
+  // pod.gang_owner names an object (see above); other pods are left as they
+  // are.
   void Fill(PodRequest& pod) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -69,7 +70,8 @@ class GangSizes {
     std::string ns, name;
     bool known = false;
     int32_t size = kGangSizeUnknown;
-    std::string error;  // why the size is unknown, once a read said so
+    std::string error;         // why the size is unknown, once a read said so
+    TopologyRequest topology;  // the object's (PodRequest::group_topology)
     bool queued = false;
     int64_t due_ms = 0;   // next read (retry or refresh)
     int64_t used_ms = 0;  // last Fill that named it

@@ -483,7 +483,7 @@ void KubeClusterSource::RefillGangs() {
     PodRequest q = p;
     gang_sizes_->Fill(q);
     if (q.gang == p.gang && q.gang_size == p.gang_size &&
-        q.gang_size_reason == p.gang_size_reason) {
+        q.gang_size_reason == p.gang_size_reason && q.group_topology == p.group_topology) {
       continue;
     }
     state_->UpsertPod(std::move(q));

@@ -1,5 +1,6 @@
 #include "gpusched/model/snapshot.h"
 
+#include <algorithm>
 #include <bit>
 
 #include "absl/strings/ascii.h"
@@ -73,6 +74,13 @@ int64_t ClusterSnapshot::AllocatedGpuMilli() const {
     }
   }
   return n;
+}
+
+const std::string* FindLabel(const NodeLabels* labels, std::string_view key) {
+  if (labels == nullptr) return nullptr;
+  auto it = std::lower_bound(labels->begin(), labels->end(), key,
+                             [](const auto& kv, std::string_view k) { return kv.first < k; });
+  return it != labels->end() && it->first == key ? &it->second : nullptr;
 }
 
 size_t NodeInfo::MemoryBytes() const {

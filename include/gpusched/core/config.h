@@ -127,6 +127,12 @@ struct ReclaimConfig {
 
 struct GangConfig {
   int reservation_seconds = 120;
+  // Topology levels for gangs (docs/queue.md, "Topology-aware gangs"):
+  // node-label keys from the largest domain to the smallest, e.g.
+  // nvidia.com/gpu.clique, then a block and a rack label. The node itself
+  // (kubernetes.io/hostname) is always the implicit lowest level; it may be
+  // listed, last. Empty: no topology, gangs' topology requests are ignored.
+  std::vector<std::string> topology_levels;
 };
 
 struct SchedulerConfig {

@@ -9,12 +9,25 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpusched/model/pod.h"
 #include "gpusched/model/topology.h"
 
 namespace gpusched {
+
+// A node's labels that name where it is (topology domains, docs/queue.md
+// "Topology-aware gangs"), sorted by key. The decoder keeps every label but
+// the hardware descriptions of Node Feature Discovery
+// (feature.node.kubernetes.io/*) and GPU Feature Discovery (nvidia.com/*
+// other than nvidia.com/gpu.clique). Shared, never copied, between a node's
+// versions.
+using NodeLabels = std::vector<std::pair<std::string, std::string>>;
+
+// The value of label `key`, or nullptr if the node has no such label.
+const std::string* FindLabel(const NodeLabels* labels, std::string_view key);
 
 // The facts about a node that come from its v1.Node object (labels,
 // annotations, allocatable), already decoded. Produced by the codec.
@@ -33,7 +46,8 @@ struct NodeSpec {
   bool unschedulable = false;
   // gpusched.io/gpu-topology decoded, or empty (template or none applies).
   std::vector<std::vector<std::string>> topology_codes;
-  std::string topology_error;  // why an annotation present was rejected
+  std::string topology_error;                // why an annotation present was rejected
+  std::shared_ptr<const NodeLabels> labels;  // null: none kept
 };
 
 // A pod holding devices on a node (enough to plan preemption and account).
@@ -72,6 +86,7 @@ struct NodeInfo {
   int32_t device_conflicts = 0;  // claims that could not all be honoured
   bool partial_share = false;    // some device is partly used by shared pods
   std::vector<PodOnNode> pods;
+  std::shared_ptr<const NodeLabels> labels;  // NodeSpec::labels
 
   int healthy_count() const { return PopCount(healthy); }
   int free_count() const { return PopCount(whole_free); }

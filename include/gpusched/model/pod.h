@@ -21,6 +21,15 @@ inline constexpr char kAnnotationGpuIds[] = "gpusched.io/gpu-ids";
 inline constexpr char kAnnotationGang[] = "gpusched.io/gang";
 inline constexpr char kAnnotationGangSize[] = "gpusched.io/gang-size";
 inline constexpr char kResourceGpu[] = "nvidia.com/gpu";
+// A gang's topology request (docs/queue.md, "Topology-aware gangs"): the
+// value is a level, a node-label key of the policy file's
+// gang.topologyLevels.
+inline constexpr char kAnnotationTopologyRequired[] = "gpusched.io/topology-required";
+inline constexpr char kAnnotationTopologyPreferred[] = "gpusched.io/topology-preferred";
+inline constexpr char kAnnotationKueueRequired[] = "kueue.x-k8s.io/podset-required-topology";
+inline constexpr char kAnnotationKueuePreferred[] = "kueue.x-k8s.io/podset-preferred-topology";
+inline constexpr char kAnnotationKueueUnconstrained[] =
+    "kueue.x-k8s.io/podset-unconstrained-topology";
 
 enum class TopologyMode : uint8_t {
   kNone,             // devices chosen for packing only
@@ -40,6 +49,32 @@ enum class GangOwnerKind : uint8_t {
   kJobSet,           // jobset.x-k8s.io/v1alpha2 JobSet (also a TrainJob's pods)
   kPyTorchJob,       // kubeflow.org/v1 PyTorchJob
   kMpiJob,           // kubeflow.org/v2beta1 MPIJob (mpi-operator)
+};
+
+// How a gang asks to be placed by network topology.
+enum class TopologyRule : uint8_t {
+  kNone,           // nothing asked
+  kRequired,       // every member in one domain of the level
+  kPreferred,      // one domain if one fits, else as few as possible
+  kUnconstrained,  // asked explicitly for no constraint (Kueue)
+};
+
+// One source's topology request: a pod's annotations
+// (PodRequest::topology_request) or its gang's Volcano PodGroup
+// (PodRequest::group_topology). The queue resolves it against the
+// configured levels (gpusched/model/topology_domains.h).
+struct TopologyRequest {
+  TopologyRule rule = TopologyRule::kNone;
+  std::string level;  // a node-label key; empty when `tier` says
+  int32_t tier = 0;   // a Volcano highestTierAllowed (> 0), or 0
+  // Where it was read, for messages: an annotation, or
+  // "PodGroup NAME spec.networkTopology".
+  std::string source;
+  // Not empty: the request is invalid (two annotations that disagree, an
+  // empty level...), naming the annotations or field. The gang is not
+  // placed until it is fixed.
+  std::string error;
+  bool operator==(const TopologyRequest&) const = default;
 };
 
 struct GangOwner {
@@ -92,6 +127,11 @@ struct PodRequest {
   // ("annotation kueue.x-k8s.io/pod-group-total-count: 'abc' is not a
   // member count (1..100000)"); empty: the declaring object is not read yet.
   std::string gang_size_reason;
+  // The gang's topology request from the pod's annotations, and from its
+  // declaring object (a Volcano PodGroup's spec.networkTopology, filled in
+  // by scheduler/kube with the size).
+  TopologyRequest topology_request;
+  TopologyRequest group_topology;
   // The workload the pod belongs to, whose GPU-seconds add up across its
   // pods and their replacements (attained-service ordering): its gang, else
   // its controlling Job; empty: the pod alone (WorkloadKey).
