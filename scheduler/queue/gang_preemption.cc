@@ -13,6 +13,7 @@
 #include "gpusched/policy/placement.h"
 #include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/queue/domain_placement.h"
 #include "scheduler/queue/queue_manager.h"
 #include "scheduler/queue/room_finder.h"
 
@@ -72,8 +73,9 @@ bool QueueManager::Cheaper(const NodePlan& a, const NodePlan& b) {
 class QueueManager::GangSearch {
  public:
   GangSearch(const PlanInputs& in, const PodRequest& member, const ClusterSnapshot& snapshot,
-             const policy::Framework& fw)
-      : in_(in),
+             const policy::Framework& fw, const NodeSubset* nodes)
+      : nodes_(nodes),
+        in_(in),
         member_(member),
         snapshot_(snapshot),
         fw_(fw),
@@ -93,7 +95,8 @@ class QueueManager::GangSearch {
         [&](size_t k) {
           in_.Pace();
           return Filter(k).fits();
-        });
+        },
+        nodes_);
     if (!room.found()) return false;
     const std::string name = nodes[room.index]->name;
     changed_[name] = policy::WithPod(View(*nodes[room.index]), member_, room.devices);
@@ -144,7 +147,9 @@ class QueueManager::GangSearch {
     const auto& nodes = snapshot_.nodes();
     const int32_t count = member_.gpu.shared() ? 1 : member_.gpu.count;
     std::vector<NodeBound> bounds;
-    for (size_t k = 0; k < nodes.size(); ++k) {
+    const size_t visit = nodes_ != nullptr ? nodes_->size() : nodes.size();
+    for (size_t i = 0; i < visit; ++i) {
+      const size_t k = nodes_ != nullptr ? static_cast<size_t>((*nodes_)[i]) : i;
       in_.Pace();
       NodeBound b = Bound(k, View(*nodes[k]), member_, rules.reclaim, gone_, in_.only);
       if (b.could_free == 0 || (!member_.gpu.shared() && b.could_free < count)) continue;
@@ -172,6 +177,7 @@ class QueueManager::GangSearch {
     return cheapest;
   }
 
+  const NodeSubset* nodes_;  // null: every node
   const PlanInputs& in_;
   const PodRequest& member_;
   const ClusterSnapshot& snapshot_;
@@ -190,9 +196,53 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
                                                              const ClusterSnapshot& snapshot,
                                                              const policy::Framework& fw,
                                                              bool reclaim, int64_t quota_demand) {
+  const ResolvedTopology topology = ResolveTopology(member, in.options->gang.topology_levels);
+  if (!topology.error.empty()) return std::nullopt;  // never partly: the gang waits
+  if (topology.rule != TopologyRule::kRequired) {
+    return PlanGangOn(in, member, missing, snapshot, fw, reclaim, quota_demand, nullptr);
+  }
+  const TopologyDomains domains = DomainsAt(snapshot, topology.level);
+  const std::vector<int32_t> held = HeldDomains(snapshot, member, domains, missing);
+  if (held.size() > 1 || (held.size() == 1 && held[0] < 0)) return std::nullopt;
+  // Every domain whose GPUs could hold the gang, best fit first.
+  const std::vector<DomainRoom> rooms = RoomPerDomain(snapshot, fw, member, domains, 0);
+  const int64_t need = int64_t{member.gpu.shared() ? 1 : member.gpu.count} * missing;
+  std::vector<int32_t> order;
+  for (const DomainRoom& r : rooms) {
+    if (r.healthy_gpus >= need && (held.empty() || held[0] == r.domain)) order.push_back(r.domain);
+  }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    if (rooms[a].free_gpus != rooms[b].free_gpus) return rooms[a].free_gpus < rooms[b].free_gpus;
+    return domains.names[a] < domains.names[b];
+  });
+  // A plan's cost, compared like NodePlans (Cheaper): the highest victim
+  // priority over its steps, then the GPUs it evicts.
+  auto cost = [](const GangPlan& p) {
+    std::pair<int32_t, int64_t> c{std::numeric_limits<int32_t>::min(), 0};
+    for (const GangStep& s : p.steps) {
+      c.first = std::max(c.first, s.plan.MaxPriority());
+      c.second += s.plan.Milli();
+    }
+    return c;
+  };
+  std::optional<GangPlan> best;
+  for (int32_t d : order) {
+    auto plan =
+        PlanGangOn(in, member, missing, snapshot, fw, reclaim, quota_demand, &domains.nodes[d]);
+    if (plan.has_value() && (!best.has_value() || cost(*plan) < cost(*best))) {
+      best = std::move(plan);
+    }
+  }
+  return best;
+}
+
+std::optional<QueueManager::GangPlan> QueueManager::PlanGangOn(
+    const PlanInputs& in, const PodRequest& member, int32_t missing,
+    const ClusterSnapshot& snapshot, const policy::Framework& fw, bool reclaim,
+    int64_t quota_demand, const std::vector<int32_t>* only) {
   const int64_t demand = DemandMilli(member.gpu);
   const int64_t whole = quota_demand > 0 ? quota_demand : demand * missing;
-  GangSearch search(in, member, snapshot, fw);
+  GangSearch search(in, member, snapshot, fw, only);
   GangPlan plan;
   for (int32_t i = 0; i < missing; ++i) {
     if (search.PlaceAsIs(&plan)) continue;

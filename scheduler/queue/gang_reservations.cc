@@ -11,6 +11,7 @@
 #include "gpusched/policy/placement.h"
 #include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/queue/domain_placement.h"
 #include "scheduler/queue/queue_manager.h"
 #include "scheduler/queue/room_finder.h"
 
@@ -35,11 +36,62 @@ std::string QueueManager::ReservedNodeLocked(const PodRequest& pod) {
   return s != nullptr && !s->bound ? s->node : "";
 }
 
+QueueManager::Slot* QueueManager::ClaimSlotForBindLocked(const PodRequest& pod,
+                                                         std::string_view node, std::string* why) {
+  auto r = reservations_.find(GangKey(pod.ns, pod.gang));
+  if (r == reservations_.end()) return nullptr;
+  std::string elsewhere;
+  for (Slot& s : r->second.slots) {
+    bool free = s.member_uid.empty();
+    if (!free && !s.bound) {
+      auto m = deps_.state->FindPod(s.member_uid);
+      free = !m.has_value() || m->deleting;
+    }
+    if (!free || s.bound) continue;
+    if (s.node == node) {
+      s.member_uid = pod.uid;
+      return &s;
+    }
+    elsewhere = s.node;
+  }
+  if (!elsewhere.empty()) {
+    *why = StrCat("gpusched: gang ", pod.gang, " reserved GPUs for its members on ", elsewhere,
+                  ", not on ", node);
+  }
+  return nullptr;
+}
+
 void QueueManager::PlaceGang(const ClusterSnapshot& snapshot, const policy::Framework& fw,
                              GangPlacement* place) {
-  place->picks =
-      PlaceMembers(snapshot, fw, place->pod, *place->ledger, place->missing, place->by_scan);
+  if (place->topology.rule == TopologyRule::kNone) {
+    place->picks =
+        PlaceMembers(snapshot, fw, place->pod, *place->ledger, place->missing, place->by_scan);
+  } else {
+    TopologyPlacement t = PlaceInDomains(snapshot, fw, place->pod, *place->ledger, place->missing,
+                                         place->by_scan, place->topology);
+    place->picks = std::move(t.picks);
+    place->topology_why = std::move(t.why);
+  }
   place->placed = true;
+}
+
+ResolvedTopology QueueManager::GangTopologyLocked(const PodRequest& pod) const {
+  const std::vector<std::string>& levels = options_.gang.topology_levels;
+  ResolvedTopology mine = ResolveTopology(pod, levels);
+  if (!mine.error.empty()) return mine;
+  auto members = gang_members_.find(GangKey(pod.ns, pod.gang));
+  if (members == gang_members_.end()) return mine;
+  for (const Entry* e : members->second) {
+    ResolvedTopology theirs = ResolveTopology(e->pod, levels);
+    if (!theirs.error.empty()) return theirs;
+    if (theirs.rule != mine.rule || theirs.level != mine.level) {
+      ResolvedTopology bad;
+      bad.error = StrCat("members ask different topology: ", pod.name, " ", DescribeTopology(mine),
+                         ", ", e->pod.name, " ", DescribeTopology(theirs));
+      return bad;
+    }
+  }
+  return mine;
 }
 
 namespace {
@@ -50,7 +102,8 @@ bool SamePlacementInputs(const PodRequest& a, const PodRequest& b) {
          a.gpu.milli_per_gpu == b.gpu.milli_per_gpu &&
          a.gpu.min_memory_mib == b.gpu.min_memory_mib && a.gpu.models == b.gpu.models &&
          a.gpu.topology == b.gpu.topology && a.cpu_milli == b.cpu_milli &&
-         a.memory_mib == b.memory_mib && a.priority == b.priority;
+         a.memory_mib == b.memory_mib && a.priority == b.priority &&
+         a.topology_request == b.topology_request && a.group_topology == b.group_topology;
 }
 
 }  // namespace
@@ -82,8 +135,14 @@ std::string QueueManager::ClaimOrPrepareLocked(const PodRequest& pod, GangPlacem
   // hold GPUs): a further member runs on its own, like a single pod.
   const int32_t missing = pod.gang_size - HeldGangMembersLocked(pod);
   if (missing <= 0) return "";
+  ResolvedTopology topology = GangTopologyLocked(pod);
+  if (!topology.error.empty()) {
+    return StrCat("gpusched: gang ", pod.gang, ": ", topology.error,
+                  "; no member is placed until this is fixed");
+  }
   place->pod = pod;
   place->missing = missing;
+  place->topology = std::move(topology);
   // Placed without the mutex: the ledger reads the shared options, never the
   // live ones a reload overwrites meanwhile.
   place->options = shared_options_;
@@ -123,6 +182,9 @@ bool QueueManager::PlacementValidLocked(const GangPlacement& place, const PodReq
 std::string QueueManager::CommitGangLocked(const GangPlacement& place, bool* conflict) {
   const PodRequest& pod = place.pod;
   const auto placed = static_cast<int32_t>(place.picks.size());
+  if (placed < place.missing && !place.topology_why.empty()) {
+    return StrCat("gpusched: ", place.topology_why);
+  }
   if (placed < place.missing) {
     return StrCat("gpusched: gang ", pod.gang, " needs ", place.missing, " x ",
                   FormatGpus(DemandMilli(pod.gpu)), " GPUs at once; only ", placed, " fit now");

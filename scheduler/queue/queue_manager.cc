@@ -545,7 +545,13 @@ void QueueManager::OnBound(const PodRequest& pod) {
 std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& pod,
                                         std::string_view node, DeviceMask* devices) {
   TimedLock l(&mu_, &lock_stats_, deps_.metrics, "assume-bind");
-  if (Slot* slot = SlotOfLocked(pod.uid); slot != nullptr && !slot->bound) {
+  Slot* slot = SlotOfLocked(pod.uid);
+  if (slot == nullptr && IsGang(pod)) {
+    std::string why;
+    slot = ClaimSlotForBindLocked(pod, node, &why);
+    if (!why.empty()) return why;
+  }
+  if (slot != nullptr && !slot->bound) {
     if (slot->node != node) {
       return StrCat("gpusched: gang ", pod.gang, " reserved GPUs for ", pod.Key(), " on ",
                     slot->node, ", not on ", node);

@@ -77,6 +77,7 @@
 #include "gpusched/core/cluster_state.h"
 #include "gpusched/core/config.h"
 #include "gpusched/core/extender_service.h"
+#include "gpusched/model/topology_domains.h"
 #include "gpusched/policy/framework.h"
 #include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/metrics.h"
@@ -537,6 +538,11 @@ class QueueManager final : public PodGate {
   // Gangs (gang_reservations.cc).
   Slot* SlotOfLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string ReservedNodeLocked(const PodRequest& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A gang member bound without having claimed a slot of its gang's live
+  // reservation: claims a free slot on `node`, else (free slots elsewhere)
+  // sets `why`; null without a reservation with free slots.
+  Slot* ClaimSlotForBindLocked(const PodRequest& pod, std::string_view node, std::string* why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A gang reservation being made: what it was prepared from under the
   // mutex (ClaimOrPrepareLocked), then the placement found without it.
   struct GangPlacement {
@@ -549,6 +555,10 @@ class QueueManager final : public PodGate {
     bool by_scan = false;  // the reference placement (recompute_from_scratch)
     bool placed = false;
     std::vector<std::pair<std::string, DeviceMask>> picks;  // (node, devices) per member
+    // The gang's topology request (domain_placement.h) and, when the picks
+    // fall short because no domain holds the gang, why.
+    ResolvedTopology topology;
+    std::string topology_why;
   };
   // Placements ReserveForGang makes without the mutex before it places
   // under it (when the cluster changed before each could be committed).
@@ -576,11 +586,16 @@ class QueueManager final : public PodGate {
   std::string CommitGangLocked(const GangPlacement& place, bool* conflict)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Places the missing members one after another on hypothetical copies of
-  // the nodes (best score first), within the prepared ledger: sets picks.
-  // Pure: reads only its arguments.
+  // the nodes (best score first), within the prepared ledger and the gang's
+  // topology domain (domain_placement.h): sets picks. Pure: reads only its
+  // arguments.
   static void PlaceGang(const ClusterSnapshot& snapshot, const policy::Framework& fw,
                         GangPlacement* place);
   int32_t HeldGangMembersLocked(const PodRequest& pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The gang's topology request as its pending members ask it, or one with
+  // an error (invalid, or members asking different things).
+  ResolvedTopology GangTopologyLocked(const PodRequest& pod) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireReservationsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseLocked(Reservation& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -619,11 +634,19 @@ class QueueManager final : public PodGate {
   // with room as is, else on the node whose victims have the lowest highest
   // priority, then the fewest GPUs (kube-scheduler's order of nodes), on
   // the nodes as the earlier steps leave them; the victims together leave
-  // quota for the whole gang. Pure.
+  // quota for the whole gang. A gang that requires a topology domain
+  // (domain_placement.h) is planned inside one domain: each domain that
+  // could hold it, in best-fit order, and the cheapest plan (Cheaper over
+  // its steps) wins. Pure.
   static std::optional<GangPlan> PlanGang(const PlanInputs& in, const PodRequest& member,
                                           int32_t missing, const ClusterSnapshot& snapshot,
                                           const policy::Framework& fw, bool reclaim,
                                           int64_t quota_demand);
+  // PlanGang on the nodes `only` (null: all).
+  static std::optional<GangPlan> PlanGangOn(const PlanInputs& in, const PodRequest& member,
+                                            int32_t missing, const ClusterSnapshot& snapshot,
+                                            const policy::Framework& fw, bool reclaim,
+                                            int64_t quota_demand, const std::vector<int32_t>* only);
   static bool Cheaper(const NodePlan& a, const NodePlan& b);
   // Report's steps: one namespace's row and units (at most `limit` pods,
   // copied), the gang reservations (of `ns`, or all if empty), both under

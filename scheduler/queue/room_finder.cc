@@ -11,11 +11,13 @@ namespace gpusched::queue {
 Room FindRoomByScan(const PodRequest& pod, const policy::PodContext& ctx,
                     const ClusterSnapshot& snapshot, const policy::Framework& fw,
                     const QuotaLedger& ledger, const std::function<const NodeInfo&(size_t)>& view,
-                    const std::function<bool(size_t)>& fits) {
+                    const std::function<bool(size_t)>& fits, const NodeSubset* only) {
   Room best;
   int64_t best_score = -1;
   const int64_t demand = DemandMilli(pod.gpu);
-  for (size_t k = 0; k < snapshot.nodes().size(); ++k) {
+  const size_t count = only != nullptr ? only->size() : snapshot.nodes().size();
+  for (size_t i = 0; i < count; ++i) {
+    const size_t k = only != nullptr ? static_cast<size_t>((*only)[i]) : i;
     if (!fits(k)) continue;
     const NodeInfo& n = view(k);
     if (!ledger.CheckModels(pod.ns, snapshot.product(n), demand).empty()) continue;
@@ -31,12 +33,18 @@ Room FindRoomByScan(const PodRequest& pod, const policy::PodContext& ctx,
 }
 
 RoomFinder::RoomFinder(const PodRequest& pod, const policy::PodContext& ctx,
-                       const ClusterSnapshot& snapshot, const policy::Framework& fw)
+                       const ClusterSnapshot& snapshot, const policy::Framework& fw,
+                       const NodeSubset* only)
     : pod_(pod), ctx_(ctx), snapshot_(snapshot), fw_(fw) {
   policy::FilterMemo memo(fw, ctx);
-  const auto count = static_cast<int32_t>(snapshot.nodes().size());
+  const auto count = static_cast<int32_t>(only != nullptr ? only->size() : snapshot.nodes().size());
+  if (only != nullptr) {
+    allowed_.assign(snapshot.nodes().size(), false);
+    for (int32_t k : *only) allowed_[k] = true;
+  }
   order_.reserve(count);
-  for (int32_t k = 0; k < count; ++k) {
+  for (int32_t i = 0; i < count; ++i) {
+    const int32_t k = only != nullptr ? (*only)[i] : i;
     const NodeHot& hot = snapshot.hot(k);
     if (!memo.Filter(hot).fits()) continue;
     order_.push_back({memo.Score(hot), static_cast<size_t>(k), false});
@@ -74,6 +82,7 @@ void RoomFinder::Change(size_t k, NodeInfo node) {
       std::find_if(order_.begin(), order_.end(), [k](const Candidate& c) { return c.index == k; });
   if (old != order_.end()) order_.erase(old);
   const NodeInfo& now = changed_.insert_or_assign(k, std::move(node)).first->second;
+  if (!allowed_.empty() && !allowed_[k]) return;
   if (!fw_.Filter(ctx_, now).fits()) return;
   const Candidate c{fw_.Score(ctx_, now), k, false};
   order_.insert(std::lower_bound(order_.begin(), order_.end(), c, Before), c);
@@ -83,7 +92,7 @@ std::vector<std::pair<std::string, DeviceMask>> PlaceMembers(const ClusterSnapsh
                                                              const policy::Framework& fw,
                                                              const PodRequest& pod,
                                                              QuotaLedger ledger, int32_t missing,
-                                                             bool by_scan) {
+                                                             bool by_scan, const NodeSubset* only) {
   const policy::PodContext ctx = fw.Prepare(pod, snapshot);
   const int64_t demand = DemandMilli(pod.gpu);
   const auto& nodes = snapshot.nodes();
@@ -96,7 +105,7 @@ std::vector<std::pair<std::string, DeviceMask>> PlaceMembers(const ClusterSnapsh
     };
     auto fits = [&](size_t k) { return fw.Filter(ctx, view(k)).fits(); };
     for (int32_t i = 0; i < missing; ++i) {
-      const Room room = FindRoomByScan(pod, ctx, snapshot, fw, ledger, view, fits);
+      const Room room = FindRoomByScan(pod, ctx, snapshot, fw, ledger, view, fits, only);
       if (!room.found()) break;
       NodeInfo next = policy::WithPod(view(room.index), pod, room.devices);
       ledger.Add(pod.ns, snapshot.product(next), demand);
@@ -105,7 +114,7 @@ std::vector<std::pair<std::string, DeviceMask>> PlaceMembers(const ClusterSnapsh
     }
     return picks;
   }
-  RoomFinder finder(pod, ctx, snapshot, fw);
+  RoomFinder finder(pod, ctx, snapshot, fw, only);
   for (int32_t i = 0; i < missing; ++i) {
     const Room room = finder.Best(ledger);
     if (!room.found()) break;

@@ -36,18 +36,23 @@ struct Room {
   bool found() const { return index != kNoRoom; }
 };
 
-// The reference: every node, as `view(k)` shows node k, with `fits(k)` its
-// filter verdict there.
+// A subset of the nodes (indices into snapshot.nodes(), ascending) a search
+// is confined to, e.g. one topology domain; null: every node.
+using NodeSubset = std::vector<int32_t>;
+
+// The reference: every node (of `only`), as `view(k)` shows node k, with
+// `fits(k)` its filter verdict there.
 Room FindRoomByScan(const PodRequest& pod, const policy::PodContext& ctx,
                     const ClusterSnapshot& snapshot, const policy::Framework& fw,
                     const QuotaLedger& ledger, const std::function<const NodeInfo&(size_t)>& view,
-                    const std::function<bool(size_t)>& fits);
+                    const std::function<bool(size_t)>& fits, const NodeSubset* only = nullptr);
 
 class RoomFinder {
  public:
-  // `pod`, `ctx`, `snapshot` and `fw` must outlive the finder.
+  // `pod`, `ctx`, `snapshot`, `fw` and `only` must outlive the finder.
+  // With `only`, the other nodes never have room.
   RoomFinder(const PodRequest& pod, const policy::PodContext& ctx, const ClusterSnapshot& snapshot,
-             const policy::Framework& fw);
+             const policy::Framework& fw, const NodeSubset* only = nullptr);
 
   // The same answer as FindRoomByScan over the nodes as changed so far.
   Room Best(const QuotaLedger& ledger);
@@ -72,6 +77,7 @@ class RoomFinder {
   const policy::PodContext& ctx_;
   const ClusterSnapshot& snapshot_;
   const policy::Framework& fw_;
+  std::vector<bool> allowed_;     // with `only`: per node index
   std::vector<Candidate> order_;  // the nodes that pass the filter, in score order
   absl::flat_hash_map<size_t, NodeInfo> changed_;
 };
@@ -79,12 +85,11 @@ class RoomFinder {
 // Places `missing` copies of `pod` one after another, each where it has the
 // most room as the earlier ones leave the nodes, within `ledger`'s per-model
 // quota: (node, devices) per copy placed, fewer than `missing` if the
-// cluster runs out. `by_scan` uses FindRoomByScan (the reference).
-std::vector<std::pair<std::string, DeviceMask>> PlaceMembers(const ClusterSnapshot& snapshot,
-                                                             const policy::Framework& fw,
-                                                             const PodRequest& pod,
-                                                             QuotaLedger ledger, int32_t missing,
-                                                             bool by_scan);
+// cluster (or `only`) runs out. `by_scan` uses FindRoomByScan (the
+// reference).
+std::vector<std::pair<std::string, DeviceMask>> PlaceMembers(
+    const ClusterSnapshot& snapshot, const policy::Framework& fw, const PodRequest& pod,
+    QuotaLedger ledger, int32_t missing, bool by_scan, const NodeSubset* only = nullptr);
 
 }  // namespace gpusched::queue
 

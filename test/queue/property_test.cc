@@ -56,5 +56,24 @@ TEST(QueuePropertyTest, InvariantsHoldOverLongRandomSequences) {
   EXPECT_GE(total, steps);
 }
 
+// The same invariants with topology on (two cliques, gangs that require or
+// prefer one), plus: no member of a required gang outside its clique.
+TEST(QueuePropertyTest, InvariantsHoldWithTopologyOn) {
+  const int64_t steps = Steps() / 2;
+  int64_t binds = 0, domain_checks = 0;
+  for (uint32_t seed : {11u, 12u}) {
+    testing::SimulationResult r = testing::RunSimulation(steps / 2, seed, false, nullptr, true);
+    ASSERT_EQ(r.violation, "") << "seed " << seed << " step " << r.steps;
+    binds += r.binds;
+    domain_checks += r.domain_checks;
+    std::cout << "topology seed " << seed << ": " << r.steps << " steps, " << r.binds << " binds, "
+              << r.preemptions << " preemptions, " << r.domain_checks
+              << " required-gang domain checks\n";
+  }
+  const double scale = static_cast<double>(steps) / 50'000;
+  EXPECT_GE(binds, 2'000 * scale);
+  EXPECT_GE(domain_checks, 1'000 * scale);  // required gangs did hold GPUs
+}
+
 }  // namespace
 }  // namespace gpusched::queue

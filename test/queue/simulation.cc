@@ -19,8 +19,24 @@ using ::gpusched::testing::Pcie4xT4;
 
 const char* const kNamespaces[] = {"team-a", "team-b", "team-c", "guest"};
 
-QueueOptions InitialOptions(bool from_scratch) {
+constexpr char kClique[] = "nvidia.com/gpu.clique";
+
+// Topology mode: the H100s in cliques x and y, the V100 in x, the T4 in none.
+std::vector<NodeSpec> Nodes(bool topology) {
+  std::vector<NodeSpec> nodes = {Hgx8H100("h100-0"), Hgx8H100("h100-1"), Dgx1V100("v100-0"),
+                                 Pcie4xT4("t4-0")};
+  if (topology) {
+    for (int i = 0; i < 3; ++i) {
+      nodes[i].labels =
+          std::make_shared<const NodeLabels>(NodeLabels{{kClique, i == 1 ? "y" : "x"}});
+    }
+  }
+  return nodes;
+}
+
+QueueOptions InitialOptions(bool from_scratch, bool topology) {
   QueueOptions o;
+  if (topology) o.gang.topology_levels = {kClique};
   o.recompute_from_scratch = from_scratch;
   NamespaceQuota a = Quota(8, 16, "research");
   a.models["H100"] = {4, 8};
@@ -32,11 +48,11 @@ QueueOptions InitialOptions(bool from_scratch) {
 
 class Simulation {
  public:
-  Simulation(uint32_t seed, bool from_scratch, std::vector<std::string>* decisions)
+  Simulation(uint32_t seed, bool from_scratch, std::vector<std::string>* decisions, bool topology)
       : rng_(seed),
-        h_({Hgx8H100("h100-0"), Hgx8H100("h100-1"), Dgx1V100("v100-0"), Pcie4xT4("t4-0")}, {},
-           InitialOptions(from_scratch)),
-        decisions_(decisions) {}
+        h_(Nodes(topology), {}, InitialOptions(from_scratch, topology)),
+        decisions_(decisions),
+        topology_(topology) {}
 
   SimulationResult Run(int64_t steps) {
     for (r_.steps = 0; r_.steps < steps && r_.violation.empty(); ++r_.steps) {
@@ -72,6 +88,8 @@ class Simulation {
     const int gpus = std::vector<int>{1, 1, 2, 4, 8}[Rand(5)];
     const int members = kind == 0 ? 2 : 1;
     const std::string gang = kind == 0 ? StrCat("g", next_id_) : "";
+    // Topology mode: a gang requires one clique, prefers one, or neither.
+    const auto rule = static_cast<TopologyRule>(topology_ && kind == 0 ? Rand(3) : 0);
     for (int m = 0; m < members; ++m) {
       PodRequest p;
       p.ns = ns;
@@ -89,6 +107,7 @@ class Simulation {
       if (kind == 4) p.preempt_never = true;
       p.gang = gang;
       p.gang_size = kind == 0 ? members : 0;
+      if (rule != TopologyRule::kNone) p.topology_request = {rule, kClique, 0, "annotation", ""};
       h_.state().UpsertPod(p);
     }
     h_.state().Commit();
@@ -385,6 +404,31 @@ class Simulation {
       if (!r_.violation.empty()) return;
     }
     CheckGuaranteeAdmits(*snap, ledger);
+    if (topology_) CheckRequiredGangsInOneDomain(*snap);
+  }
+
+  // Topology mode: the members of a gang that requires a clique (running
+  // or holding its reservation) are all in one clique.
+  void CheckRequiredGangsInOneDomain(const ClusterSnapshot& snap) {
+    std::map<std::string, std::set<std::string>> cliques;  // "ns/gang" -> cliques used
+    for (const auto& node : snap.nodes()) {
+      const std::string* clique = FindLabel(node->labels.get(), kClique);
+      for (const PodOnNode& p : node->pods) {
+        if (p.gang.empty()) continue;
+        auto pod = h_.state().FindPod(p.uid);
+        const PodRequest* req = pod.has_value() ? &*pod : nullptr;
+        if (req == nullptr || req->topology_request.rule != TopologyRule::kRequired) continue;
+        cliques[StrCat(p.ns, "/", p.gang)].insert(clique != nullptr ? *clique : "(none)");
+      }
+    }
+    for (const auto& [gang, used] : cliques) {
+      if (used.size() > 1 || used.contains("(none)")) {
+        r_.violation = StrCat("gang ", gang, " requires one clique but holds GPUs in ", used.size(),
+                              " (or on a node without one)");
+        return;
+      }
+      ++r_.domain_checks;
+    }
   }
 
   // Work conservation, checked after every tick: the head of a namespace's
@@ -473,6 +517,7 @@ class Simulation {
   std::mt19937 rng_;
   Harness h_;
   std::vector<std::string>* decisions_;
+  const bool topology_;
   SimulationResult r_;
   int64_t next_id_ = 0;
   bool ticked_ = false;
@@ -484,8 +529,8 @@ class Simulation {
 }  // namespace
 
 SimulationResult RunSimulation(int64_t steps, uint32_t seed, bool from_scratch,
-                               std::vector<std::string>* decisions) {
-  Simulation sim(seed, from_scratch, decisions);
+                               std::vector<std::string>* decisions, bool topology) {
+  Simulation sim(seed, from_scratch, decisions, topology);
   return sim.Run(steps);
 }
 
