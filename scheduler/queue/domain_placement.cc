@@ -180,4 +180,19 @@ TopologyPlacement PlaceInDomains(const ClusterSnapshot& snapshot, const policy::
   return out;
 }
 
+std::string TopologyWaitReason(const ClusterSnapshot& snapshot, const policy::Framework& fw,
+                               const PodRequest& pod, int32_t missing,
+                               const std::vector<std::string>& levels) {
+  const ResolvedTopology topology = ResolveTopology(pod, levels);
+  if (!topology.error.empty()) {
+    return StrCat("gpusched: gang ", pod.gang, ": ", topology.error,
+                  "; no member is placed until this is fixed");
+  }
+  if (topology.rule != TopologyRule::kRequired || missing <= 0) return "";
+  const TopologyDomains domains = DomainsAt(snapshot, topology.level);
+  const std::vector<DomainRoom> rooms = RoomPerDomain(snapshot, fw, pod, domains, missing);
+  if (!BestFitOrder(rooms, domains, missing).empty()) return "";
+  return StrCat("gpusched: ", NoDomainReason(pod, missing, domains, rooms));
+}
+
 }  // namespace gpusched::queue

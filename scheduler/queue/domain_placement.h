@@ -70,6 +70,13 @@ TopologyPlacement PlaceInDomains(const ClusterSnapshot& snapshot, const policy::
                                  const PodRequest& pod, const QuotaLedger& ledger, int32_t missing,
                                  bool by_scan, const ResolvedTopology& topology);
 
+// Why `pod`'s gang would wait for its topology now, as PlaceInDomains
+// would say it (an invalid request included), or "" (no request, or a
+// domain holds its `missing` members). For /debug/pods.
+std::string TopologyWaitReason(const ClusterSnapshot& snapshot, const policy::Framework& fw,
+                               const PodRequest& pod, int32_t missing,
+                               const std::vector<std::string>& levels);
+
 }  // namespace gpusched::queue
 
 #endif  // GPUSCHED_QUEUE_DOMAIN_PLACEMENT_H_

@@ -6,6 +6,7 @@
 
 #include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/queue/domain_placement.h"
 #include "scheduler/queue/fair_share.h"
 #include "scheduler/queue/queue_manager.h"
 
@@ -271,6 +272,11 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   }
   r.position = ev.position;
   r.reason = ev.reason;
+  if (r.reason.empty() && IsGang(*pod) && !in.gang_reserved) {
+    r.reason = TopologyWaitReason(snapshot, *fw, *pod,
+                                  pod->gang_size - view->usage.GangHeld(ns, pod->gang),
+                                  in.options->gang.topology_levels);
+  }
   const auto [fits, first_reason] = Fits(*pod, snapshot, *fw);
   if (r.reason.empty()) {
     r.reason = fits > 0 ? StrCat("admissible now; fits on ", fits, " nodes")

@@ -122,6 +122,10 @@ TEST(TopologyGangTest, RequiredGangWaitsWhenNoDomainHoldsItAndSaysWhy) {
             "nvidia.com/gpu.clique label and are in none)");
   EXPECT_THAT(ReservedNodes(h), IsEmpty());
   EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 0);
+  // /debug/pods says the same.
+  auto report = h.queue->ExplainPod("team-a", "m0");
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->reason, reason.substr(0, reason.find("; position")));
   // The same gang without the requirement fits across domains (6 nodes).
   Harness free(Cluster({{"a", 2}, {"b", 2}, {"", 2}}), {}, Levels());
   EXPECT_THAT(free.Filter(Member("m0", 3, TopologyRule::kNone)), SizeIs(1));
