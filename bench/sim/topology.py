@@ -49,7 +49,7 @@ SCENARIOS = {
     "racks-0.8-slowdown1": (["--topology", "racks:2x4x4", "--load", "0.8", "--slowdown", "1"],
                             "held-out"),
 }
-POLICIES = ["gpusched", "kueue-tas"]
+POLICIES = ["gpusched", "gpusched-topology", "kueue-tas"]
 
 
 def main():

@@ -30,7 +30,7 @@ constexpr char kUsage[] =
     "s]\n"
     "  topology: --topology racks:2x4x4|cliques:4 --jobs-csv PHILLY.csv --seed N --load 0.8\n"
     "            [--jobs 400 --gang-share 0.3 --required-share 0.5 --slowdown 0.25\n"
-    "            --gangs-only --policies gpusched,kueue-tas --out rows.csv]\n"
+    "            --gangs-only --policies gpusched,gpusched-topology,kueue-tas --out rows.csv]\n"
     "  e2e:      --write-cluster LIST.json (for `gpusched serve --cluster`; with --pods-csv,\n"
     "            --seed and --tune it holds the run's GPU pods, pending), then\n"
     "            --extender http://127.0.0.1:8888/scheduler [--policy gpusched-extender]\n"

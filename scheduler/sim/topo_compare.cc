@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <queue>
 #include <tuple>
 
@@ -152,7 +153,31 @@ QuotaConfig OneQueue(QuotaConfig q, int64_t capacity) {
   return q;
 }
 
-// gpusched on the real queue manager (queue_replay.h), node by node.
+// The cluster's nodes with their labels, as the node decoder keeps them
+// (sorted by key).
+std::vector<NodeSpec> LabelledNodes(const TopoCluster& c) {
+  std::vector<NodeSpec> out = c.nodes;
+  for (size_t n = 0; n < out.size(); ++n) {
+    NodeLabels labels = c.labels[n];
+    std::sort(labels.begin(), labels.end());
+    out[n].labels = std::make_shared<const NodeLabels>(std::move(labels));
+  }
+  return out;
+}
+
+// A gang's request as the pod decoder reads gpusched's annotations.
+void AskTopology(const TopoJob& job, PodRequest* pod) {
+  if (!job.gang) return;
+  TopologyRequest& t = pod->topology_request;
+  t.rule = job.required ? TopologyRule::kRequired : TopologyRule::kPreferred;
+  t.level = job.level;
+  t.source = StrCat("annotation ",
+                    job.required ? kAnnotationTopologyRequired : kAnnotationTopologyPreferred);
+}
+
+// gpusched on the real queue manager (queue_replay.h): node by node
+// ("gpusched", no topology levels), or with the cluster's levels and each
+// gang's request ("gpusched-topology").
 absl::StatusOr<TopoResult> RunGpusched(const TopoCluster& c, const std::vector<TopoJob>& jobs,
                                        const TopoCompareOptions& o) {
   std::vector<Job> replay_jobs;
@@ -176,7 +201,13 @@ absl::StatusOr<TopoResult> RunGpusched(const TopoCluster& c, const std::vector<T
   ro.sample_every = 1e12;  // no timeline
   ro.config = o.config;
   ro.config.quotas = OneQueue(o.config.quotas, c.Capacity());
-  ro.nodes = c.nodes;
+  ro.nodes = LabelledNodes(c);
+  if (o.policy == "gpusched-topology") {
+    ro.config.gang.topology_levels.assign(c.levels.begin(), c.levels.end() - 1);
+    ro.decorate_pod = [&jobs](int job, PodRequest* pod) { AskTopology(jobs[job], pod); };
+  } else {
+    ro.config.gang.topology_levels.clear();
+  }
   ro.on_start = [&](int job, double t, const std::vector<std::string>& nodes) {
     std::vector<int> at;
     for (const std::string& n : nodes) at.push_back(index.at(n));
@@ -253,10 +284,12 @@ absl::StatusOr<TopoResult> RunTopoCompare(const TopoCluster& cluster,
           StrCat("job ", j.id, ": level '", j.level, "' is not a level of the cluster"));
     }
   }
-  if (o.policy == "gpusched") return RunGpusched(cluster, jobs, o);
+  if (o.policy == "gpusched" || o.policy == "gpusched-topology") {
+    return RunGpusched(cluster, jobs, o);
+  }
   if (o.policy == "kueue-tas") return RunKueueTas(cluster, jobs, o);
-  return absl::InvalidArgumentError(
-      StrCat("topology comparison: unknown policy '", o.policy, "' (gpusched, kueue-tas)"));
+  return absl::InvalidArgumentError(StrCat("topology comparison: unknown policy '", o.policy,
+                                           "' (gpusched, gpusched-topology, kueue-tas)"));
 }
 
 }  // namespace gpusched::sim

@@ -6,6 +6,9 @@
 //  - gpusched: the real queue manager and Framework through the replay
 //    protocol's kube-scheduler loop (queue_replay.h), node by node, with no
 //    topology levels configured: today's placement;
+//  - gpusched-topology: the same with the cluster's levels in
+//    gang.topologyLevels, node labels, and each gang's request as the pod
+//    decoder reads gpusched.io/topology-required / -preferred;
 //  - kueue-tas: Kueue's TAS placement (kueue_tas.h) in a BestEffortFIFO
 //    queue: at every arrival or completion each pending job, oldest first,
 //    starts if TAS finds it room; one ClusterQueue owns the whole cluster.

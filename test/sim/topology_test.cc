@@ -244,5 +244,25 @@ TEST(TopoCompare, SmallReplayBothPlacements) {
   EXPECT_FALSE(RunTopoCompare(c, *jobs, {.policy = "spread"}).ok());
 }
 
+// gpusched with the cluster's levels configured, every gang requiring its
+// rack or block: every gang lands in one domain of its level; without the
+// levels (today's node-by-node placement) the same workload spreads some.
+TEST(TopoCompare, GpuschedWithRequiredTopologyPlacesEveryGangInOneDomain) {
+  const TopoCluster c = MakeTopoCluster(*ParseTopoShape("racks:2x2x2"));
+  auto jobs =
+      MakeTopoWorkload(PhillyLike(), c, {.seed = 5, .jobs = 120, .load = 0.8, .required_share = 1});
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  auto with = RunTopoCompare(c, *jobs, {.policy = "gpusched-topology"});
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_EQ(with->unfinished, 0);
+  EXPECT_EQ(with->gangs_started, with->gangs);
+  EXPECT_EQ(with->required_gangs, with->gangs);  // every gang here fits a block
+  EXPECT_EQ(with->required_spread, 0);
+  EXPECT_EQ(with->gangs_one_domain, with->gangs);
+  auto without = RunTopoCompare(c, *jobs, {.policy = "gpusched"});
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_GT(without->required_spread, 0);
+}
+
 }  // namespace
 }  // namespace gpusched::sim
