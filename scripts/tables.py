@@ -226,6 +226,22 @@ def coverage():
     return render(["guarantees cover", "load", "policy"] + COVERAGE_COLUMNS, rows)
 
 
+ESTIMATE_POLICIES = ["kueue-like", "gpusched", "gpusched-besteffort", "gpusched-backfill"]
+ESTIMATE_COLUMNS = ["avg JCT s", "p95 JCT s", "preemptions", "longest gang wait s",
+                    "backfill overruns", "est. start median abs err s", "est. start within 25 %",
+                    "naive median abs err s", "naive within 25 %"]
+
+
+def estimates_contended():
+    """Backfill against the other queueing strategies, and the estimated start's accuracy."""
+    rows = []
+    for load in ("0.6", "0.8", "0.95"):
+        cells = by_first_cell(md_table("results/estimates/contended.md", f"offered load {load},"))
+        for policy in ESTIMATE_POLICIES:
+            rows.append([load, policy] + [cells[policy][c] for c in ESTIMATE_COLUMNS])
+    return render(["load", "policy"] + ESTIMATE_COLUMNS, rows)
+
+
 # ---- Philly on one pool -------------------------------------------------------------
 
 def philly_pool_runs():
@@ -490,6 +506,7 @@ TABLES = {
     "contended-0.8": (["results/contended.md"], lambda: contended("0.8")),
     "contended-0.95": (["results/contended.md"], lambda: contended("0.95")),
     "contended-coverage": (["results/contended-coverage/coverage.md"], coverage),
+    "estimates-contended": (["results/estimates/contended.md"], estimates_contended),
     "philly-pool": (["results/philly-pool/one-namespace.md", "results/philly-pool/held-out.md",
                      "results/philly-pool/vcs.md"], philly_pool),
     "kueue-before-after-philly": ([BASELINES], kueue_before_after),

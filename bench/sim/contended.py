@@ -16,6 +16,9 @@ StrictFIFO queues (`gpusched-strict`), and with StrictFIFO and no
 attained-service order (`gpusched-strict-noattained`, the first default).
 `gpusched-besteffort`, `gpusched-attained` and
 `gpusched-besteffort-attained` name their fields explicitly (--policies).
+`gpusched-backfill` runs Backfill queues (--policies); gpusched's rows
+also measure its estimated start (estimates from the runtime history the
+replay has seen).
 
 --coverage: guarantees cover this % of the pool (each namespace's
 guarantee is that share of its node pool, its limit the whole pool; the
@@ -52,6 +55,7 @@ VARIANTS = {"gpusched-besteffort": ("gpusched", {"queueingStrategy": "BestEffort
             "gpusched-strict": ("gpusched", {"queueingStrategy": "StrictFIFO"}),
             "gpusched-strict-noattained": ("gpusched", {"queueingStrategy": "StrictFIFO",
                                                         "attainedService": {"enabled": False}}),
+            "gpusched-backfill": ("gpusched", {"queueingStrategy": "Backfill"}),
             "gpusched-attained": ("gpusched", {"attainedService": ATTAINED}),
             "gpusched-besteffort-attained": ("gpusched", {"queueingStrategy": "BestEffortFIFO",
                                                           "attainedService": ATTAINED})}
@@ -68,6 +72,12 @@ COLUMNS = [
     ("time to guarantee, p95 s", "p95_time_to_guarantee_s", "{:,.0f}"),
     ("surplus fairness (Jain)", "surplus_fairness_jain", "{:.3f}"),
     ("longest gang wait s", "max_gang_wait_s", "{:,.0f}"),
+    # gpusched only (the queue manager's estimated start; EstimateAccuracy).
+    ("est. start median abs err s", "est_median_abs_error_s", "{:,.0f}"),
+    ("est. start within 25 %", "est_within_25pct", "{:.3f}"),
+    ("naive median abs err s", "est_naive_median_abs_error_s", "{:,.0f}"),
+    ("naive within 25 %", "est_naive_within_25pct", "{:.3f}"),
+    ("backfill overruns", "est_backfill_overruns", "{:.0f}"),
 ]
 
 
@@ -136,6 +146,8 @@ def scenario(a, binary, base, load, coverage, work):
             if r is None:
                 continue
             counts[p] += 1
+            for key, v in (r.get("estimates") or {}).items():
+                r["est_" + key] = v
             if not r.get("guarantee_episodes"):  # no episode: no time to guarantee
                 r["avg_time_to_guarantee_s"] = r["p95_time_to_guarantee_s"] = None
             for _, key, _ in COLUMNS:

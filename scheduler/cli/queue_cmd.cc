@@ -21,9 +21,9 @@ constexpr char kUsage[] =
     "usage: gpusched queue [-n NAMESPACE | -A] [flags]\n"
     "       kubectl gpusched queue [-n NAMESPACE | -A]   (with kubectl-gpusched on the PATH)\n"
     "\n"
-    "Lists pending pods that ask for GPUs, in queue order, with the position and\n"
-    "reason gpusched keeps on each pod (annotations gpusched.io/queue-position and\n"
-    "gpusched.io/queue-reason).\n"
+    "Lists pending pods that ask for GPUs, in queue order, with the position,\n"
+    "estimated start and reason gpusched keeps on each pod (annotations\n"
+    "gpusched.io/queue-position, gpusched.io/estimated-start, gpusched.io/queue-reason).\n"
     "  -n, --namespace NAME  one namespace (default: the kubeconfig context's, else default)\n"
     "  -A, --all-namespaces  every namespace\n"
     "  --kubeconfig PATH     the cluster (default: $KUBECONFIG, else ~/.kube/config,\n"
@@ -155,16 +155,18 @@ int Queue(const std::vector<std::string>& args) {
     return 0;
   }
   const bool wide = flags.Has("wide");
-  std::printf(all ? "%-16s %-32s %-8s %-4s %-16s %s\n" : "%.0s%-32s %-8s %-4s %-16s %s\n",
-              "NAMESPACE", "NAME", "POSITION", "GPUS", "PRIORITY-CLASS", "REASON");
+  constexpr const char* kRow = "%-16s %-32s %-8s %-20s %-4s %-16s %s\n";
+  constexpr const char* kRowOneNs = "%.0s%-32s %-8s %-20s %-4s %-16s %s\n";
+  std::printf(all ? kRow : kRowOneNs, "NAMESPACE", "NAME", "POSITION", "ESTIMATED START", "GPUS",
+              "PRIORITY-CLASS", "REASON");
   for (const codec::QueueListRow& r : pending) {
     std::string reason = r.reason.empty() ? "<not yet seen by gpusched>" : r.reason;
     if (reason.rfind("gpusched: ", 0) == 0) reason = reason.substr(10);
-    if (!wide && reason.size() > 60) reason = reason.substr(0, 57) + "...";
-    std::printf(all ? "%-16s %-32s %-8s %-4s %-16s %s\n" : "%.0s%-32s %-8s %-4s %-16s %s\n",
-                r.ns.c_str(), r.name.c_str(), r.position.empty() ? "-" : r.position.c_str(),
-                r.gpus.c_str(), r.priority_class.empty() ? "-" : r.priority_class.c_str(),
-                reason.c_str());
+    if (!wide && reason.size() > 40) reason = reason.substr(0, 37) + "...";
+    std::printf(all ? kRow : kRowOneNs, r.ns.c_str(), r.name.c_str(),
+                r.position.empty() ? "-" : r.position.c_str(),
+                r.estimated_start.empty() ? "-" : r.estimated_start.c_str(), r.gpus.c_str(),
+                r.priority_class.empty() ? "-" : r.priority_class.c_str(), reason.c_str());
   }
   return 0;
 }

@@ -509,6 +509,8 @@ int Serve(const std::vector<std::string>& args) {
   auto queue_mgr = queue::InstallQueue(&service, &state, &writer, config, &metrics);
   queue::TickThread ticker(queue_mgr.get(), std::chrono::milliseconds(1000));
   queue::ReclaimPlannerThread planner(queue_mgr.get());
+  queue::EstimateThread estimates(queue_mgr.get(), std::chrono::seconds(10),
+                                  std::chrono::milliseconds(1000));
   auto positions = StartQueuePositions(kube_rt.get(), queue_mgr.get(), &metrics);
 
   queue::QueueConfigApplier quotas(queue_mgr.get(), config, start->config_path,

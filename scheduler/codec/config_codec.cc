@@ -358,9 +358,12 @@ absl::Status DecodeNamespaceQuota(const json& j, std::string_view p, NamespaceQu
   GPUSCHED_RETURN_IF_ERROR(GetString(j, "queueingStrategy", p, &queueing));
   if (queueing == "StrictFIFO") {
     q.queueing = QueueingStrategy::kStrictFifo;
+  } else if (queueing == "Backfill") {
+    q.queueing = QueueingStrategy::kBackfill;
   } else if (queueing != "BestEffortFIFO") {
-    return FieldError(Join(p, "queueingStrategy"),
-                      StrCat("must be StrictFIFO or BestEffortFIFO, got '", queueing, "'"));
+    return FieldError(
+        Join(p, "queueingStrategy"),
+        StrCat("must be StrictFIFO, BestEffortFIFO or Backfill, got '", queueing, "'"));
   }
   if (j.contains("models")) {
     const json& m = j["models"];

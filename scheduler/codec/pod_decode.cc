@@ -190,6 +190,10 @@ absl::Status ApplyAnnotations(const Object& ann, std::string_view path, PodReque
       pod.gpu_ids_confirmed = *m;
     }
   }
+  // Kept as text: a malformed duration is judged (and reported) where the
+  // estimate is made, never a reason to refuse the pod.
+  GPUSCHED_ASSIGN_OR_RETURN(auto runtime, str(kAnnotationExpectedRuntime));
+  if (runtime) pod.expected_runtime = std::string(*runtime);
   GPUSCHED_ASSIGN_OR_RETURN(auto gang, str(kAnnotationGang));
   if (gang) pod.gang = std::string(*gang);
   GPUSCHED_ASSIGN_OR_RETURN(auto gang_size, str(kAnnotationGangSize));
@@ -311,6 +315,15 @@ absl::Status DecodePodMetadata(const Object& meta, const std::string& mpath, Pod
   return absl::OkStatus();
 }
 
+// spec.activeDeadlineSeconds; 0 if unset, -1 if not an integer (the
+// runtime estimate says so and uses the next source).
+int64_t ActiveDeadline(const Object& spec) {
+  auto m = Member(spec, "activeDeadlineSeconds");
+  if (!m) return 0;
+  int64_t v = 0;
+  return m->get_int64().get(v) == simdjson::SUCCESS ? v : -1;
+}
+
 absl::Status DecodePodSpec(const Object& spec, const std::string& spath, PodRequest& pod) {
   GPUSCHED_ASSIGN_OR_RETURN(Resources r, EffectiveResources(spec, spath));
   if (r.gpus > 64) {
@@ -336,12 +349,35 @@ absl::Status DecodePodSpec(const Object& spec, const std::string& spath, PodRequ
   pod.preempt_never = pp && *pp == "Never";
   GPUSCHED_ASSIGN_OR_RETURN(auto node, OptString(spec, "nodeName", spath));
   if (node) pod.node_name = std::string(*node);
+  pod.active_deadline_s = ActiveDeadline(spec);
   return absl::OkStatus();
+}
+
+// The latest containerStatuses[].state.terminated.finishedAt of a finished
+// pod (0 if none can be read): the end of its run for runtime history.
+int64_t FinishedAt(const Object& status) {
+  int64_t latest = 0;
+  simdjson::dom::array list;
+  auto cs = Member(status, "containerStatuses");
+  if (!cs || cs->get_array().get(list) != simdjson::SUCCESS) return 0;
+  for (Element c : list) {
+    Object co;
+    if (c.get_object().get(co) != simdjson::SUCCESS) continue;
+    auto state = LenientObject(co, "state");
+    auto term = state ? LenientObject(*state, "terminated") : std::nullopt;
+    if (!term) continue;
+    auto t = ParseTimestamp(LenientString(*term, "finishedAt"), "finishedAt");
+    if (t.ok()) latest = std::max(latest, *t);
+  }
+  return latest;
 }
 
 absl::Status DecodePodStatus(const Object& status, const std::string& stpath, PodRequest& pod) {
   GPUSCHED_ASSIGN_OR_RETURN(auto phase, OptString(status, "phase", stpath));
   if (phase) pod.phase = ParsePhase(*phase);
+  if (pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed) {
+    pod.finish_unix = FinishedAt(status);
+  }
   GPUSCHED_ASSIGN_OR_RETURN(auto start, OptString(status, "startTime", stpath));
   if (start) {
     GPUSCHED_ASSIGN_OR_RETURN(pod.start_unix, ParseTimestamp(*start, StrCat(stpath, ".startTime")));

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "absl/time/time.h"
 #include "scheduler/codec/kube_codec.h"
 
 namespace gpusched::codec {
@@ -13,7 +14,22 @@ using json = nlohmann::ordered_json;
 
 double Gpus(int64_t milli) { return static_cast<double>(milli) / 1000.0; }
 
+// The estimate fields of a pending pod (QueuedPod, PodReport).
+void AddEstimate(json& out, int64_t start_unix, const std::string& basis, int64_t runtime,
+                 const std::string& source) {
+  out["estimatedStart"] = start_unix >= 0 ? json(FormatRfc3339(start_unix)) : json(nullptr);
+  out["estimateBasis"] = basis;
+  if (source.empty()) return;
+  out["runtimeEstimateSeconds"] = runtime;
+  out["runtimeEstimateSource"] = source;
+}
+
 }  // namespace
+
+std::string FormatRfc3339(int64_t unix_seconds) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(unix_seconds),
+                          absl::UTCTimeZone());
+}
 
 std::string EncodeQueueReport(const queue::QueueReport& report) {
   json out = json::object();
@@ -37,6 +53,7 @@ std::string EncodeQueueReport(const queue::QueueReport& report) {
         q["gangSize"] = p.gang_size;
       }
       if (p.attained_level >= 0) q["attainedServiceLevel"] = p.attained_level;
+      AddEstimate(q, p.estimated_start_unix, p.estimate_basis, p.runtime_seconds, p.runtime_source);
       queue.push_back(std::move(q));
     }
     json models = json::array();
@@ -101,6 +118,11 @@ std::string EncodePodReport(const queue::PodReport& report) {
       preemption.push_back({{"node", p.node}, {"victims", p.victims}});
     }
     out["preemption"] = std::move(preemption);
+    AddEstimate(out, report.estimated_start_unix, report.estimate_basis, report.runtime_seconds,
+                report.runtime_source);
+    if (!report.runtime_detail.empty()) out["runtimeEstimateDetail"] = report.runtime_detail;
+    if (!report.runtime_rejected.empty()) out["runtimeEstimateRejected"] = report.runtime_rejected;
+    out["whatIf"] = report.what_if;
   }
   return out.dump(2) + "\n";
 }
@@ -142,10 +164,15 @@ std::string PodGpus(const nlohmann::json& spec) {
 
 }  // namespace
 
-std::string EncodeQueueStatusPatch(const std::string& position, const std::string& reason) {
+std::string EncodeQueueStatusPatch(const std::string& position, const std::string& reason,
+                                   const std::optional<std::string>& estimated_start) {
   json patch = {{"metadata",
                  {{"annotations",
                    {{kQueuePositionAnnotation, position}, {kQueueReasonAnnotation, reason}}}}}};
+  if (estimated_start.has_value()) {
+    patch["metadata"]["annotations"][kAnnotationEstimatedStart] =
+        estimated_start->empty() ? json(nullptr) : json(*estimated_start);
+  }
   return patch.dump();
 }
 
@@ -173,6 +200,7 @@ absl::StatusOr<std::vector<QueueListRow>> DecodeQueueList(std::string_view body)
     r.gpus = PodGpus(spec);
     r.created = StringAt(meta, "creationTimestamp");
     r.node = StringAt(spec, "nodeName");
+    r.estimated_start = StringAt(annotations, kAnnotationEstimatedStart);
     rows.push_back(std::move(r));
   }
   return rows;

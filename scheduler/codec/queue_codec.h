@@ -5,6 +5,7 @@
 #ifndef GPUSCHED_CODEC_QUEUE_CODEC_H_
 #define GPUSCHED_CODEC_QUEUE_CODEC_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,8 +23,12 @@ std::string EncodePodReport(const queue::PodReport& report);
 // who may read the pod).
 inline constexpr char kQueuePositionAnnotation[] = "gpusched.io/queue-position";
 inline constexpr char kQueueReasonAnnotation[] = "gpusched.io/queue-reason";
-// A JSON merge patch setting both annotations.
-std::string EncodeQueueStatusPatch(const std::string& position, const std::string& reason);
+// A JSON merge patch setting both annotations, and with `estimated_start`
+// also gpusched.io/estimated-start (its text; "" removes it).
+std::string EncodeQueueStatusPatch(const std::string& position, const std::string& reason,
+                                   const std::optional<std::string>& estimated_start = {});
+// Unix seconds as RFC 3339 in UTC ("2026-11-27T07:20:00Z").
+std::string FormatRfc3339(int64_t unix_seconds);
 
 // One pending pod as `gpusched queue` lists it.
 struct QueueListRow {
@@ -32,9 +37,10 @@ struct QueueListRow {
   std::string position;  // the annotation; "" if gpusched has not written it
   std::string reason;
   std::string priority_class;
-  std::string gpus;     // nvidia.com/gpu of the pod (sum over containers)
-  std::string created;  // metadata.creationTimestamp
-  std::string node;     // spec.nodeName ("" while pending)
+  std::string gpus;             // nvidia.com/gpu of the pod (sum over containers)
+  std::string created;          // metadata.creationTimestamp
+  std::string node;             // spec.nodeName ("" while pending)
+  std::string estimated_start;  // gpusched.io/estimated-start; "" if not written
 };
 // Rows of a PodList (GET /api/v1/pods). Errors name what is malformed.
 absl::StatusOr<std::vector<QueueListRow>> DecodeQueueList(std::string_view body);

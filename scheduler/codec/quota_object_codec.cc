@@ -7,6 +7,7 @@
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/internal/duplicate_keys.h"
 #include "scheduler/codec/internal/quota_fields.h"
+#include "scheduler/codec/queue_codec.h"
 
 namespace gpusched::codec {
 namespace {
@@ -226,6 +227,10 @@ std::string EncodeQuotaObjectStatusPatch(const queue::QuotaObjectStatus& s,
                         {"reason", s.head_reason.empty()
                                        ? "admissible now: waiting for kube-scheduler to place it"
                                        : s.head_reason}};
+      // Merge patch: null removes an estimate the head no longer has.
+      status["head"]["estimatedStart"] = s.head_estimated_start >= 0
+                                             ? ojson(FormatRfc3339(s.head_estimated_start))
+                                             : ojson(nullptr);
     }
   } else {
     for (const char* key : {"guaranteed", "limit", "cohort", "used", "borrowed", "lent",
@@ -256,6 +261,9 @@ std::string EncodeQuotaExport(const QuotaConfig& quotas, std::string_view object
               "\nspec:\n  guaranteed: ", q.gpus.guaranteed, "\n  limit: ", q.gpus.limit, "\n");
     if (!q.cohort.empty()) StrAppend(&out, "  cohort: ", Quoted(q.cohort), "\n");
     if (q.weight != 1.0) StrAppend(&out, "  weight: ", q.weight, "\n");
+    if (q.queueing == QueueingStrategy::kBackfill) {
+      StrAppend(&out, "  queueingStrategy: Backfill\n");
+    }
     if (q.queueing == QueueingStrategy::kStrictFifo) {
       StrAppend(&out, "  queueingStrategy: StrictFIFO\n");
     }

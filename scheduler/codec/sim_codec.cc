@@ -165,6 +165,15 @@ std::string EncodeReplayResult(const sim::ReplayResult& r) {
   }
   j["gang_jobs"] = r.gang_jobs;
   j["max_gang_wait_s"] = r.max_gang_wait;
+  if (r.has_estimates) {
+    const sim::EstimateAccuracy& e = r.estimates;
+    j["estimates"] = {{"samples", e.samples},
+                      {"median_abs_error_s", e.median_abs_error_s},
+                      {"within_25pct", e.within_25pct},
+                      {"naive_median_abs_error_s", e.naive_median_abs_error_s},
+                      {"naive_within_25pct", e.naive_within_25pct},
+                      {"backfill_overruns", e.backfill_overruns}};
+  }
   nlohmann::ordered_json ns = nlohmann::ordered_json::object();
   for (const auto& [name, s] : r.per_ns) {
     ns[name] = {{"jobs", s.jobs},

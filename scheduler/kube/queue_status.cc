@@ -1,5 +1,9 @@
 #include "scheduler/kube/queue_status.h"
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/time/clock.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/queue_codec.h"
 #include "scheduler/kube/kube_writer.h"
@@ -43,6 +47,13 @@ std::pair<std::string, std::string> QueueStatusPublisher::Texts(const queue::Que
                                       " earlier units in the queue go first")};
 }
 
+bool QueueStatusPublisher::StartMoved(int64_t written, int64_t estimate, int64_t now_s) {
+  if ((written < 0) != (estimate < 0)) return true;
+  if (written < 0) return false;
+  const int64_t margin = std::max<int64_t>(300, (std::max(estimate, now_s) - now_s) / 10);
+  return std::abs(estimate - written) > margin;
+}
+
 void QueueStatusPublisher::Loop() {
   while (true) {
     {
@@ -60,13 +71,15 @@ void QueueStatusPublisher::RunOnce() { Round(); }
 void QueueStatusPublisher::Round() {
   absl::MutexLock l(&round_mu_);
   std::vector<queue::QueuedPod> pods = positions_(options_.explained);
-  absl::flat_hash_map<std::string, std::pair<std::string, std::string>> next;
+  absl::flat_hash_map<std::string, Written> next;
   int64_t patched = 0, failed = 0;
+  const int64_t now_s = absl::ToUnixSeconds(absl::Now());
   for (const queue::QueuedPod& pod : pods) {
-    auto texts = Texts(pod, options_.exact_up_to);
+    Written w{Texts(pod, options_.exact_up_to), pod.estimated_start_unix};
     auto it = written_.find(pod.uid);
-    if (it != written_.end() && it->second == texts) {
-      next.emplace(pod.uid, std::move(texts));
+    if (it != written_.end() && it->second.texts == w.texts &&
+        !StartMoved(it->second.start, w.start, now_s)) {
+      next.emplace(pod.uid, it->second);
       continue;
     }
     {
@@ -74,11 +87,12 @@ void QueueStatusPublisher::Round() {
       if (stopping_) return;
     }
     bucket_.Take();
+    const std::string start = w.start >= 0 ? codec::FormatRfc3339(w.start) : "";
     auto r = client_->Do("PATCH", PodPath(pod.ns, pod.name),
-                         codec::EncodeQueueStatusPatch(texts.first, texts.second),
+                         codec::EncodeQueueStatusPatch(w.texts.first, w.texts.second, start),
                          "application/merge-patch+json", std::chrono::seconds(5));
     if (r.ok() && r->status == 200) {
-      next.emplace(pod.uid, std::move(texts));
+      next.emplace(pod.uid, std::move(w));
       ++patched;
     } else {
       ++failed;  // retried next round (not recorded as written)

@@ -8,7 +8,9 @@
 // against what it wrote and merge-patches the pods whose text changed, at
 // most `qps` patches per second. Positions past `exact_up_to` are written in
 // buckets of a hundred ("101+", "201+"), so a bind at the head of a deep
-// queue does not rewrite every pod behind it. Only while `may_write` (the
+// queue does not rewrite every pod behind it. The estimated start
+// (gpusched.io/estimated-start, RFC 3339) is written with them, and again
+// only when it moves by more than StartMoved's margin. Only while `may_write` (the
 // leader). Patches are best effort: a failed one is retried next period.
 //
 // Thread-safe. Created by the kube wiring in serve; joins its thread on
@@ -49,6 +51,10 @@ class QueueStatusPublisher {
   // The annotation texts for a pod at `position` with `reason`.
   static std::pair<std::string, std::string> Texts(const queue::QueuedPod& pod,
                                                    int32_t exact_up_to);
+  // Whether an estimated start (unix seconds, -1: none) moved enough from
+  // the one written to be written again: to or from none, or by more than
+  // max(5 min, a tenth of the time still to wait).
+  static bool StartMoved(int64_t written, int64_t estimate, int64_t now_s);
   // Runs one round now and waits for it (tests).
   void RunOnce() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -63,9 +69,12 @@ class QueueStatusPublisher {
   Metrics* metrics_;
   TokenBucket bucket_;
   absl::Mutex round_mu_;  // one round at a time
-  // uid -> the (position, reason) texts last written.
-  absl::flat_hash_map<std::string, std::pair<std::string, std::string>> written_
-      ABSL_GUARDED_BY(round_mu_);
+  // uid -> the (position, reason) texts and the estimated start last written.
+  struct Written {
+    std::pair<std::string, std::string> texts;
+    int64_t start = -1;
+  };
+  absl::flat_hash_map<std::string, Written> written_ ABSL_GUARDED_BY(round_mu_);
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -152,7 +152,10 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
   report.capacity_milli = view->ledger->Capacity();
   report.guaranteed_milli = view->ledger->GuaranteedTotal();
   const auto shares = WeightedFairShares(claims, view->ledger->Capacity());
-  for (NamespaceQueue& nq : report.namespaces) nq.fair_share_milli = shares.at(nq.ns);
+  for (NamespaceQueue& nq : report.namespaces) {
+    nq.fair_share_milli = shares.at(nq.ns);
+    FillEstimates(&nq.queue);
+  }
   return report;
 }
 
@@ -182,6 +185,7 @@ std::vector<QueuedPod> QueueManager::Positions(int32_t explained) {
       }
     }
   }
+  FillEstimates(&out);  // the explained ones again: cheap, and one board for all
   return out;
 }
 
@@ -250,6 +254,7 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   // Copied under the mutex: its namespace's units up to it and the view.
   UnitCopies copies;
   std::shared_ptr<const PlanningView> view;
+  std::shared_ptr<const EstimateBoard> board;  // Backfill's, as Admit reads it
   EvalInputs in;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "explain");
@@ -261,7 +266,9 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
     }
     view = PlanningViewLocked();
     in.now_ms = Now();
+    board = admit_board_;
   }
+  in.board = board.get();
   in.ledger = view->ledger.get();
   in.options = view->options.get();
   const ClusterSnapshot& snapshot = *view->snapshot;
@@ -277,6 +284,8 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
                                   pod->gang_size - view->usage.GangHeld(ns, pod->gang),
                                   in.options->gang.topology_levels);
   }
+  FillEstimate(&r);
+  AddWhatIfs(*view, copies.units, *pod, *fw, in.now_ms, &r);
   const auto [fits, first_reason] = Fits(*pod, snapshot, *fw);
   if (r.reason.empty()) {
     r.reason = fits > 0 ? StrCat("admissible now; fits on ", fits, " nodes")

@@ -295,7 +295,8 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
   if (self == nullptr) return {};   // not waiting (bound, finished or unknown)
   const PodRequest& p = self->pod;  // the source's pod
   EvalInputs in{&LedgerLocked(), &options_,
-                IsGang(p) && reservations_.contains(GangKey(p.ns, p.gang)), Now()};
+                IsGang(p) && reservations_.contains(GangKey(p.ns, p.gang)), Now(),
+                admit_board_.get()};
   if (options_.recompute_from_scratch) {
     std::vector<Unit> units = UnitsLocked(p.ns, p.uid);
     if (units.empty()) return {};
@@ -306,7 +307,10 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
   if (it == index.unit_of.end()) return {};
   const size_t k = it->second;
   Ahead ahead;
-  if (in.ledger->Quota(p.ns).queueing == QueueingStrategy::kStrictFifo) {
+  const QueueingStrategy queueing = in.ledger->Quota(p.ns).queueing;
+  const int64_t backfill =
+      queueing == QueueingStrategy::kBackfill ? BackfillEnd(index.units, k, in) : 0;
+  if (queueing != QueueingStrategy::kBestEffortFifo && backfill == 0) {
     ahead.demand = index.demand_before[k];
     ahead.count = index.count_before[k];
     for (size_t i : index.asked) {
@@ -314,8 +318,10 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
       ahead.asked.push_back(&index.units[i]);
     }
   }
-  return EvaluateAhead(index.units[k], static_cast<int32_t>(k + 1), ahead, p, in, snapshot, fw,
-                       all_checks, deferred);
+  Evaluation ev = EvaluateAhead(index.units[k], static_cast<int32_t>(k + 1), ahead, p, in, snapshot,
+                                fw, all_checks, deferred);
+  ev.backfill_end = backfill;
+  return ev;
 }
 
 QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& units, size_t k,
@@ -324,10 +330,14 @@ QueueManager::Evaluation QueueManager::EvaluateUnits(const std::vector<Unit>& un
                                                      const policy::Framework& fw, bool all_checks,
                                                      BehindScan* deferred) {
   const QuotaLedger& ledger = *in.ledger;
-  const bool strict = ledger.Quota(pod.ns).queueing == QueueingStrategy::kStrictFifo;
-  return EvaluateAhead(units[k], static_cast<int32_t>(k + 1),
-                       WalkAhead(units, k, in, ledger.Limit(pod.ns), strict), pod, in, snapshot, fw,
-                       all_checks, deferred);
+  const QueueingStrategy queueing = ledger.Quota(pod.ns).queueing;
+  const int64_t backfill = queueing == QueueingStrategy::kBackfill ? BackfillEnd(units, k, in) : 0;
+  const bool strict = queueing != QueueingStrategy::kBestEffortFifo && backfill == 0;
+  Evaluation ev = EvaluateAhead(units[k], static_cast<int32_t>(k + 1),
+                                WalkAhead(units, k, in, ledger.Limit(pod.ns), strict), pod, in,
+                                snapshot, fw, all_checks, deferred);
+  ev.backfill_end = backfill;
+  return ev;
 }
 
 QueueManager::Evaluation QueueManager::EvaluateAhead(const Unit& unit, int32_t pos,
@@ -482,6 +492,7 @@ std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
   const PodRequest& pod = e.pod;  // the source's pod, not the request's
   Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/false, deferred);
   if (!ev.reason.empty()) return ev.reason;
+  if (ev.backfill_end > 0) backfilled_.try_emplace(pod.uid, ev.backfill_end);
   if (!IsGang(pod) || !deferred->heads.empty()) return "";  // the caller goes on after the scan
   *reserve = ev.position > 0 ? StrCat("position ", ev.position, " in queue") : "";
   return "";

@@ -57,6 +57,7 @@
 #ifndef GPUSCHED_QUEUE_QUEUE_MANAGER_H_
 #define GPUSCHED_QUEUE_QUEUE_MANAGER_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -85,6 +86,9 @@
 #include "scheduler/queue/queue_report.h"
 #include "scheduler/queue/quota_coverage.h"
 #include "scheduler/queue/quota_ledger.h"
+#include "scheduler/queue/run_observer.h"
+#include "scheduler/queue/runtime_estimates.h"
+#include "scheduler/queue/start_estimator.h"
 #include "scheduler/queue/timed_lock.h"
 #include "scheduler/queue/usage_index.h"
 #include "scheduler/queue/yield_point.h"
@@ -124,6 +128,22 @@ struct QueueOptions {
   // A workload's attained service (AttainedService) is forgotten this long
   // after its last pod left a node.
   int64_t attained_forget_after_s = 24 * 3600;
+  // Estimated starts (RefreshEstimates): the runtime assumed for a pod with
+  // no estimate, and how far ahead the simulation looks.
+  int64_t default_runtime_s = 3600;
+  int64_t estimate_horizon_s = int64_t{7} * 24 * 3600;
+  // The simulation's resolution (StartEstimatorInput::min_step_s, step_share).
+  // Units of one namespace an estimate refresh copies (and estimates) at
+  // most: one hold of the mutex copies them.
+  size_t estimate_max_units = 5000;
+  int64_t estimate_min_step_s = 60;
+  double estimate_step_share = 0.01;
+  // Backfill: a later unit passes earlier ones if now + its runtime
+  // estimate + max(backfill_margin_s, a tenth of the estimate) is before
+  // each earlier unit's estimated start, from an estimate refresh at most
+  // backfill_max_age_s old.
+  int64_t backfill_margin_s = 60;
+  int64_t backfill_max_age_s = 60;
   // Tests only (the differential test's reference): rebuild the pending
   // index and the usage sums from scratch before every decision.
   bool recompute_from_scratch = false;
@@ -206,6 +226,24 @@ class QueueManager final : public PodGate {
   // Gauges for /metrics (quota usage, pending pods, wait histogram).
   void CollectMetrics(GaugeWriter& w) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Runtime estimates and estimated starts (estimate_refresh.cc), never on a
+  // request's path: copies the planning view and each namespace's units
+  // under the mutex (one hold per namespace), then, without it, brings the
+  // runtime history up to date (RunObserver) and simulates the queue
+  // (EstimateStarts) within `budget` of wall-clock time, and publishes the
+  // result. Callers: EstimateThread (serving), the simulator, tests.
+  void RefreshEstimates(std::chrono::milliseconds budget = std::chrono::milliseconds{1000})
+      ABSL_LOCKS_EXCLUDED(mu_, refresh_mu_, est_mu_);
+  struct PodEstimate {
+    RuntimeEstimate runtime;
+    StartEstimate start;
+    int64_t made_at_s = 0;
+  };
+  // Units Backfill let pass that ran past their promised end, so far.
+  int64_t backfill_overruns() const { return backfill_overruns_.load(); }
+  // The last refresh's estimate for pending pod `uid` (nullopt: none yet).
+  std::optional<PodEstimate> EstimateOf(const std::string& uid) const ABSL_LOCKS_EXCLUDED(est_mu_);
+
   // Longest hold of the mutex so far and the number of holds (benchmarks).
   const LockHoldStats& lock_stats() const { return lock_stats_; }
 
@@ -251,6 +289,7 @@ class QueueManager final : public PodGate {
     // members not yet placed) plus the earlier units that count.
     int64_t quota_demand = 0;
     bool behind_earlier = false;  // an earlier unit could use the same nodes and goes first
+    int64_t backfill_end = 0;     // Backfill let it pass earlier units: the end it promised
   };
   // One node's victims: the pods there (kube-scheduler evicts them for the
   // preempt verb) and the members elsewhere of the victim gangs among them
@@ -457,13 +496,20 @@ class QueueManager final : public PodGate {
   Evaluation EvaluateLocked(const PodRequest& pod, const ClusterSnapshot& snapshot,
                             const policy::Framework& fw, bool all_checks = false,
                             BehindScan* deferred = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct EstimateBoard;
   // What an evaluation reads besides the units: live members or copies.
   struct EvalInputs {
     const QuotaLedger* ledger = nullptr;
     const QueueOptions* options = nullptr;
     bool gang_reserved = false;  // the pod's gang holds a reservation
     int64_t now_ms = 0;
+    const EstimateBoard* board = nullptr;  // Backfill's estimates; null: none
   };
+  // Backfill (backfill.cc): the end units[k] promises (now + its runtime
+  // estimate + the margin) if that is before every earlier unit's estimated
+  // start, else 0 (also with no fresh board, an earlier unit without an
+  // estimate, or more than kBehindScanHeads earlier units). Pure.
+  static int64_t BackfillEnd(const std::vector<Unit>& units, size_t k, const EvalInputs& in);
   // What counts ahead of one unit: rule (1)'s demand of the earlier units
   // (those not stale whose demand fits the limit; none under
   // BestEffortFIFO), how many, and the first kBehindScanHeads of them that
@@ -879,6 +925,51 @@ class QueueManager final : public PodGate {
     int64_t count = 0;
   };
   std::map<std::string, WaitHistogram> waits_ ABSL_GUARDED_BY(mu_);
+
+  // Estimates (estimate_refresh.cc). refresh_mu_: one refresh at a time,
+  // held across it and taken before mu_; est_mu_: a leaf guarding the
+  // published board (a pointer copy for readers, never held with mu_).
+  struct EstimateBoard {
+    StartEstimates starts;
+    absl::flat_hash_map<std::string, RuntimeEstimate> runtimes;  // pending pods
+  };
+  std::shared_ptr<const EstimateBoard> Board() const ABSL_LOCKS_EXCLUDED(est_mu_);
+  // The debug pages' and Positions' estimate fields, from the board.
+  void FillEstimates(std::vector<QueuedPod>* pods) const ABSL_LOCKS_EXCLUDED(est_mu_);
+  void FillEstimate(PodReport* report) const ABSL_LOCKS_EXCLUDED(est_mu_);
+  // ExplainPod's what-if answers (what_if.h) for `pod`, on `view`, after
+  // the units of `copies` (its namespace's, up to and including its own).
+  void AddWhatIfs(const PlanningView& view, const std::vector<Unit>& units, const PodRequest& pod,
+                  const policy::Framework& fw, int64_t now_ms, PodReport* report) const
+      ABSL_LOCKS_EXCLUDED(est_mu_);
+  // The runtime history brought to `view` (seeded from finished pods first).
+  void UpdateHistoryLocked(const PlanningView& view, int64_t now_s)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_);
+  // Seconds a pod running now is expected to run (0: no estimate).
+  int64_t RunningRuntimeLocked(const PodOnNode& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_);
+  // The estimator's queues: every namespace's units, copied per namespace.
+  std::vector<EstimateQueue> EstimateQueuesLocked(const std::vector<std::string>& names,
+                                                  EstimateBoard* board)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Mutex refresh_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  RuntimeHistory history_ ABSL_GUARDED_BY(refresh_mu_);
+  RunObserver observer_ ABSL_GUARDED_BY(refresh_mu_);
+  bool history_seeded_ ABSL_GUARDED_BY(refresh_mu_) = false;
+  // Runtime estimates of pods seen waiting or running, by uid (kept for
+  // the pods still waiting or on nodes).
+  absl::flat_hash_map<std::string, int64_t> runtime_of_ ABSL_GUARDED_BY(refresh_mu_);
+  absl::flat_hash_map<std::string, int64_t> runtime_seen_ ABSL_GUARDED_BY(refresh_mu_);
+  // The last board, for Backfill's admissions (set by the refresh under
+  // mu_: a pointer copy), and the units admitted by Backfill: uid -> the
+  // end promised by its estimate (an overrun is counted, never evicted).
+  std::shared_ptr<const EstimateBoard> admit_board_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int64_t> backfilled_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> backfill_overruns_{0};
+  // Counts the backfilled units on a node past their promised end (once
+  // each) and forgets those gone; returns how many overran.
+  int64_t CountOverrunsLocked(int64_t now_s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  mutable absl::Mutex est_mu_;
+  std::shared_ptr<const EstimateBoard> board_ ABSL_GUARDED_BY(est_mu_);
 };
 
 }  // namespace gpusched::queue

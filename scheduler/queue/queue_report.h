@@ -29,6 +29,13 @@ struct QueuedPod {
   // Attained-service level in a namespace ordered by it (0: below the
   // threshold, 1: past it, queued behind level 0); -1: no such ordering.
   int32_t attained_level = -1;
+  // From the last estimate refresh (QueueManager::RefreshEstimates): the
+  // estimated start (unix seconds; -1: none, `estimate_basis` says why),
+  // and the runtime estimate with its source (runtime_estimates.h).
+  int64_t estimated_start_unix = -1;
+  std::string estimate_basis;
+  int64_t runtime_seconds = 0;
+  std::string runtime_source;  // "" until the first refresh
 };
 
 // A per-GPU-model quota of a namespace (quotas.namespaces.<ns>.models) and
@@ -96,6 +103,17 @@ struct PodReport {
   int32_t position = 0;
   std::string reason;                         // why it waits ("" if admissible now)
   std::vector<PreemptionPreview> preemption;  // cheapest candidate nodes first
+  // A pending pod's estimates (as QueuedPod's), how its runtime estimate
+  // was made and the inputs refused on the way.
+  int64_t estimated_start_unix = -1;
+  std::string estimate_basis;
+  int64_t runtime_seconds = 0;
+  std::string runtime_source;
+  std::string runtime_detail;
+  std::vector<std::string> runtime_rejected;
+  // What-if answers (what_if.h): would it start now if ...; each line a
+  // question and its answer.
+  std::vector<std::string> what_if;
   // A bound GPU pod's devices as masks (bit i: device i), filled beside
   // QueueManager::ExplainPod by AddPodDevices (pod_devices.h) when
   // `shows_devices`: those gpusched recorded (gpusched.io/gpu-ids) and those

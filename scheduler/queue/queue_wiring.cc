@@ -121,6 +121,26 @@ TickThread::~TickThread() {
   thread_.join();
 }
 
+EstimateThread::EstimateThread(QueueManager* queue, std::chrono::milliseconds every,
+                               std::chrono::milliseconds budget)
+    : thread_([this, queue, every, budget] {
+        while (true) {
+          {
+            absl::MutexLock l(&mu_);
+            if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(every))) return;
+          }
+          queue->RefreshEstimates(budget);
+        }
+      }) {}
+
+EstimateThread::~EstimateThread() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
 }  // namespace gpusched::queue
 
 namespace gpusched::queue {

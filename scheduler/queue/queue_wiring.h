@@ -89,6 +89,26 @@ class TickThread {
   std::thread thread_;
 };
 
+// Calls queue->RefreshEstimates(budget) every `every` on a thread of its own
+// (estimated starts and runtime history; off every request's path). At the
+// normal CPU priority: the refresh holds the queue's mutex for copies, and
+// a thread at the lowest priority could be descheduled inside such a hold.
+// Its CPU is bounded by `budget` per refresh. Stops and joins on
+// destruction.
+class EstimateThread {
+ public:
+  EstimateThread(QueueManager* queue, std::chrono::milliseconds every,
+                 std::chrono::milliseconds budget);
+  ~EstimateThread();
+  EstimateThread(const EstimateThread&) = delete;
+  EstimateThread& operator=(const EstimateThread&) = delete;
+
+ private:
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
 // A ClusterWriter that sends evictions on a thread of its own, in order: the
 // tick hands them over and goes on (an eviction through the API takes a
 // round trip, and retries with back-off). Evict returns OK at once; the

@@ -181,6 +181,9 @@ std::vector<QuotaObjectStatus> QuotaObjectStatuses(const ResolvedQuotas& resolve
         s.head = head.gang.empty() ? StrCat(head.ns, "/", head.name)
                                    : StrCat(head.ns, "/", head.name, " (gang ", head.gang, ")");
         s.head_reason = head.reason;
+        if (head.estimated_start_unix >= 0) {
+          s.head_estimated_start = head.estimated_start_unix / 60 * 60;
+        }
       }
     }
     out.push_back(std::move(s));

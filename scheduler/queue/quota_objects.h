@@ -108,6 +108,9 @@ struct QuotaObjectStatus {
   std::string pending_gpus;
   std::string head;         // "ns/pod" (or the gang) first in the queue
   std::string head_reason;  // why it waits ("" if admissible now)
+  // Its estimated start (QueuedPod::estimated_start_unix, rounded down to
+  // the minute so a status is not rewritten for seconds); -1: none.
+  int64_t head_estimated_start = -1;
   std::vector<QuotaCondition> conditions;
   bool operator==(const QuotaObjectStatus&) const = default;
 };

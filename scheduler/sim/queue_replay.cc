@@ -3,6 +3,7 @@
 #include "scheduler/sim/queue_replay.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "scheduler/queue/queue_manager.h"
 #include "scheduler/queue/queue_wiring.h"
 #include "scheduler/queue/quota_ledger.h"
+#include "scheduler/sim/estimate_samples.h"
 #include "scheduler/sim/kube_cycle.h"
 #include "scheduler/sim/priority_classes.h"
 
@@ -228,6 +230,8 @@ class QueueReplay {
     metrics_->Finish(run_.makespan);
     run_.guarantee_waits = metrics_->GuaranteeWaits();
     run_.util_while_waiting = metrics_->UtilisationWhileWaiting();
+    run_.estimates = sampler_.Summary();
+    run_.estimates.backfill_overruns = queue_->backfill_overruns();
     run_.surplus_jain = metrics_->MeanSurplusJain();
     return std::move(run_);
   }
@@ -327,6 +331,10 @@ class QueueReplay {
   void Ticks(double t) {
     log_.evicted.clear();
     queue_->Tick();
+    if (t >= next_estimate_) {
+      next_estimate_ = t + kEstimateEverySeconds;
+      RefreshEstimates(t);
+    }
     for (const std::string& uid : log_.evicted) {
       auto it = unit_of_.find(uid);
       if (it == unit_of_.end()) continue;
@@ -345,6 +353,19 @@ class QueueReplay {
     log_.evicted.clear();
   }
 
+  // The queue manager's estimate refresh (as serve's EstimateThread, on the
+  // virtual clock, with no wall-clock budget), sampled for accuracy.
+  void RefreshEstimates(double t) {
+    queue_->RefreshEstimates(std::chrono::hours(1));
+    for (const queue::QueuedPod& q : queue_->Positions(0)) {
+      auto it = unit_of_.find(q.uid);
+      if (it == unit_of_.end()) continue;
+      const Unit& x = units_[it->second];
+      sampler_.Offer(it->second, t, x.pending_since, q.position,
+                     static_cast<double>(q.estimated_start_unix));
+    }
+  }
+
   void Bound(const std::string& uid, double t) {
     Unit& x = units_[unit_of_[uid]];
     const int left = static_cast<int>(pending_.erase(key_of_[uid]));
@@ -352,6 +373,7 @@ class QueueReplay {
     if (++x.bound < x.pods) return;
     x.running = true;
     x.run_start = t;
+    sampler_.Started(unit_of_[uid], t);
     x.queue_time += t - x.pending_since;
     if (o_.on_start) x.remaining *= o_.on_start(jobs_[x.job].source, t, UnitNodes(x));
     done_.push({t + x.remaining, unit_of_[uid], x.epoch});
@@ -390,6 +412,7 @@ class QueueReplay {
     Unit& x = units_[u];
     RemovePods(x);
     run_.busy_gpu_seconds += (t - x.run_start) * x.gpus();
+    sampler_.Completed(t - x.run_start);
     x.running = false;
     x.done = true;
     x.end = t;
@@ -409,6 +432,7 @@ class QueueReplay {
       stopped.push_back(u);
       Unit& x = units_[u];
       const bool held = x.bound > 0;
+      sampler_.Forget(u);
       RemovePods(x);
       if (x.running) {
         const double ran = t - x.run_start;
@@ -480,6 +504,9 @@ class QueueReplay {
   std::vector<std::string> node_names_;
   int64_t capacity_ = 0;
   int64_t now_ms_ = 0;
+  static constexpr double kEstimateEverySeconds = 60;
+  double next_estimate_ = 0;
+  EstimateSampler sampler_;
   std::vector<JobRec> jobs_;
   std::vector<Unit> units_;
   absl::flat_hash_map<std::string, PodRequest> pods_;  // live pods by uid

@@ -58,6 +58,7 @@ struct QueueReplayRun {
   // closed at the makespan). ShareMetrics, as the other policies.
   std::vector<double> guarantee_waits;
   double util_while_waiting = -1, surplus_jain = -1;  // ShareMetrics
+  EstimateAccuracy estimates;
 };
 
 // The quotas the run uses (config quotas plus the derived per-VC ones, which

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <set>
 
@@ -272,6 +273,7 @@ struct RawRun {
   bool share_metrics = false;  // the three below computed
   std::vector<double> guarantee_waits;
   double util_while_waiting = -1, surplus_jain = -1;
+  std::optional<EstimateAccuracy> estimates;  // gpusched's replay
 };
 
 // The inputs every one-pool policy's ShareMetrics needs.
@@ -374,6 +376,7 @@ absl::StatusOr<RawRun> RunGpusched(const std::vector<Job>& jobs,
   raw.guarantee_waits = std::move(run->guarantee_waits);
   raw.util_while_waiting = run->util_while_waiting;
   raw.surplus_jain = run->surplus_jain;
+  raw.estimates = run->estimates;
   return raw;
 }
 
@@ -458,6 +461,8 @@ absl::StatusOr<RawRun> RunBlock(const std::string& policy, const std::vector<Job
 // wait, surplus fairness) and its gangs' longest wait.
 void ShareAndGangMetrics(RawRun& raw, ReplayResult& r) {
   r.share_metrics = raw.share_metrics;
+  r.has_estimates = raw.estimates.has_value();
+  if (raw.estimates) r.estimates = *raw.estimates;
   r.util_while_waiting = raw.util_while_waiting;
   r.surplus_jain = raw.surplus_jain;
   std::vector<double> waits = std::move(raw.guarantee_waits);

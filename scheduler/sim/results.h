@@ -53,6 +53,21 @@ struct TimelinePoint {
   std::map<std::string, double> used_gpus;   // GPUs in use per ns
 };
 
+// gpusched's replay: how good the estimated start was (the queue manager's
+// estimate refresh every 60 simulated seconds, from the runtime history the
+// replay has shown it, never the trace's durations). One sample per unit at
+// its first refresh in the queue and at each hour it waits, against when it
+// started; the naive baseline predicts its queue position times the mean
+// runtime of the units completed so far.
+struct EstimateAccuracy {
+  int64_t samples = 0;
+  double median_abs_error_s = 0;
+  double within_25pct = 0;  // share of samples within 25 % of the wait still ahead
+  double naive_median_abs_error_s = 0;
+  double naive_within_25pct = 0;
+  int64_t backfill_overruns = 0;
+};
+
 struct ReplayResult {
   std::string policy;
   double load = 1;
@@ -82,6 +97,8 @@ struct ReplayResult {
   // all (s).
   int64_t gang_jobs = 0;
   double max_gang_wait = 0;
+  bool has_estimates = false;  // gpusched's replay
+  EstimateAccuracy estimates;
   std::map<std::string, NamespaceStats> per_ns;
   // gpusched and kueue-like: sampled every ReplayOptions::sample_every.
   std::vector<TimelinePoint> timeline;

@@ -109,10 +109,52 @@ TEST_F(QueueStatusTest, PublishesTheQueuesPositionsAndRewritesOnlyChanges) {
   EXPECT_EQ(api_->requests("PATCH /api/v1/namespaces/team-a/pods/"), patches + 2);
 }
 
+TEST_F(QueueStatusTest, AnEstimatedStartIsRewrittenOnlyWhenItMovesByTheMargin) {
+  struct Case {
+    int64_t written, estimate;
+    bool moved;
+  };
+  const int64_t now = 10'000;
+  const Case cases[] = {
+      {-1, -1, false},          // none either way
+      {-1, 12'000, true},       // a first estimate
+      {12'000, -1, true},       // no estimate any more
+      {12'000, 12'300, false},  // 5 min: within max(5 min, 200 s)
+      {12'000, 12'301, true},
+      {100'000, 108'000, false},  // 98,000 s to wait: the margin is a tenth, 9,800 s
+      {100'000, 110'001, true},   // 100,001 s to wait: 10,001 s is past its 10,000 s
+      {10'500, 9'000, true},      // now past: the margin is 5 min
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(kube::QueueStatusPublisher::StartMoved(c.written, c.estimate, now), c.moved)
+        << c.written << " -> " << c.estimate;
+  }
+}
+
+TEST_F(QueueStatusTest, TheEstimatedStartAnnotationIsSetAndRemoved) {
+  api_->Put("pods", PodJson("team-a", "job", 8));
+  queue::QueuedPod p{.ns = "team-a", .name = "job", .uid = "u", .position = 1};
+  p.estimated_start_unix = 1'800'000'000;
+  std::vector<queue::QueuedPod> listed = {p};
+  kube::QueueStatusPublisher::Options po;
+  po.period = std::chrono::hours(1);
+  po.qps = 1000;
+  kube::QueueStatusPublisher publisher(
+      client_.get(), [&listed](int32_t) { return listed; }, [] { return true; }, po, nullptr);
+  publisher.RunOnce();
+  EXPECT_EQ(Annotation(*api_, "team-a/job", kAnnotationEstimatedStart), "2027-01-15T08:00:00Z");
+  listed[0].estimated_start_unix = -1;
+  publisher.RunOnce();
+  auto pod = api_->Get("pods", "team-a/job");
+  ASSERT_TRUE(pod.has_value());
+  EXPECT_FALSE((*pod)["metadata"]["annotations"].contains(kAnnotationEstimatedStart)) << *pod;
+}
+
 TEST_F(QueueStatusTest, QueueCommandListsANamespaceInQueueOrder) {
   Json second = PodJson("team-a", "second", 4);
   second["metadata"]["annotations"] = {{codec::kQueuePositionAnnotation, "2"},
-                                       {codec::kQueueReasonAnnotation, "gpusched: behind first"}};
+                                       {codec::kQueueReasonAnnotation, "gpusched: behind first"},
+                                       {kAnnotationEstimatedStart, "2027-01-15T08:00:00Z"}};
   Json first = PodJson("team-a", "first", 8);
   first["metadata"]["annotations"] = {{codec::kQueuePositionAnnotation, "1"},
                                       {codec::kQueueReasonAnnotation, "gpusched: at quota"}};
@@ -127,7 +169,8 @@ TEST_F(QueueStatusTest, QueueCommandListsANamespaceInQueueOrder) {
   Child c(GPUSCHED_BINARY, {"queue", "-n", "team-a", "--kubeconfig", kubeconfig}, log);
   ASSERT_EQ(c.Wait(), 0) << ReadAll(log);
   const std::string out = ReadAll(log);
-  EXPECT_THAT(out, HasSubstr("POSITION"));
+  EXPECT_THAT(out, HasSubstr("POSITION ESTIMATED START"));
+  EXPECT_THAT(out, HasSubstr("2027-01-15T08:00:00Z"));
   const size_t a = out.find("first"), b = out.find("second");
   ASSERT_NE(a, std::string::npos) << out;
   ASSERT_NE(b, std::string::npos) << out;

@@ -87,6 +87,10 @@ TEST(QuotaObjectCodec, GpuQuotaSpecIsAPolicyFileEntry) {
                            GpuQuotaJson("c", "q", {{"queueingStrategy", "BestEffortFIFO"}}));
   ASSERT_TRUE(be.spec.has_value()) << be.error;
   EXPECT_EQ(be.spec->queueing, QueueingStrategy::kBestEffortFifo);
+  QuotaObject bf = Decoded(QuotaObjectKind::kGpuQuota,
+                           GpuQuotaJson("c", "q", {{"queueingStrategy", "Backfill"}}));
+  ASSERT_TRUE(bf.spec.has_value()) << bf.error;
+  EXPECT_EQ(bf.spec->queueing, QueueingStrategy::kBackfill);
   // limit defaults to guaranteed, as in the file.
   QuotaObject d = Decoded(QuotaObjectKind::kGpuQuota, GpuQuotaJson("b", "q", {{"guaranteed", 8}}));
   ASSERT_TRUE(d.spec.has_value());
@@ -106,7 +110,7 @@ TEST(QuotaObjectCodec, InvalidSpecsNameTheField) {
        "spec.models.H100.limit: must be >= guaranteed (4), got 2"},
       {{{"cohort", 3}}, "spec.cohort"},
       {{{"queueingStrategy", "LIFO"}},
-       "spec.queueingStrategy: must be StrictFIFO or BestEffortFIFO, got 'LIFO'"},
+       "spec.queueingStrategy: must be StrictFIFO, BestEffortFIFO or Backfill, got 'LIFO'"},
       {{{"attainedService", {{"preemptionsPerHour", 2}}}},
        "spec.attainedService.demoteAfterGpuHours: required"},
       {{{"limit", 8}, {"weight", -1}}, "spec.weight: must be a number in (0, 1000000], got -1"},
@@ -266,6 +270,7 @@ TEST(QuotaObjectCodec, StatusPatchGolden) {
   s.pending_gpus = "24";
   s.head = "team-a/train-0";
   s.head_reason = "";
+  s.head_estimated_start = 1'800'000'000;
   s.conditions = {{"Active", true, "Enforced", "enforced"},
                   {"Valid", true, "Valid", "spec is valid"}};
   EXPECT_EQ(
@@ -273,7 +278,8 @@ TEST(QuotaObjectCodec, StatusPatchGolden) {
       R"({"status":{"observedGeneration":3,"guaranteed":"16","limit":"24","cohort":"research",)"
       R"("used":"20","borrowed":"4","lent":"0","borrowers":[{"namespace":"team-b","gpus":"2.5"}],)"
       R"("pendingPods":7,"pendingGPUs":"24","head":{"pod":"team-a/train-0","reason":)"
-      R"("admissible now: waiting for kube-scheduler to place it"},"conditions":[)"
+      R"("admissible now: waiting for kube-scheduler to place it",)"
+      R"("estimatedStart":"2027-01-15T08:00:00Z"},"conditions":[)"
       R"({"type":"Active","status":"True","reason":"Enforced","message":"enforced",)"
       R"("lastTransitionTime":"2026-11-24T00:00:00Z"},{"type":"Valid","status":"True",)"
       R"("reason":"Valid","message":"spec is valid","lastTransitionTime":"2026-11-24T00:00:01Z"}]}})");
@@ -453,6 +459,7 @@ TEST(QuotaObjectStatuses, LendingIsApportionedByIdleGuarantee) {
   head.ns = "a";
   head.name = "train-0";
   head.reason = "gpusched: namespace a at quota";
+  head.estimated_start_unix = 1'800'000'059;  // the status keeps the minute
   report.namespaces[0].queue = {head};
   queue::ResolvedQuotas r = queue::ResolveQuotaObjects(
       {Obj(QuotaObjectKind::kGpuQuota, "a", "q", "t", Q(8, 16, "c")),
@@ -469,6 +476,7 @@ TEST(QuotaObjectStatuses, LendingIsApportionedByIdleGuarantee) {
   EXPECT_EQ(s.pending_gpus, "12");
   EXPECT_EQ(s.head, "a/train-0");
   EXPECT_EQ(s.head_reason, head.reason);
+  EXPECT_EQ(s.head_estimated_start, 1'800'000'000);
   EXPECT_TRUE(s.conditions[0].status);
   const queue::QuotaObjectStatus& d = statuses[1];
   EXPECT_EQ(d.name, "q2");

@@ -133,16 +133,18 @@ TEST(DeployedPolicy, ScoresAndResolvesTopologyLikeTheMeasuredOne) {
 // unless set.
 TEST(QuotaConfig, QueueingStrategyIsBestEffortUnlessSetAndOtherValuesNameTheField) {
   auto config = codec::DecodeConfig(R"({"quotas": {"namespaces": {
-      "a": {"guaranteed": 8}, "b": {"guaranteed": 8, "queueingStrategy": "StrictFIFO"}}}})");
+      "a": {"guaranteed": 8}, "b": {"guaranteed": 8, "queueingStrategy": "StrictFIFO"},
+      "c": {"guaranteed": 8, "queueingStrategy": "Backfill"}}}})");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->quotas.namespaces.at("a").queueing, QueueingStrategy::kBestEffortFifo);
   EXPECT_EQ(config->quotas.namespaces.at("b").queueing, QueueingStrategy::kStrictFifo);
+  EXPECT_EQ(config->quotas.namespaces.at("c").queueing, QueueingStrategy::kBackfill);
   EXPECT_EQ(config->quotas.default_quota.queueing, QueueingStrategy::kBestEffortFifo);
   auto bad = codec::DecodeConfig(
       R"({"quotas": {"default": {"guaranteed": 0, "queueingStrategy": "bestEffortFIFO"}}})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "quotas.default.queueingStrategy: must be StrictFIFO or BestEffortFIFO, got "
+            "quotas.default.queueingStrategy: must be StrictFIFO, BestEffortFIFO or Backfill, got "
             "'bestEffortFIFO'");
 }
 

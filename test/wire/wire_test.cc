@@ -415,6 +415,54 @@ TEST(WirePodTest, EffectiveGpuRequest) {
   EXPECT_EQ(a->pod.priority, 7);
 }
 
+// Runtime estimate inputs are carried as given: a malformed value is judged
+// (and reported) by the estimate, never a reason to refuse the pod.
+TEST(WirePodTest, RuntimeEstimateInputsNeverFailTheDecode) {
+  struct Case {
+    const char* name;
+    const char* spec_extra;
+    const char* annotation;
+    const char* status;
+    int64_t want_deadline;
+    const char* want_runtime;
+    int64_t want_finish;
+  };
+  const Case cases[] = {
+      {"both set", R"(,"activeDeadlineSeconds":7200)", "2h30m", R"({"phase":"Pending"})", 7200,
+       "2h30m", 0},
+      {"malformed annotation kept as text", "", "two hours", R"({"phase":"Pending"})", 0,
+       "two hours", 0},
+      {"negative deadline kept", R"(,"activeDeadlineSeconds":-5)", "", R"({})", -5, "", 0},
+      {"deadline not an integer", R"(,"activeDeadlineSeconds":"soon")", "", R"({})", -1, "", 0},
+      {"finished: the latest finishedAt", "", "",
+       R"({"phase":"Succeeded","containerStatuses":[
+           {"state":{"terminated":{"finishedAt":"2026-01-01T00:10:00Z"}}},
+           {"state":{"terminated":{"finishedAt":"2026-01-01T00:20:00Z"}}},
+           {"state":{"terminated":{"finishedAt":"garbage"}}}]})",
+       0, "", 1767226800},
+      {"running: no finish", "", "",
+       R"({"phase":"Running","containerStatuses":[
+           {"state":{"terminated":{"finishedAt":"2026-01-01T00:10:00Z"}}}]})",
+       0, "", 0},
+  };
+  codec::RequestDecoder d;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string ann = *c.annotation
+                          ? std::string(R"("gpusched.io/expected-runtime":")") + c.annotation + "\""
+                          : "";
+    std::string body =
+        std::string(R"({"Pod":{"metadata":{"name":"p","namespace":"ns",)") + R"("annotations":{)" +
+        ann + R"(}},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}])" +
+        c.spec_extra + R"(},"status":)" + c.status + R"(},"NodeNames":[]})";
+    auto a = d.DecodeExtenderArgs(body);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->pod.active_deadline_s, c.want_deadline);
+    EXPECT_EQ(a->pod.expected_runtime, c.want_runtime);
+    EXPECT_EQ(a->pod.finish_unix, c.want_finish);
+  }
+}
+
 // gang-size without a gang name: the gang is the controlling Job (owner
 // reference, else the Job controller's label); an explicit name wins; no Job
 // (or owner data that is not a Job controller) leaves the pod alone.

@@ -58,8 +58,11 @@ struct QuotaAmount {
 // values). kBestEffortFifo (the default): an earlier pod that cannot start
 // now holds nobody back; priority order, attained-service order and gang
 // reservations stay. kStrictFifo: a pod waits while an earlier pod of its
-// namespace could use its quota or its nodes (docs/queue.md).
-enum class QueueingStrategy { kStrictFifo, kBestEffortFifo };
+// namespace could use its quota or its nodes (docs/queue.md). kBackfill:
+// StrictFIFO, except that a later unit whose runtime estimate (plus a
+// margin) ends before the estimated start of every earlier unit starts now
+// (docs/queue.md, "Backfill").
+enum class QueueingStrategy { kStrictFifo, kBestEffortFifo, kBackfill };
 
 // Opt-in ordering of a namespace's queue by attained service, in the style
 // of Tiresias' discretised two-queue LAS (docs/queue.md): within a priority

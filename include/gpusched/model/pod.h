@@ -30,6 +30,11 @@ inline constexpr char kAnnotationKueueRequired[] = "kueue.x-k8s.io/podset-requir
 inline constexpr char kAnnotationKueuePreferred[] = "kueue.x-k8s.io/podset-preferred-topology";
 inline constexpr char kAnnotationKueueUnconstrained[] =
     "kueue.x-k8s.io/podset-unconstrained-topology";
+// Runtime estimates (scheduler/queue/runtime_estimates.h): the user's
+// expected runtime (a duration, "2h30m"), and the estimated start gpusched
+// writes on waiting pods (RFC 3339).
+inline constexpr char kAnnotationExpectedRuntime[] = "gpusched.io/expected-runtime";
+inline constexpr char kAnnotationEstimatedStart[] = "gpusched.io/estimated-start";
 
 enum class TopologyMode : uint8_t {
   kNone,             // devices chosen for packing only
@@ -153,6 +158,14 @@ struct PodRequest {
   // members, not a workload. Set only by the queue manager (never by a
   // decoder: no pod the cluster source shows is one).
   bool reservation = false;
+  // Runtime estimate inputs, read by scheduler/queue/runtime_estimates.h
+  // (never judged by the decoder: a bad value falls back to the next
+  // source there): spec.activeDeadlineSeconds (0: unset), the raw text of
+  // gpusched.io/expected-runtime ("": unset), and for a finished pod the
+  // latest containerStatuses[].state.terminated.finishedAt (0: unknown).
+  int64_t active_deadline_s = 0;
+  std::string expected_runtime;
+  int64_t finish_unix = 0;
 
   // True if the pod holds its GPUs on a node: bound and not finished.
   bool HoldsGpus() const {

@@ -1,0 +1,130 @@
+// The estimate refresh at scale (issue goal: 5,000 nodes and 50,000 waiting
+// pods within 1 s of CPU on one core): EstimateStarts alone on a cluster of
+// HGX H100 nodes about 90 % busy with pods of known runtimes, and the whole
+// QueueManager::RefreshEstimates (copies under the mutex, history, the
+// simulation) on the same cluster with the pods queued. No time budget: the
+// whole queue is simulated (to the 7-day horizon).
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+
+#include "scheduler/queue/start_estimator.h"
+#include "test/queue/harness.h"
+
+namespace gpusched::queue {
+namespace {
+
+using gpusched::testing::Hgx8H100;
+using gpusched::testing::PodBuilder;
+
+constexpr int64_t kNowS = 1000;
+
+struct Scale {
+  std::vector<NodeSpec> nodes;
+  std::vector<PodRequest> running;
+  std::vector<PodRequest> waiting;  // in creation order
+};
+
+Scale Make(int nodes, int waiting, int namespaces) {
+  std::mt19937 rng(7);
+  Scale s;
+  const int sizes[] = {1, 2, 4, 8};
+  for (int n = 0; n < nodes; ++n) {
+    const std::string node = "h" + std::to_string(n);
+    s.nodes.push_back(Hgx8H100(node));
+    int used = 0;
+    for (int i = 0; used < 8; ++i) {
+      const int gpus = sizes[rng() % 4];
+      if (used + gpus > 8 || rng() % 10 == 0) break;
+      PodRequest p = PodBuilder("r" + std::to_string(n) + "-" + std::to_string(i),
+                                "ns" + std::to_string(rng() % namespaces))
+                         .Gpus(gpus)
+                         .OnNode(node, ((DeviceMask{1} << gpus) - 1) << used)
+                         .Build();
+      p.start_unix = kNowS - static_cast<int64_t>(rng() % 7200);
+      p.expected_runtime = std::to_string(600 + rng() % 28800) + "s";
+      s.running.push_back(std::move(p));
+      used += gpus;
+    }
+  }
+  for (int i = 0; i < waiting; ++i) {
+    PodRequest p = PodBuilder("w" + std::to_string(i), "ns" + std::to_string(i % namespaces))
+                       .Gpus(sizes[rng() % 4])
+                       .Created(i)
+                       .Build();
+    if (rng() % 2 == 0) p.expected_runtime = std::to_string(300 + rng() % 14400) + "s";
+    s.waiting.push_back(std::move(p));
+  }
+  return s;
+}
+
+QueueOptions Options(int namespaces) {
+  QueueOptions o;
+  o.quotas.enabled = true;
+  o.quotas.default_quota.gpus = {0, kUnlimitedGpus};
+  for (int i = 0; i < namespaces; ++i) {
+    o.quotas.namespaces["ns" + std::to_string(i)].gpus = {0, kUnlimitedGpus};
+  }
+  return o;
+}
+
+void BM_EstimateStarts(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0)), waiting = static_cast<int>(state.range(1));
+  Scale s = Make(nodes, waiting, 50);
+  auto cluster = gpusched::testing::MakeState(s.nodes, s.running);
+  auto snapshot = cluster->Snapshot();
+  QueueOptions o = Options(50);
+  QuotaLedger ledger(o.quotas, *snapshot);
+  auto fw = std::move(*policy::Framework::Create(ScoringConfig{}));
+  StartEstimatorInput in{snapshot.get(), fw.get(), &ledger};
+  std::map<std::string, size_t> queue_of;
+  for (const PodRequest& p : s.waiting) {
+    auto [it, fresh] = queue_of.try_emplace(p.ns, in.queues.size());
+    if (fresh) in.queues.push_back({p.ns, {}});
+    EstimateUnit u;
+    u.members.push_back(p);
+    if (!p.expected_runtime.empty()) u.runtime = EstimateRuntime(p, RuntimeHistory{});
+    in.queues[it->second].units.push_back(std::move(u));
+  }
+  in.running_seconds = [](const PodOnNode&) { return int64_t{3600}; };
+  in.now_s = kNowS;
+  StartEstimates out;
+  for (auto _ : state) {
+    out = EstimateStarts(in);
+    benchmark::DoNotOptimize(out);
+  }
+  int64_t estimated = 0;
+  for (const auto& [uid, e] : out.by_uid) estimated += e.start_s >= 0 ? 1 : 0;
+  state.counters["steps"] = out.steps;
+  state.counters["estimated"] = static_cast<double>(estimated);
+  state.counters["running"] = static_cast<double>(s.running.size());
+}
+BENCHMARK(BM_EstimateStarts)
+    ->Args({500, 5000})
+    ->Args({5000, 50000})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
+
+void BM_RefreshEstimates(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0)), waiting = static_cast<int>(state.range(1));
+  Scale s = Make(nodes, waiting, 50);
+  std::vector<PodRequest> all = s.running;
+  all.insert(all.end(), s.waiting.begin(), s.waiting.end());
+  testing::Harness h(s.nodes, all, Options(50));
+  for (auto _ : state) {
+    h.queue->RefreshEstimates(std::chrono::milliseconds(60'000));
+  }
+  state.counters["max_hold_ms"] = static_cast<double>(h.queue->lock_stats().max_ns.load()) / 1e6;
+}
+BENCHMARK(BM_RefreshEstimates)
+    ->Args({5000, 50000})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace gpusched::queue
+
+BENCHMARK_MAIN();

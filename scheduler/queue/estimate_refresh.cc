@@ -1,0 +1,190 @@
+// QueueManager: the estimate refresh (runtime estimates, the runtime
+// history, estimated starts). Off the request path: the queue's mutex is
+// held only to copy the planning view and each namespace's units.
+#include <chrono>
+
+#include "scheduler/queue/queue_manager.h"
+#include "scheduler/queue/what_if.h"
+
+namespace gpusched::queue {
+namespace {
+
+constexpr char kNotEstimated[] =
+    "no estimate yet: queued after the last estimate refresh, or past the units of its "
+    "namespace a refresh copies (QueueOptions::estimate_max_units)";
+
+}  // namespace
+
+std::shared_ptr<const QueueManager::EstimateBoard> QueueManager::Board() const {
+  absl::MutexLock l(&est_mu_);
+  return board_;
+}
+
+std::optional<QueueManager::PodEstimate> QueueManager::EstimateOf(const std::string& uid) const {
+  auto board = Board();
+  if (board == nullptr) return std::nullopt;
+  auto s = board->starts.by_uid.find(uid);
+  auto r = board->runtimes.find(uid);
+  if (s == board->starts.by_uid.end() || r == board->runtimes.end()) return std::nullopt;
+  return PodEstimate{r->second, s->second, board->starts.made_at_s};
+}
+
+void QueueManager::FillEstimates(std::vector<QueuedPod>* pods) const {
+  auto board = Board();
+  if (board == nullptr) return;
+  for (QueuedPod& q : *pods) {
+    auto s = board->starts.by_uid.find(q.uid);
+    auto r = board->runtimes.find(q.uid);
+    if (s == board->starts.by_uid.end() || r == board->runtimes.end()) {
+      q.estimate_basis = kNotEstimated;
+      continue;
+    }
+    q.estimated_start_unix = s->second.start_s;
+    q.estimate_basis = s->second.basis;
+    q.runtime_seconds = r->second.seconds;
+    q.runtime_source = std::string(SourceName(r->second.source));
+  }
+}
+
+void QueueManager::FillEstimate(PodReport* report) const {
+  auto e = EstimateOf(report->uid);
+  if (!e.has_value()) {
+    report->estimate_basis = kNotEstimated;
+    return;
+  }
+  report->estimated_start_unix = e->start.start_s;
+  report->estimate_basis = e->start.basis;
+  report->runtime_seconds = e->runtime.seconds;
+  report->runtime_source = std::string(SourceName(e->runtime.source));
+  report->runtime_detail = e->runtime.detail;
+  report->runtime_rejected = e->runtime.rejected;
+}
+
+void QueueManager::AddWhatIfs(const PlanningView& view, const std::vector<Unit>& units,
+                              const PodRequest& pod, const policy::Framework& fw, int64_t now_ms,
+                              PodReport* report) const {
+  WhatIfInputs in{&pod, view.snapshot.get(), &fw, view.ledger.get()};
+  for (size_t i = 0; i + 1 < units.size(); ++i) {
+    const int32_t p = units[i].head->pod.priority;
+    in.earlier_max_priority = in.earlier_units++ == 0 ? p : std::max(in.earlier_max_priority, p);
+  }
+  auto board = Board();
+  if (board != nullptr) in.running_end = &board->starts.running_end;
+  in.now_s = now_ms / 1000;
+  report->what_if = WhatIfs(in);
+}
+
+void QueueManager::UpdateHistoryLocked(const PlanningView& view, int64_t now_s) {
+  if (!history_seeded_) {
+    // A restarted scheduler learns from the finished pods the API still has.
+    observer_.Seed(deps_.state->Pods(), &history_);
+    history_seeded_ = true;
+  }
+  // A pod that left its node ended its run if it Succeeded, or if it is
+  // gone and gpusched did not evict it (the simulator deletes completed
+  // pods); a Failed pod's run is not a runtime.
+  auto end_of = [&](const std::string& uid, int64_t now) -> std::optional<int64_t> {
+    auto pod = deps_.state->FindPod(uid);
+    if (!pod.has_value()) {
+      if (view.evicted.contains(uid)) return std::nullopt;
+      return now;
+    }
+    if (pod->phase != PodPhase::kSucceeded) return std::nullopt;
+    return pod->finish_unix > 0 ? pod->finish_unix : now;
+  };
+  observer_.Observe(view.snapshot, now_s, end_of, &history_);
+}
+
+int64_t QueueManager::RunningRuntimeLocked(const PodOnNode& p) {
+  auto it = runtime_of_.find(p.uid);
+  int64_t seconds = 0;
+  if (it != runtime_of_.end()) {
+    seconds = it->second;
+  } else if (auto pod = deps_.state->FindPod(p.uid)) {
+    seconds = EstimateRuntime(*pod, history_).seconds;  // not seen waiting (a restart)
+  }
+  runtime_seen_[p.uid] = seconds;
+  return seconds;
+}
+
+std::vector<EstimateQueue> QueueManager::EstimateQueuesLocked(const std::vector<std::string>& names,
+                                                              EstimateBoard* board) {
+  std::vector<EstimateQueue> queues;
+  for (const std::string& ns : names) {
+    EstimateQueue q{ns, {}};
+    {
+      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-copy");
+      // Bounded per hold: the mutex is held for a copy of at most this many.
+      for (const Unit& u : UnitsLocked(ns, "", options_.estimate_max_units)) {
+        EstimateUnit eu;
+        eu.members.reserve(u.members.size());
+        for (const Entry* e : u.members) eu.members.push_back(e->pod);
+        q.units.push_back(std::move(eu));
+      }
+    }
+    for (EstimateUnit& eu : q.units) {
+      eu.runtime = EstimateRuntime(eu.members.front(), history_);
+      for (const PodRequest& m : eu.members) {
+        board->runtimes[m.uid] = eu.runtime;
+        runtime_seen_[m.uid] = eu.runtime.seconds;  // kept for when it runs
+      }
+    }
+    if (!q.units.empty()) queues.push_back(std::move(q));
+  }
+  return queues;
+}
+
+void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
+  absl::MutexLock r(&refresh_mu_);
+  const auto started = std::chrono::steady_clock::now();
+  auto fw = deps_.framework();
+  std::shared_ptr<const PlanningView> view;
+  std::vector<std::string> names;
+  int64_t now_ms = 0;
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-view");
+    SyncLocked(deps_.state->Snapshot());
+    view = PlanningViewLocked();
+    now_ms = Now();
+    for (const auto& [ns, q] : order_) names.push_back(ns);
+  }
+  const int64_t now_s = now_ms / 1000;
+  UpdateHistoryLocked(*view, now_s);
+  auto board = std::make_shared<EstimateBoard>();
+  runtime_seen_.clear();
+  StartEstimatorInput in;
+  in.queues = EstimateQueuesLocked(names, board.get());
+  in.snapshot = view->snapshot.get();
+  in.fw = fw.get();
+  in.ledger = view->ledger.get();
+  in.running_seconds = [this](const PodOnNode& p) {
+    refresh_mu_.AssertHeld();
+    return RunningRuntimeLocked(p);
+  };
+  in.now_s = now_s;
+  in.default_runtime_s = view->options->default_runtime_s;
+  in.horizon_s = view->options->estimate_horizon_s;
+  in.min_step_s = view->options->estimate_min_step_s;
+  in.step_share = view->options->estimate_step_share;
+  in.deadline = started + budget;
+  board->starts = EstimateStarts(in);
+  runtime_of_ = std::move(runtime_seen_);
+  runtime_seen_ = {};
+  int64_t overruns = 0;
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-publish");
+    admit_board_ = board;
+    overruns = CountOverrunsLocked(now_s);
+  }
+  backfill_overruns_ += overruns;
+  if (deps_.metrics != nullptr) {
+    deps_.metrics->Inc("gpusched_backfill_overruns_total",
+                       "Units Backfill let pass earlier ones that ran past the end their "
+                       "runtime estimate promised (never evicted for it).",
+                       {}, overruns);
+  }
+  absl::MutexLock l(&est_mu_);
+  board_ = std::move(board);
+}
+
+}  // namespace gpusched::queue

@@ -1,0 +1,229 @@
+#include "scheduler/queue/runtime_estimates.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "gpusched/util/strings.h"
+
+namespace gpusched::queue {
+
+using ::gpusched::StrCat;
+
+std::string_view SourceName(EstimateSource source) {
+  switch (source) {
+    case EstimateSource::kDeadline:
+      return "activeDeadlineSeconds";
+    case EstimateSource::kAnnotation:
+      return "annotation";
+    case EstimateSource::kWorkloadHistory:
+      return "workload-history";
+    case EstimateSource::kNamespaceHistory:
+      return "namespace-history";
+    case EstimateSource::kNone:
+      break;
+  }
+  return "none";
+}
+
+namespace {
+
+// Seconds per unit letter, 0 if not one.
+double UnitSeconds(char c) {
+  switch (c) {
+    case 'h':
+      return 3600;
+    case 'm':
+      return 60;
+    case 's':
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+// Reads one "<number><unit>" term at text[*i]; adds its seconds to *total.
+absl::Status ReadTerm(std::string_view text, size_t* i, double* total) {
+  const size_t start = *i;
+  double value = 0, scale = 0;
+  int digits = 0;
+  for (; *i < text.size(); ++*i) {
+    const char c = text[*i];
+    if (c == '.' && scale == 0) {
+      scale = 1;
+      continue;
+    }
+    if (c < '0' || c > '9') break;
+    if (++digits > 12) return absl::InvalidArgumentError("number too long");
+    if (scale == 0) {
+      value = value * 10 + (c - '0');
+    } else {
+      scale /= 10;
+      value += (c - '0') * scale;
+    }
+  }
+  if (digits == 0) {
+    return absl::InvalidArgumentError(
+        StrCat("expected a number at '", text.substr(start), "' (e.g. 2h30m, 90m, 3600s)"));
+  }
+  if (*i >= text.size() || UnitSeconds(text[*i]) == 0) {
+    return absl::InvalidArgumentError(
+        StrCat("a number needs a unit h, m or s at '", text.substr(start), "'"));
+  }
+  *total += value * UnitSeconds(text[(*i)++]);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseRuntime(std::string_view text) {
+  if (text.empty()) return absl::InvalidArgumentError("empty duration");
+  if (text[0] == '-') return absl::InvalidArgumentError(StrCat("'", text, "' is negative"));
+  double total = 0;
+  size_t i = text[0] == '+' ? 1 : 0;
+  while (i < text.size()) {
+    absl::Status st = ReadTerm(text, &i, &total);
+    if (!st.ok()) return absl::InvalidArgumentError(StrCat("'", text, "': ", st.message()));
+    if (total > static_cast<double>(kMaxRuntimeSeconds)) {
+      return absl::InvalidArgumentError(
+          StrCat("'", text, "' is longer than ", kMaxRuntimeSeconds / 3600, "h"));
+    }
+  }
+  const auto seconds = static_cast<int64_t>(std::llround(total));
+  if (seconds < 1) return absl::InvalidArgumentError(StrCat("'", text, "' is under 1s"));
+  return seconds;
+}
+
+std::string FormatRuntime(int64_t seconds) {
+  if (seconds <= 0) return "0s";
+  std::string out;
+  if (seconds >= 3600) StrAppend(&out, seconds / 3600, "h");
+  if (seconds % 3600 >= 60) StrAppend(&out, seconds % 3600 / 60, "m");
+  if (seconds % 60 != 0 || out.empty()) StrAppend(&out, seconds % 60, "s");
+  return out;
+}
+
+void RuntimeHistory::Add(const std::string& key, const Run& id, int64_t seconds) {
+  auto it = keys_.find(key);
+  if (it == keys_.end()) {
+    if (keys_.size() >= options_.max_keys) {
+      auto oldest = std::min_element(keys_.begin(), keys_.end(), [](const auto& a, const auto& b) {
+        return a.second.last_seq < b.second.last_seq;
+      });
+      keys_.erase(oldest);
+    }
+    it = keys_.emplace(key, Key{}).first;
+    it->second.id = id;
+  }
+  Key& k = it->second;
+  if (k.ring.size() < options_.per_key) {
+    k.ring.push_back(seconds);
+  } else {
+    k.ring[k.next] = seconds;
+    k.next = (k.next + 1) % k.ring.size();
+  }
+  k.last_seq = ++seq_;
+  std::vector<int64_t> sorted = k.ring;
+  std::sort(sorted.begin(), sorted.end());
+  // Nearest rank: the smallest runtime at or above the share asked.
+  auto rank = [&](double q) {
+    const auto r = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+    return sorted[std::clamp<size_t>(r, 1, sorted.size()) - 1];
+  };
+  k.q = {rank(0.5), rank(0.9), static_cast<int32_t>(sorted.size())};
+}
+
+void RuntimeHistory::Record(const std::string& ns, const std::string& workload, int32_t gpus,
+                            int64_t seconds) {
+  if (seconds < 1 || seconds > kMaxRuntimeSeconds || options_.per_key == 0) return;
+  if (!workload.empty()) Add(StrCat("w/", ns, "/", workload), {ns, workload, gpus, 0}, seconds);
+  Add(StrCat("g/", ns, "/", gpus), {ns, "", gpus, 0}, seconds);
+}
+
+std::optional<RuntimeHistory::Quantiles> RuntimeHistory::ForWorkload(
+    const std::string& ns, const std::string& workload) const {
+  auto it = keys_.find(StrCat("w/", ns, "/", workload));
+  if (it == keys_.end()) return std::nullopt;
+  return it->second.q;
+}
+
+std::optional<RuntimeHistory::Quantiles> RuntimeHistory::ForShape(const std::string& ns,
+                                                                  int32_t gpus) const {
+  auto it = keys_.find(StrCat("g/", ns, "/", gpus));
+  if (it == keys_.end()) return std::nullopt;
+  return it->second.q;
+}
+
+std::vector<RuntimeHistory::Run> RuntimeHistory::Runs() const {
+  std::vector<Run> out;
+  for (const auto& [key, k] : keys_) {
+    for (size_t i = 0; i < k.ring.size(); ++i) {
+      Run r = k.id;
+      r.seconds = k.ring[(k.next + i) % k.ring.size()];
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Source 1: spec.activeDeadlineSeconds, if usable.
+std::optional<int64_t> FromDeadline(const PodRequest& pod, std::vector<std::string>* rejected) {
+  const int64_t d = pod.active_deadline_s;
+  if (d == 0) return std::nullopt;
+  if (d < 0) {
+    rejected->push_back(StrCat("spec.activeDeadlineSeconds ", d, " is not a positive integer"));
+  } else if (d > kMaxRuntimeSeconds) {
+    rejected->push_back(StrCat("spec.activeDeadlineSeconds ", d, " is longer than ",
+                               kMaxRuntimeSeconds / 3600, "h"));
+  } else {
+    return d;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+RuntimeEstimate EstimateRuntime(const PodRequest& pod, const RuntimeHistory& history) {
+  RuntimeEstimate e;
+  if (auto d = FromDeadline(pod, &e.rejected)) {
+    e.seconds = *d;
+    e.source = EstimateSource::kDeadline;
+    e.detail = StrCat("spec.activeDeadlineSeconds ", *d);
+    return e;
+  }
+  if (!pod.expected_runtime.empty()) {
+    auto r = ParseRuntime(pod.expected_runtime);
+    if (r.ok()) {
+      e.seconds = *r;
+      e.source = EstimateSource::kAnnotation;
+      e.detail = StrCat(kAnnotationExpectedRuntime, " ", pod.expected_runtime);
+      return e;
+    }
+    e.rejected.push_back(StrCat(kAnnotationExpectedRuntime, ": ", r.status().message()));
+  }
+  const std::string& workload = pod.WorkloadKey();
+  const int32_t gpus = pod.gpu.count;
+  auto q = history.ForWorkload(pod.ns, workload);
+  e.source = EstimateSource::kWorkloadHistory;
+  std::string of = StrCat("workload ", pod.ns, "/", workload);
+  if (!q) {
+    q = history.ForShape(pod.ns, gpus);
+    e.source = EstimateSource::kNamespaceHistory;
+    of = StrCat("namespace ", pod.ns, " with ", gpus, " GPUs");
+  }
+  if (!q) {
+    e.source = EstimateSource::kNone;
+    e.detail = StrCat("no estimate: no usable activeDeadlineSeconds or ",
+                      kAnnotationExpectedRuntime, ", and no completed runs of workload ", pod.ns,
+                      "/", workload, " or of namespace ", pod.ns, " with ", gpus, " GPUs");
+    return e;
+  }
+  e.seconds = q->p50;
+  e.detail =
+      StrCat("p50 of ", q->runs, " completed runs of ", of, " (p90 ", FormatRuntime(q->p90), ")");
+  return e;
+}
+
+}  // namespace gpusched::queue

@@ -1,0 +1,308 @@
+#include "scheduler/queue/start_estimator.h"
+
+#include <algorithm>
+#include <bit>
+#include <memory>
+#include <queue>
+#include <set>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "gpusched/policy/placement.h"
+#include "gpusched/policy/preemption_planner.h"
+#include "gpusched/util/strings.h"
+
+namespace gpusched::queue {
+
+using ::gpusched::StrCat;
+
+namespace {
+
+// The nodes as the simulation changed them, indexed by GPU product and
+// number of wholly free devices, so a placement looks at the nodes with
+// just enough room first instead of scanning every node.
+class SimNodes {
+ public:
+  explicit SimNodes(const ClusterSnapshot& snapshot) : snapshot_(snapshot) {
+    const auto& nodes = snapshot.nodes();
+    changed_.resize(nodes.size());
+    buckets_.resize(snapshot.products().size() + 1);
+    free_.resize(nodes.size());
+    for (size_t k = 0; k < nodes.size(); ++k) Index(k, *nodes[k]);
+  }
+  const NodeInfo& View(size_t k) const {
+    return changed_[k] ? *changed_[k] : *snapshot_.nodes()[k];
+  }
+  void Set(size_t k, NodeInfo n) {
+    Unindex(k);
+    changed_[k] = std::make_unique<NodeInfo>(std::move(n));
+    Index(k, *changed_[k]);
+  }
+  int64_t free_total() const { return free_total_; }
+  // The first node (fewest free devices that are enough, then node order)
+  // where `ctx`'s pod passes the filters and gets devices; SIZE_MAX if none.
+  size_t Find(const policy::Framework& fw, const policy::PodContext& ctx) const {
+    const int32_t need = std::max(1, ctx.pod->gpu.count);
+    int budget = kMaxTries;
+    for (int32_t f = need; f <= kMaxGpusPerNode; ++f) {
+      for (size_t p = 0; p < buckets_.size(); ++p) {
+        if (!ctx.ProductAllowed(static_cast<uint16_t>(p))) continue;
+        if (buckets_[p].size() <= static_cast<size_t>(f)) continue;
+        for (size_t k : buckets_[p][f]) {
+          if (policy::FitsWithDevices(fw, ctx, View(k))) return k;
+          if (--budget == 0) return SIZE_MAX;
+        }
+      }
+    }
+    return SIZE_MAX;
+  }
+
+ private:
+  // Nodes whose filters refuse a pod tried per placement at most (a pod no
+  // node takes must not cost every node at every step).
+  static constexpr int kMaxTries = 256;
+  static int32_t Free(const NodeInfo& n) {
+    return static_cast<int32_t>(std::popcount(n.whole_free & n.healthy));
+  }
+  void Index(size_t k, const NodeInfo& n) {
+    const int32_t f = Free(n);
+    auto& per = buckets_[n.product_id];
+    if (per.size() <= static_cast<size_t>(f)) per.resize(f + 1);
+    per[f].insert(k);
+    free_[k] = f;
+    free_total_ += f;
+  }
+  void Unindex(size_t k) {
+    const NodeInfo& n = View(k);
+    buckets_[n.product_id][free_[k]].erase(k);
+    free_total_ -= free_[k];
+  }
+  const ClusterSnapshot& snapshot_;
+  std::vector<std::unique_ptr<NodeInfo>> changed_;
+  std::vector<std::vector<std::set<size_t>>> buckets_;  // [product][free] -> nodes
+  std::vector<int32_t> free_;
+  int64_t free_total_ = 0;
+};
+
+// A pod that ends at `end_s` in the simulation.
+struct End {
+  int64_t end_s = 0;
+  size_t node = 0;
+  std::string uid;
+  std::string ns;
+  int64_t milli = 0;
+  bool by_default = false;  // its runtime is the default (no estimate)
+  bool operator>(const End& o) const { return end_s > o.end_s; }
+};
+
+class Simulation {
+ public:
+  explicit Simulation(const StartEstimatorInput& in)
+      : in_(in), nodes_(*in.snapshot), ledger_(*in.ledger) {}
+  StartEstimates Run();
+
+ private:
+  struct Ref {
+    size_t queue;
+    size_t unit;
+    uint32_t shape = 0;  // same namespace and shape: same id (ShapeKey)
+  };
+  void Init();
+  void Order();
+  void Step(int64_t t);
+  bool TryStart(const EstimateUnit& unit, int64_t t);
+  void EndUntil(int64_t t);
+  void Answer(const EstimateUnit& unit, int64_t start_s, std::string basis);
+  std::string ShapeKey(const EstimateUnit& unit) const;
+
+  const StartEstimatorInput& in_;
+  SimNodes nodes_;
+  QuotaLedger ledger_;
+  std::priority_queue<End, std::vector<End>, std::greater<>> ends_;
+  std::vector<Ref> waiting_;  // in order, not yet started
+  int32_t ended_ = 0, ended_default_ = 0;
+  std::vector<int32_t> failed_at_;   // per shape id: the step it last failed in
+  std::vector<int32_t> blocked_at_;  // per queue: the step a strict queue was held back in
+  std::vector<uint8_t> strict_;      // per queue
+  StartEstimates out_;
+};
+
+void Simulation::Init() {
+  const auto& nodes = in_.snapshot->nodes();
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    std::vector<std::string> holders;
+    for (const PodOnNode& p : nodes[k]->pods) {
+      if (p.reservation) holders.push_back(p.uid);
+      if (p.reservation || p.gpus == 0) continue;
+      const int64_t est = in_.running_seconds ? in_.running_seconds(p) : 0;
+      const int64_t run = est > 0 ? est : in_.default_runtime_s;
+      const int64_t start = p.start_unix > 0 ? std::min(p.start_unix, in_.now_s) : in_.now_s;
+      int64_t end = start + run;
+      if (end <= in_.now_s) end = in_.now_s + std::max<int64_t>(60, run / 4);  // overrun
+      ends_.push({end, k, p.uid, p.ns, int64_t{p.gpus} * p.milli_per_gpu, est <= 0});
+      out_.running_end[p.uid] = end;
+    }
+    if (!holders.empty()) nodes_.Set(k, policy::WithoutPods(nodes_.View(k), holders));
+  }
+}
+
+// Queue order across namespaces: each namespace's own order, merged by the
+// units' priority (higher first) and creation time.
+void Simulation::Order() {
+  auto key = [&](const Ref& r) {
+    const PodRequest& p = in_.queues[r.queue].units[r.unit].members.front();
+    return std::make_tuple(-int64_t{p.priority}, p.creation_unix, r.queue);
+  };
+  auto later = [&](const Ref& a, const Ref& b) { return key(a) > key(b); };
+  std::priority_queue<Ref, std::vector<Ref>, decltype(later)> heads(later);
+  for (size_t q = 0; q < in_.queues.size(); ++q) {
+    if (!in_.queues[q].units.empty()) heads.push({q, 0});
+  }
+  absl::flat_hash_map<std::string, uint32_t> shapes;
+  while (!heads.empty()) {
+    Ref r = heads.top();
+    heads.pop();
+    const std::string key =
+        StrCat(in_.queues[r.queue].ns, "|", ShapeKey(in_.queues[r.queue].units[r.unit]));
+    r.shape = shapes.try_emplace(key, static_cast<uint32_t>(shapes.size())).first->second;
+    waiting_.push_back(r);
+    if (r.unit + 1 < in_.queues[r.queue].units.size()) heads.push({r.queue, r.unit + 1});
+  }
+  failed_at_.assign(shapes.size(), -1);
+  blocked_at_.assign(in_.queues.size(), -1);
+  strict_.resize(in_.queues.size());
+  for (size_t q = 0; q < in_.queues.size(); ++q) {
+    // Backfill is simulated as StrictFIFO: what it lets pass ends before
+    // the earlier units' estimated starts, so their estimates stand.
+    // Without quotas the queue holds nobody back (QueueManager's rules are off).
+    strict_[q] = ledger_.enabled() &&
+                 ledger_.Quota(in_.queues[q].ns).queueing != QueueingStrategy::kBestEffortFifo;
+  }
+}
+
+std::string Simulation::ShapeKey(const EstimateUnit& unit) const {
+  const PodRequest& p = unit.members.front();
+  std::string models;
+  for (const std::string& m : p.gpu.models) StrAppend(&models, m, ",");
+  return StrCat(unit.members.size(), "/", p.gpu.count, "/", p.gpu.milli_per_gpu, "/",
+                p.gpu.min_memory_mib, "/", static_cast<int>(p.gpu.topology), "/", models, "/",
+                p.cpu_milli, "/", p.memory_mib);
+}
+
+bool Simulation::TryStart(const EstimateUnit& unit, int64_t t) {
+  const std::string& ns = unit.members.front().ns;
+  int64_t demand = 0;
+  for (const PodRequest& m : unit.members) demand += DemandMilli(m.gpu);
+  if (ledger_.enabled() && !ledger_.Check(ns, demand).ok) return false;
+  std::vector<std::pair<size_t, NodeInfo>> saved;  // to undo a gang that does not fit whole
+  std::vector<End> started;
+  const int64_t run = unit.runtime.known() ? unit.runtime.seconds : in_.default_runtime_s;
+  for (const PodRequest& m : unit.members) {
+    const policy::PodContext ctx = in_.fw->Prepare(m, *in_.snapshot);
+    const size_t k = nodes_.Find(*in_.fw, ctx);
+    const std::string* product = k == SIZE_MAX ? nullptr : &in_.snapshot->product(nodes_.View(k));
+    const int64_t milli = DemandMilli(m.gpu);
+    if (product == nullptr || !ledger_.CheckModels(ns, *product, milli).empty()) {
+      for (auto it = saved.rbegin(); it != saved.rend(); ++it) nodes_.Set(it->first, it->second);
+      for (const End& e : started) {
+        ledger_.Add(ns, in_.snapshot->product(nodes_.View(e.node)), -e.milli);
+      }
+      return false;
+    }
+    const NodeInfo& n = nodes_.View(k);
+    auto placement = policy::ChoosePlacement(m.gpu, n);
+    NodeInfo next = policy::WithPod(n, m, placement->devices);
+    next.pods.back().uid = m.uid;
+    saved.emplace_back(k, n);
+    nodes_.Set(k, std::move(next));
+    ledger_.Add(ns, *product, milli);
+    started.push_back({t + run, k, m.uid, ns, milli, !unit.runtime.known()});
+  }
+  for (End& e : started) ends_.push(std::move(e));
+  return true;
+}
+
+void Simulation::Answer(const EstimateUnit& unit, int64_t start_s, std::string basis) {
+  for (const PodRequest& m : unit.members) out_.by_uid[m.uid] = {start_s, basis};
+}
+
+void Simulation::Step(int64_t t) {
+  const int32_t step = out_.steps++;
+  std::vector<Ref> still;
+  still.reserve(waiting_.size());
+  for (const Ref& r : waiting_) {
+    const EstimateUnit& unit = in_.queues[r.queue].units[r.unit];
+    bool started = false;
+    // Capacity only shrinks within a step and quota is per namespace: a unit
+    // of the same namespace and shape as one that failed fails too.
+    if (nodes_.free_total() > 0 && blocked_at_[r.queue] != step && failed_at_[r.shape] != step) {
+      started = TryStart(unit, t);
+      if (!started) failed_at_[r.shape] = step;
+    }
+    if (started) {
+      Answer(unit, t,
+             t == in_.now_s ? std::string("now")
+                            : StrCat("when ", ended_, " running or earlier pods end (",
+                                     ended_default_, " of them on the default runtime ",
+                                     FormatRuntime(in_.default_runtime_s), ")"));
+      continue;
+    }
+    if (strict_[r.queue]) blocked_at_[r.queue] = step;
+    still.push_back(r);
+  }
+  waiting_ = std::move(still);
+}
+
+void Simulation::EndUntil(int64_t t) {
+  while (!ends_.empty() && ends_.top().end_s <= t) {
+    End e = ends_.top();
+    ends_.pop();
+    nodes_.Set(e.node, policy::WithoutPods(nodes_.View(e.node), {e.uid}));
+    ledger_.Add(e.ns, in_.snapshot->product(nodes_.View(e.node)), -e.milli);
+    ++ended_;
+    if (e.by_default) ++ended_default_;
+  }
+}
+
+StartEstimates Simulation::Run() {
+  out_.made_at_s = in_.now_s;
+  Init();
+  Order();
+  int64_t t = in_.now_s;
+  std::string why;
+  while (!waiting_.empty()) {
+    Step(t);
+    if (waiting_.empty()) break;
+    if (ends_.empty()) {
+      why = "no estimate: it does not fit even when every running pod has ended";
+      break;
+    }
+    t = ends_.top().end_s;
+    if (t - in_.now_s > in_.horizon_s) {
+      why = StrCat("no estimate: not within ", FormatRuntime(in_.horizon_s), " of simulated time");
+      break;
+    }
+    if (in_.deadline && std::chrono::steady_clock::now() > *in_.deadline) {
+      out_.truncated = true;
+      why = "no estimate: the estimate's time budget ran out before it";
+      break;
+    }
+    // Ends within one step of t are taken as at t: steps are at least
+    // max(1 min, 1 % of the time simulated) apart, and an estimate is early
+    // by at most that.
+    const auto share = static_cast<int64_t>(in_.step_share * static_cast<double>(t - in_.now_s));
+    EndUntil(t + std::max(in_.min_step_s, share));
+  }
+  for (const Ref& r : waiting_) Answer(in_.queues[r.queue].units[r.unit], -1, why);
+  return std::move(out_);
+}
+
+}  // namespace
+
+StartEstimates EstimateStarts(const StartEstimatorInput& in) {
+  if (in.snapshot == nullptr || in.fw == nullptr || in.ledger == nullptr) return {};
+  Simulation sim(in);
+  return sim.Run();
+}
+
+}  // namespace gpusched::queue

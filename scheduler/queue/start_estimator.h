@@ -1,0 +1,94 @@
+// Estimated start times: a forward simulation of the live queue on an
+// immutable snapshot and a copy of the quota ledger.
+//
+// Every pod running now ends at its start plus its runtime estimate (or the
+// stated default when it has none; a pod already past its estimate is taken
+// to end max(1 min, a quarter of its estimate) from now). At each simulated
+// time the waiting units (a pod, or a gang's pending members together) are
+// tried in queue order: within a namespace its own order; across namespaces
+// priority, then creation time. A unit starts when the quota ledger admits
+// its demand (and the per-model quota each pick) and every member finds a
+// node through the same Framework filters and device selector
+// (policy::FitsWithDevices) on the nodes as the simulation has changed
+// them, best fit first (fewest free GPUs that are enough). Under StrictFIFO
+// a unit that cannot start holds the rest of its namespace back for that
+// step; under BestEffortFIFO it does not. A started unit runs for its own
+// estimate (or the default). Gang reservation holders count as free (their
+// members are the ones waiting).
+//
+// Bounded: a step at time t takes every end up to t + max(1 min, 1 % of the
+// time simulated so far) as at t (so steps are at least that far apart, and
+// an estimate may be early by that much), the simulation stops at
+// `horizon_s`, and at a wall-clock `deadline`; units not started by then get
+// no estimate, with the reason.
+// Not modelled: reclaim and preemption (a unit waits for GPUs to free up,
+// so an estimate is late rather than early when reclaim would help), and a
+// shared-GPU pod is placed only on a device that is wholly free.
+//
+// Pure: reads only its input. Callers: QueueManager's estimate refresh
+// (off the request path, on a PlanningView) and tests.
+#ifndef GPUSCHED_QUEUE_START_ESTIMATOR_H_
+#define GPUSCHED_QUEUE_START_ESTIMATOR_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "gpusched/model/snapshot.h"
+#include "gpusched/policy/framework.h"
+#include "scheduler/queue/quota_ledger.h"
+#include "scheduler/queue/runtime_estimates.h"
+
+namespace gpusched::queue {
+
+struct EstimateUnit {
+  std::vector<PodRequest> members;  // pending members that start together
+  RuntimeEstimate runtime;          // of the unit's first member
+};
+
+struct EstimateQueue {
+  std::string ns;
+  std::vector<EstimateUnit> units;  // in the namespace's queue order
+};
+
+struct StartEstimatorInput {
+  const ClusterSnapshot* snapshot = nullptr;
+  const policy::Framework* fw = nullptr;
+  const QuotaLedger* ledger = nullptr;  // copied; its config decides the strategy
+  std::vector<EstimateQueue> queues;
+  // The runtime estimate of a pod running now, in seconds (0: none).
+  std::function<int64_t(const PodOnNode&)> running_seconds;
+  int64_t now_s = 0;
+  int64_t default_runtime_s = 3600;
+  int64_t horizon_s = int64_t{7} * 24 * 3600;
+  // A step takes the ends within max(min_step_s, step_share x time simulated)
+  // together (0 and 0: every end is a step of its own, exact).
+  int64_t min_step_s = 60;
+  double step_share = 0.01;
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+struct StartEstimate {
+  int64_t start_s = -1;  // -1: no estimate (see basis)
+  // "now"; "when 3 running pods end (1 of them on the default runtime)";
+  // or why there is none.
+  std::string basis;
+};
+
+struct StartEstimates {
+  int64_t made_at_s = 0;
+  absl::flat_hash_map<std::string, StartEstimate> by_uid;  // every member of every unit
+  absl::flat_hash_map<std::string, int64_t> running_end;   // pods running now: their expected end
+  int32_t steps = 0;                                       // simulated times visited
+  bool truncated = false;                                  // the deadline stopped it
+};
+
+StartEstimates EstimateStarts(const StartEstimatorInput& in);
+
+}  // namespace gpusched::queue
+
+#endif  // GPUSCHED_QUEUE_START_ESTIMATOR_H_

@@ -1,0 +1,117 @@
+// The estimate refresh through QueueManager: what the debug pages and the
+// position annotations get, and history learnt from pods that complete.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test/queue/harness.h"
+
+namespace gpusched::queue {
+namespace {
+
+using gpusched::testing::Hgx8H100;
+using gpusched::testing::PodBuilder;
+using testing::Harness;
+using ::testing::HasSubstr;
+
+// Harness time: now_ms 1,000,000, so now is 1000 s.
+constexpr int64_t kNowS = 1000;
+
+PodRequest RunningPod(const std::string& name, int gpus, DeviceMask devices, int64_t started,
+                      const std::string& runtime) {
+  PodRequest p = PodBuilder(name, "team-a").Gpus(gpus).OnNode("h0", devices).Build();
+  p.start_unix = started;
+  p.expected_runtime = runtime;
+  p.workload = "train";
+  return p;
+}
+
+QueuedPod Find(const std::vector<QueuedPod>& pods, const std::string& name) {
+  for (const QueuedPod& q : pods) {
+    if (q.name == name) return q;
+  }
+  ADD_FAILURE() << name << " not listed";
+  return {};
+}
+
+TEST(EstimateRefresh, PositionsAndDebugPagesCarryTheLastRefresh) {
+  // h0: a running 8-GPU pod started at 400 s, expected 1h: ends at 4000 s.
+  Harness h({Hgx8H100("h0")}, {RunningPod("run", 8, 0xff, 400, "1h")}, QueueOptions{});
+  PodRequest next = PodBuilder("next", "team-a").Gpus(8).Created(1).Build();
+  next.expected_runtime = "30m";
+  PodRequest after = PodBuilder("after", "team-a").Gpus(8).Created(2).Build();
+  h.Submit(next);
+  h.Submit(after);
+  // Before any refresh: said so.
+  EXPECT_EQ(Find(h.queue->Positions(10), "next").estimated_start_unix, -1);
+  h.queue->RefreshEstimates();
+  auto pods = h.queue->Positions(10);
+  const QueuedPod n = Find(pods, "next"), a = Find(pods, "after");
+  EXPECT_EQ(n.estimated_start_unix, 4000);
+  EXPECT_EQ(n.runtime_seconds, 1800);
+  EXPECT_EQ(n.runtime_source, "annotation");
+  // after: next runs 30 min from 4000 s.
+  EXPECT_EQ(a.estimated_start_unix, 5800);
+  EXPECT_EQ(a.runtime_source, "none");
+  auto report = h.queue->ExplainPod("team-a", "after");
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->estimated_start_unix, 5800);
+  EXPECT_THAT(report->runtime_detail, HasSubstr("no estimate"));
+  EXPECT_THAT(report->estimate_basis, HasSubstr("2 running or earlier pods end"));
+  auto queues = h.queue->Report();
+  ASSERT_FALSE(queues.namespaces.empty());
+  EXPECT_EQ(queues.namespaces[0].queue[0].estimated_start_unix, 4000);
+}
+
+TEST(EstimateRefresh, ARejectedAnnotationIsExplainedAndTheNextSourceUsed) {
+  Harness h({Hgx8H100("h0")}, {}, QueueOptions{});
+  PodRequest p = PodBuilder("p", "team-a").Gpus(2).Build();
+  p.expected_runtime = "two hours";
+  p.active_deadline_s = -7;
+  h.Submit(p);
+  h.queue->RefreshEstimates();
+  auto report = h.queue->ExplainPod("team-a", "p");
+  ASSERT_TRUE(report.has_value());
+  ASSERT_EQ(report->runtime_rejected.size(), 2u);
+  EXPECT_THAT(report->runtime_rejected[0], HasSubstr("activeDeadlineSeconds -7"));
+  EXPECT_THAT(report->runtime_rejected[1], HasSubstr("'two hours'"));
+  EXPECT_EQ(report->runtime_source, "none");
+  EXPECT_EQ(report->estimated_start_unix, kNowS);  // it fits now all the same
+}
+
+TEST(EstimateRefresh, CompletedRunsTeachTheHistory) {
+  Harness h({Hgx8H100("h0")}, {RunningPod("run", 4, 0x0f, 400, "")}, QueueOptions{});
+  h.queue->RefreshEstimates();  // sees run on h0
+  // run completes at 2200 s: 1800 s of workload train.
+  h.now_ms = 2'200'000;
+  h.state().RemovePod("uid-team-a-run");
+  h.state().Commit();
+  h.queue->RefreshEstimates();
+  PodRequest again = PodBuilder("again", "team-a").Gpus(4).Build();
+  again.workload = "train";
+  PodRequest other = PodBuilder("other", "team-a").Gpus(4).Build();
+  h.Submit(again);
+  h.Submit(other);
+  h.queue->RefreshEstimates();
+  auto pods = h.queue->Positions(10);
+  EXPECT_EQ(Find(pods, "again").runtime_seconds, 1800);
+  EXPECT_EQ(Find(pods, "again").runtime_source, "workload-history");
+  EXPECT_EQ(Find(pods, "other").runtime_source, "namespace-history");
+}
+
+TEST(EstimateRefresh, AFailedRunIsNotARuntime) {
+  Harness h({Hgx8H100("h0")}, {RunningPod("run", 4, 0x0f, 400, "")}, QueueOptions{});
+  h.queue->RefreshEstimates();
+  h.now_ms = 2'200'000;
+  PodRequest failed = *h.state().FindPod("uid-team-a-run");
+  failed.phase = PodPhase::kFailed;
+  h.state().UpsertPod(failed);
+  h.state().Commit();
+  h.queue->RefreshEstimates();
+  PodRequest again = PodBuilder("again", "team-a").Gpus(4).Build();
+  h.Submit(again);
+  h.queue->RefreshEstimates();
+  EXPECT_EQ(Find(h.queue->Positions(10), "again").runtime_source, "none");
+}
+
+}  // namespace
+}  // namespace gpusched::queue

@@ -1,0 +1,231 @@
+// Runtime estimates: the duration parser, the order of sources with bad
+// input falling through, the bounded history and its quantiles, and the
+// observer that turns pods leaving nodes into history.
+#include "scheduler/queue/runtime_estimates.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "scheduler/queue/run_observer.h"
+#include "test/testing/builders.h"
+
+namespace gpusched::queue {
+namespace {
+
+using gpusched::testing::Hgx8H100;
+using gpusched::testing::MakeState;
+using gpusched::testing::PodBuilder;
+
+TEST(ParseRuntime, ReadsGoDurationsInHoursMinutesSeconds) {
+  struct Case {
+    std::string text;
+    int64_t seconds;  // -1: an error containing `error`
+    std::string error;
+  };
+  const Case cases[] = {
+      {"2h30m", 9000, ""},
+      {"90m", 5400, ""},
+      {"3600s", 3600, ""},
+      {"1.5h", 5400, ""},
+      {"1h0m30s", 3630, ""},
+      {"+45s", 45, ""},
+      {"", -1, "empty duration"},
+      {"-1h", -1, "'-1h' is negative"},
+      {"2 hours", -1, "needs a unit h, m or s"},
+      {"90", -1, "needs a unit h, m or s at '90'"},
+      {"h", -1, "expected a number at 'h'"},
+      {"0s", -1, "under 1s"},
+      {"0.2s", -1, "under 1s"},
+      {"721h", -1, "longer than 720h"},
+      {"9999999999999h", -1, "number too long"},
+      {"1d", -1, "needs a unit"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseRuntime(c.text);
+    if (c.seconds >= 0) {
+      ASSERT_TRUE(r.ok()) << c.text << ": " << r.status();
+      EXPECT_EQ(*r, c.seconds) << c.text;
+    } else {
+      ASSERT_FALSE(r.ok()) << c.text << " parsed as " << *r;
+      EXPECT_NE(r.status().message().find(c.error), std::string::npos)
+          << c.text << ": " << r.status().message();
+    }
+  }
+}
+
+TEST(FormatRuntime, WritesWhatParseRuntimeReads) {
+  for (int64_t s : {1, 59, 60, 61, 3600, 3661, 9000, 86400 + 5}) {
+    auto back = ParseRuntime(FormatRuntime(s));
+    ASSERT_TRUE(back.ok()) << FormatRuntime(s);
+    EXPECT_EQ(*back, s);
+  }
+  EXPECT_EQ(FormatRuntime(9000), "2h30m");
+}
+
+// A history with workload w of ns "a" at 2 GPUs: runs of 100, 200, 300 s.
+RuntimeHistory ThreeRuns() {
+  RuntimeHistory h;
+  for (int64_t s : {300, 100, 200}) h.Record("a", "w", 2, s);
+  return h;
+}
+
+TEST(EstimateRuntime, TakesTheFirstUsableSourceAndSaysWhyOthersWereRefused) {
+  struct Case {
+    std::string name;
+    int64_t deadline;
+    std::string annotation;
+    std::string workload;
+    int32_t gpus;
+    int64_t seconds;
+    EstimateSource source;
+    std::vector<std::string> rejected;  // substrings, in order
+  };
+  const Case cases[] = {
+      {"deadline first", 7200, "30m", "w", 2, 7200, EstimateSource::kDeadline, {}},
+      {"annotation next", 0, "30m", "w", 2, 1800, EstimateSource::kAnnotation, {}},
+      {"workload history", 0, "", "w", 2, 200, EstimateSource::kWorkloadHistory, {}},
+      {"namespace history", 0, "", "other", 2, 200, EstimateSource::kNamespaceHistory, {}},
+      {"nothing", 0, "", "other", 4, 0, EstimateSource::kNone, {}},
+      {"negative deadline",
+       -5,
+       "",
+       "w",
+       2,
+       200,
+       EstimateSource::kWorkloadHistory,
+       {"activeDeadlineSeconds -5 is not a positive integer"}},
+      {"absurd deadline",
+       100LL * 24 * 3600,
+       "1h",
+       "w",
+       2,
+       3600,
+       EstimateSource::kAnnotation,
+       {"activeDeadlineSeconds 8640000 is longer than 720h"}},
+      {"malformed annotation",
+       0,
+       "soon",
+       "w",
+       2,
+       200,
+       EstimateSource::kWorkloadHistory,
+       {"gpusched.io/expected-runtime: 'soon': expected a number"}},
+      {"both bad, no history",
+       -1,
+       "3x",
+       "other",
+       4,
+       0,
+       EstimateSource::kNone,
+       {"activeDeadlineSeconds -1", "expected-runtime: '3x'"}},
+  };
+  const RuntimeHistory h = ThreeRuns();
+  for (const Case& c : cases) {
+    PodRequest pod = PodBuilder("p", "a").Gpus(c.gpus).Build();
+    pod.workload = c.workload;
+    pod.active_deadline_s = c.deadline;
+    pod.expected_runtime = c.annotation;
+    RuntimeEstimate e = EstimateRuntime(pod, h);
+    EXPECT_EQ(e.seconds, c.seconds) << c.name;
+    EXPECT_EQ(e.source, c.source) << c.name << ": " << e.detail;
+    ASSERT_EQ(e.rejected.size(), c.rejected.size()) << c.name;
+    for (size_t i = 0; i < c.rejected.size(); ++i) {
+      EXPECT_NE(e.rejected[i].find(c.rejected[i]), std::string::npos)
+          << c.name << ": " << e.rejected[i];
+    }
+    EXPECT_FALSE(e.detail.empty()) << c.name;
+  }
+}
+
+TEST(EstimateRuntime, NoEstimateSaysSo) {
+  PodRequest pod = PodBuilder("p", "a").Gpus(4).Build();
+  RuntimeEstimate e = EstimateRuntime(pod, RuntimeHistory{});
+  EXPECT_FALSE(e.known());
+  EXPECT_EQ(SourceName(e.source), "none");
+  EXPECT_NE(e.detail.find("no estimate"), std::string::npos) << e.detail;
+}
+
+TEST(RuntimeHistory, QuantilesAreNearestRankOverTheLastRunsOnly) {
+  RuntimeHistory h({.per_key = 4, .max_keys = 100});
+  for (int64_t s : {10, 20, 30, 40}) h.Record("a", "w", 1, s);
+  auto q = h.ForWorkload("a", "w");
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->p50, 20);
+  EXPECT_EQ(q->p90, 40);
+  EXPECT_EQ(q->runs, 4);
+  // Two more: the ring drops 10 and 20.
+  h.Record("a", "w", 1, 50);
+  h.Record("a", "w", 1, 60);
+  q = h.ForWorkload("a", "w");
+  EXPECT_EQ(q->p50, 40);  // of 30, 40, 50, 60
+  EXPECT_EQ(q->runs, 4);
+  EXPECT_EQ(h.ForShape("a", 1)->p50, 40);
+  EXPECT_FALSE(h.ForShape("a", 2).has_value());
+}
+
+TEST(RuntimeHistory, IgnoresAbsurdRuntimesAndStaysBounded) {
+  RuntimeHistory h({.per_key = 2, .max_keys = 6});
+  h.Record("a", "w", 1, 0);
+  h.Record("a", "w", 1, -3);
+  h.Record("a", "w", 1, kMaxRuntimeSeconds + 1);
+  EXPECT_EQ(h.keys(), 0u);
+  for (int i = 0; i < 20; ++i) h.Record("a", "w" + std::to_string(i), 1, 100 + i);
+  EXPECT_LE(h.keys(), 6u);
+  EXPECT_LE(h.Runs().size(), 12u);
+  // The most recent workload is kept, the first ones are dropped.
+  EXPECT_TRUE(h.ForWorkload("a", "w19").has_value());
+  EXPECT_FALSE(h.ForWorkload("a", "w0").has_value());
+  EXPECT_EQ(h.ForShape("a", 1)->runs, 2);
+}
+
+TEST(RunObserver, RecordsCompletedRunsOfPodsThatLeaveTheirNodes) {
+  PodRequest done = PodBuilder("done", "a").Gpus(2).OnNode("h0", 0b11).Build();
+  PodRequest failed = PodBuilder("failed", "a").Gpus(2).OnNode("h0", 0b1100).Build();
+  done.start_unix = 1000;
+  done.workload = "train";
+  failed.start_unix = 1000;
+  auto state = MakeState({Hgx8H100("h0")}, {done, failed});
+  RunObserver obs;
+  RuntimeHistory h;
+  auto end_of = [](const std::string& uid, int64_t now) -> std::optional<int64_t> {
+    if (uid == "uid-a-failed") return std::nullopt;
+    return now;
+  };
+  obs.Observe(state->Snapshot(), 1500, end_of, &h);
+  EXPECT_EQ(obs.tracked(), 2u);
+  EXPECT_EQ(h.keys(), 0u);
+  state->RemovePod(done.uid);
+  state->RemovePod(failed.uid);
+  state->Commit();
+  obs.Observe(state->Snapshot(), 4600, end_of, &h);
+  EXPECT_EQ(obs.tracked(), 0u);
+  auto q = h.ForWorkload("a", "train");
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->p50, 3600);
+  EXPECT_EQ(h.ForShape("a", 2)->runs, 1);  // the failed run is not a runtime
+}
+
+TEST(RunObserver, SeedsFromFinishedPodsOnce) {
+  PodRequest ok = PodBuilder("ok", "a").Gpus(1).Phase(PodPhase::kSucceeded).Build();
+  ok.start_unix = 100;
+  ok.finish_unix = 700;
+  PodRequest no_end = ok;
+  no_end.uid = "uid-a-no-end";
+  no_end.finish_unix = 0;
+  PodRequest failed = ok;
+  failed.uid = "uid-a-failed";
+  failed.phase = PodPhase::kFailed;
+  RunObserver obs;
+  RuntimeHistory h;
+  obs.Seed({ok, no_end, failed}, &h);
+  obs.Seed({ok}, &h);
+  auto q = h.ForShape("a", 1);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->runs, 1);
+  EXPECT_EQ(q->p50, 600);
+}
+
+}  // namespace
+}  // namespace gpusched::queue

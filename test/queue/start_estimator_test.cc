@@ -1,0 +1,204 @@
+// Estimated starts on small clusters whose answer is computed by hand in
+// each case's comment (HGX H100 nodes, 8 GPUs each; T = now).
+#include "scheduler/queue/start_estimator.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "test/queue/harness.h"
+#include "test/testing/builders.h"
+
+namespace gpusched::queue {
+namespace {
+
+using gpusched::testing::Hgx8H100;
+using gpusched::testing::MakeState;
+using gpusched::testing::PodBuilder;
+using testing::Quota;
+using testing::Quotas;
+
+constexpr int64_t kNow = 100'000;
+
+// A running pod on `node` holding `devices`, started `ago` seconds before
+// now, expected to run `runtime` seconds (0: no estimate).
+struct Running {
+  std::string name;
+  std::string ns;
+  std::string node;
+  DeviceMask devices;
+  int64_t ago;
+  int64_t runtime;
+};
+
+// A waiting unit: `members` pods of `gpus` GPUs (a gang if > 1), expected to
+// run `runtime` seconds (0: no estimate).
+struct Waiting {
+  std::string name;
+  std::string ns;
+  int32_t gpus;
+  int64_t runtime;
+  int32_t members = 1;
+  int32_t priority = 0;
+};
+
+class Estimator {
+ public:
+  Estimator(int nodes, const std::vector<Running>& running, QuotaConfig quotas = {}) {
+    std::vector<NodeSpec> specs;
+    for (int i = 0; i < nodes; ++i) specs.push_back(Hgx8H100("h" + std::to_string(i)));
+    std::vector<PodRequest> pods;
+    for (const Running& r : running) {
+      PodRequest p = PodBuilder(r.name, r.ns)
+                         .Gpus(static_cast<int>(std::popcount(r.devices)))
+                         .OnNode(r.node, r.devices)
+                         .Build();
+      p.start_unix = kNow - r.ago;
+      runtimes_[p.uid] = r.runtime;
+      pods.push_back(p);
+    }
+    state_ = MakeState(specs, pods);
+    quotas_ = std::move(quotas);
+    fw_ = std::move(*policy::Framework::Create(ScoringConfig{}));
+  }
+  // Start (relative to now, -1: none) per waiting pod name, queues by
+  // namespace in the order given.
+  std::map<std::string, int64_t> Starts(const std::vector<Waiting>& waiting,
+                                        std::map<std::string, std::string>* basis = nullptr) {
+    auto snapshot = state_->Snapshot();
+    QuotaLedger ledger(quotas_, *snapshot);
+    StartEstimatorInput in{snapshot.get(), fw_.get(), &ledger};
+    std::map<std::string, size_t> queue_of;
+    for (const Waiting& w : waiting) {
+      if (!queue_of.contains(w.ns)) {
+        queue_of[w.ns] = in.queues.size();
+        in.queues.push_back({w.ns, {}});
+      }
+      EstimateUnit unit;
+      for (int32_t m = 0; m < w.members; ++m) {
+        PodRequest p = PodBuilder(w.members > 1 ? w.name + "-" + std::to_string(m) : w.name, w.ns)
+                           .Gpus(w.gpus)
+                           .Priority(w.priority)
+                           .Created(kNow - 1000 + static_cast<int64_t>(in.queues.size()))
+                           .Build();
+        if (w.members > 1) p.gang = w.name, p.gang_size = w.members;
+        unit.members.push_back(p);
+      }
+      if (w.runtime > 0) unit.runtime = {w.runtime, EstimateSource::kAnnotation, "", {}};
+      in.queues[queue_of[w.ns]].units.push_back(std::move(unit));
+    }
+    in.running_seconds = [this](const PodOnNode& p) { return runtimes_.at(p.uid); };
+    in.now_s = kNow;
+    StartEstimates out = EstimateStarts(in);
+    std::map<std::string, int64_t> starts;
+    for (const Waiting& w : waiting) {
+      const std::string first = w.members > 1 ? w.name + "-0" : w.name;
+      const StartEstimate& s = out.by_uid.at("uid-" + w.ns + "-" + first);
+      starts[w.name] = s.start_s < 0 ? -1 : s.start_s - kNow;
+      if (basis != nullptr) (*basis)[w.name] = s.basis;
+    }
+    return starts;
+  }
+
+ private:
+  std::unique_ptr<ClusterState> state_;
+  QuotaConfig quotas_;
+  std::unique_ptr<const policy::Framework> fw_;
+  std::map<std::string, int64_t> runtimes_;
+};
+
+TEST(EstimateStarts, RunningPodsEndAtTheirEstimatesAndWaitingOnesFollowInOrder) {
+  // h0 full with A until T+1800. B and C (4 GPUs each) start at T+1800; B
+  // runs 1h, C has no estimate (default 1h): both end at T+5400, when D (8)
+  // starts.
+  Estimator e(1, {{"a", "x", "h0", 0xff, 1800, 3600}});
+  std::map<std::string, std::string> basis;
+  auto s = e.Starts({{"b", "x", 4, 3600}, {"c", "x", 4, 0}, {"d", "x", 8, 600}}, &basis);
+  EXPECT_EQ(s["b"], 1800);
+  EXPECT_EQ(s["c"], 1800);
+  EXPECT_EQ(s["d"], 5400);
+  EXPECT_NE(basis["d"].find("3 running or earlier pods end (1 of them on the default"),
+            std::string::npos)
+      << basis["d"];
+}
+
+TEST(EstimateStarts, WhatFitsNowStartsNow) {
+  // h0 has 4 free GPUs: the 4-GPU pod b starts now and fills it; c (2)
+  // waits for b, which ends at T+600 (before a at T+3600).
+  Estimator e(1, {{"a", "x", "h0", 0x0f, 0, 3600}});
+  std::map<std::string, std::string> basis;
+  auto s = e.Starts({{"b", "x", 4, 600}, {"c", "y", 2, 60}}, &basis);
+  EXPECT_EQ(s["b"], 0);
+  EXPECT_EQ(s["c"], 600);
+  EXPECT_EQ(basis["b"], "now");
+}
+
+TEST(EstimateStarts, StrictFifoHoldsLaterPodsBackBestEffortDoesNot) {
+  // h0: 4 GPUs busy until T+3600. Queue: big (8), then small (2).
+  // StrictFIFO: big starts at T+3600 and runs 1h; small waits for it: T+7200.
+  // BestEffortFIFO: small starts now.
+  for (QueueingStrategy strategy :
+       {QueueingStrategy::kStrictFifo, QueueingStrategy::kBestEffortFifo}) {
+    NamespaceQuota q = Quota(100, 100);
+    q.queueing = strategy;
+    Estimator e(1, {{"a", "x", "h0", 0x0f, 0, 3600}}, Quotas({{"x", q}}));
+    auto s = e.Starts({{"big", "x", 8, 3600}, {"small", "x", 2, 3600}});
+    EXPECT_EQ(s["big"], 3600);
+    EXPECT_EQ(s["small"], strategy == QueueingStrategy::kStrictFifo ? 7200 : 0);
+  }
+}
+
+TEST(EstimateStarts, QuotaHoldsAPodBackWhileGpusAreIdle) {
+  // x may hold 4 GPUs and holds 4 until T+600: its next 4-GPU pod starts at
+  // T+600 although h1 is idle; y (the default: no guarantee, no limit)
+  // borrows idle GPUs and starts now.
+  Estimator e(2, {{"a", "x", "h0", 0x0f, 0, 600}}, Quotas({{"x", Quota(4, 4)}}, Quota(0, 100)));
+  auto s = e.Starts({{"b", "x", 4, 600}, {"c", "y", 4, 600}});
+  EXPECT_EQ(s["b"], 600);
+  EXPECT_EQ(s["c"], 0);
+}
+
+TEST(EstimateStarts, AGangStartsWholeWhenEveryMemberHasRoom) {
+  // Two 8-GPU members: h0 is free, h1 busy until T+2000. The gang starts at
+  // T+2000, not one member now.
+  Estimator e(2, {{"a", "x", "h1", 0xff, 0, 2000}});
+  auto s = e.Starts({{"g", "x", 8, 3600, 2}});
+  EXPECT_EQ(s["g"], 2000);
+}
+
+TEST(EstimateStarts, AnOverrunningPodIsExpectedToEndSoonNotInThePast) {
+  // a ran 2h of its 1h estimate: expected to end max(60 s, 900 s) from now.
+  Estimator e(1, {{"a", "x", "h0", 0xff, 7200, 3600}});
+  auto s = e.Starts({{"b", "x", 8, 60}});
+  EXPECT_EQ(s["b"], 900);
+}
+
+TEST(EstimateStarts, APodThatNeverFitsHasNoEstimateWithTheReason) {
+  // 8 GPUs per node at most: a 16-GPU single pod never fits.
+  Estimator e(2, {});
+  std::map<std::string, std::string> basis;
+  auto s = e.Starts({{"huge", "x", 16, 60}, {"ok", "y", 8, 60}}, &basis);
+  EXPECT_EQ(s["huge"], -1);
+  EXPECT_NE(basis["huge"].find("does not fit even when every running pod has ended"),
+            std::string::npos)
+      << basis["huge"];
+  EXPECT_EQ(s["ok"], 0);
+}
+
+TEST(EstimateStarts, HigherPriorityAcrossNamespacesGoesFirst) {
+  // h0 busy until T+100. Namespace y's pod was created later but has a
+  // higher priority: it gets h0 at T+100 and x's pod follows at T+100+3600.
+  Estimator e(1, {{"a", "z", "h0", 0xff, 0, 100}});
+  auto s = e.Starts({{"low", "x", 8, 3600}, {"high", "y", 8, 3600, 1, 100}});
+  EXPECT_EQ(s["high"], 100);
+  EXPECT_EQ(s["low"], 3700);
+  // Equal priorities: creation order (x's pod first).
+  s = e.Starts({{"early", "x", 8, 3600}, {"late", "y", 8, 3600}});
+  EXPECT_EQ(s["early"], 100);
+  EXPECT_EQ(s["late"], 3700);
+}
+
+}  // namespace
+}  // namespace gpusched::queue
