@@ -568,13 +568,18 @@ std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& p
                     slot->node, ", not on ", node);
     }
     auto placeholder = state.FindPod(slot->placeholder_uid);
+    if (!placeholder.has_value()) {
+      // The holder is gone (its node left or changed) before the tick
+      // notices the reservation is lost: its devices and its quota are no
+      // longer held, so the slot grants nothing.
+      return StrCat("gpusched: gang ", pod.gang, " lost its reservation on ", slot->node,
+                    "; it will be retried");
+    }
     state.RemovePod(slot->placeholder_uid);
     absl::Status s = state.Assume(pod, node, slot->devices);
     if (!s.ok()) {
-      if (placeholder.has_value()) {
-        placeholder->node_name.clear();
-        (void)state.Assume(*placeholder, node, slot->devices);
-      }
+      placeholder->node_name.clear();
+      (void)state.Assume(*placeholder, node, slot->devices);
       state.Commit();
       return StrCat("gpusched: ", FromAbsl(s.message()));
     }
