@@ -189,6 +189,19 @@ std::string QueueManager::CommitGangLocked(const GangPlacement& place, bool* con
     return StrCat("gpusched: gang ", pod.gang, " needs ", place.missing, " x ",
                   FormatGpus(DemandMilli(pod.gpu)), " GPUs at once; only ", placed, " fit now");
   }
+  // The namespace's quota, as usage is now: the admission that let this
+  // gang through ran under an earlier hold of the mutex, and another unit
+  // of the namespace (one a BestEffortFIFO queue let pass) may have taken
+  // its room since.
+  if (options_.quotas.enabled) {
+    const QuotaLedger& ledger = LedgerLocked();
+    const int64_t demand = DemandMilli(pod.gpu) * placed;
+    QuotaVerdict v = ledger.Check(pod.ns, demand);
+    if (!v.ok) {
+      return StrCat(QuotaMessage(pod.ns, ledger.Quota(pod.ns).cohort, v), "; gang ", pod.gang,
+                    " needs ", FormatGpus(demand));
+    }
+  }
   Reservation r;
   r.ns = pod.ns;
   r.gang = pod.gang;

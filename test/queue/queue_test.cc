@@ -430,6 +430,33 @@ TEST(GangTest, UnlockedPlacementOverAModelQuotaThatFilledMeanwhileIsNotCommitted
   ExpectGangOfTwoRefusedWithOneFit(h);
 }
 
+// The namespace's own quota, not only a per-model one: with BestEffortFIFO
+// two gangs of a namespace pass admission side by side, and the second
+// must not commit once the first has taken the room (the concurrency test
+// saw a namespace at twice its limit this way).
+TEST(GangTest, UnlockedPlacementOverANamespaceQuotaThatFilledMeanwhileIsNotCommitted) {
+  QueueOptions o;
+  NamespaceQuota a = Quota(16, 16);
+  a.queueing = QueueingStrategy::kBestEffortFifo;
+  o.quotas = Quotas({{"team-a", a}});
+  Harness h(H100s(4), {}, o);
+  h.after_unlocked_placement = [&](const auto& picks) {
+    // Meanwhile a pod of the same namespace binds 8 GPUs on a node the
+    // placement did not pick: the gang's 16 would take team-a to 24.
+    for (const NodeSpec& n : h.nodes) {
+      if (n.name == picks[0].first || n.name == picks[1].first) continue;
+      h.Submit(PodBuilder("solo", "team-a").Gpus(8).OnNode(n.name, 0xff).Build());
+      return;
+    }
+  };
+  std::string reason;
+  EXPECT_THAT(h.Filter(PodBuilder("m0", "team-a").Gpus(8).Gang("g", 2).Build(), &reason),
+              IsEmpty());
+  EXPECT_THAT(reason, HasSubstr("gang g needs 16"));
+  EXPECT_THAT(::gpusched::testing::ReservationHolders(h.state()), IsEmpty());
+  EXPECT_EQ(h.state().Snapshot()->AllocatedGpuMilli(), 8000);
+}
+
 TEST(GangTest, PlacementHoldsTheMutexAfterTwoConflictingUnlockedTries) {
   Harness h(H100s(4), {}, QueueOptions{});
   std::set<std::string> taken;
