@@ -523,6 +523,16 @@ std::vector<PodRequest> ClusterState::Pods() const {
   return out;
 }
 
+std::vector<PodRequest> ClusterState::PodsWhere(
+    const std::function<bool(const PodRequest&)>& keep) const {
+  absl::MutexLock l(&mu_);
+  std::vector<PodRequest> out;
+  for (const auto& [uid, p] : pods_) {
+    if (keep(p)) out.push_back(p);
+  }
+  return out;
+}
+
 ClusterState::PodChanges ClusterState::TakePodChanges(
     const std::function<bool(const PodRequest&)>& keep, bool all) {
   PodChanges out;

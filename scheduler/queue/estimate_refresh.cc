@@ -77,7 +77,7 @@ void QueueManager::AddWhatIfs(const PlanningView& view, const std::vector<Unit>&
 void QueueManager::UpdateHistoryLocked(const PlanningView& view, int64_t now_s) {
   if (!history_seeded_) {
     // A restarted scheduler learns from the finished pods the API still has.
-    observer_.Seed(deps_.state->Pods(), &history_);
+    observer_.Seed(deps_.state->PodsWhere(&RunObserver::Finished), &history_);
     history_seeded_ = true;
   }
   // A pod that left its node ended its run if it Succeeded, or if it is

@@ -1,5 +1,8 @@
 #include "scheduler/queue/run_observer.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include "absl/container/flat_hash_set.h"
 
 namespace gpusched::queue {
@@ -44,10 +47,18 @@ void RunObserver::Observe(const std::shared_ptr<const ClusterSnapshot>& snapshot
   last_ = snapshot;
 }
 
-void RunObserver::Seed(const std::vector<PodRequest>& pods, RuntimeHistory* history) {
+bool RunObserver::Finished(const PodRequest& p) {
+  return p.phase == PodPhase::kSucceeded && p.finish_unix > 0 && p.start_unix > 0 &&
+         p.gpu.count > 0;
+}
+
+void RunObserver::Seed(std::vector<PodRequest> pods, RuntimeHistory* history) {
+  // Oldest first, so that each key's ring keeps its most recent runs.
+  std::sort(pods.begin(), pods.end(), [](const PodRequest& a, const PodRequest& b) {
+    return std::tie(a.finish_unix, a.uid) < std::tie(b.finish_unix, b.uid);
+  });
   for (const PodRequest& p : pods) {
-    if (p.phase != PodPhase::kSucceeded || p.finish_unix <= 0 || p.start_unix <= 0) continue;
-    if (p.gpu.count == 0 || !seeded_.emplace(p.uid, true).second) continue;
+    if (!Finished(p) || !seeded_.emplace(p.uid, true).second) continue;
     history->Record(p.ns, p.WorkloadKey(), p.gpu.count, p.finish_unix - p.start_unix);
   }
 }

@@ -37,9 +37,12 @@ class RunObserver {
   // O(pods on changed nodes), O(all pods) when the node set changed.
   void Observe(const std::shared_ptr<const ClusterSnapshot>& snapshot, int64_t now_s,
                const EndOf& end_of, RuntimeHistory* history);
-  // Records the finished pods among `pods` (Succeeded, with start and finish
-  // times), each uid once.
-  void Seed(const std::vector<PodRequest>& pods, RuntimeHistory* history);
+  // Records the finished pods among `pods` (Finished), each uid once, the
+  // oldest first.
+  void Seed(std::vector<PodRequest> pods, RuntimeHistory* history);
+  // A pod whose run Seed can record: Succeeded, with start and finish
+  // times, asking for GPUs (a filter for ClusterState::PodsWhere).
+  static bool Finished(const PodRequest& pod);
   size_t tracked() const { return running_.size(); }
 
  private:

@@ -227,5 +227,28 @@ TEST(RunObserver, SeedsFromFinishedPodsOnce) {
   EXPECT_EQ(q->p50, 600);
 }
 
+// A restart finds finished pods in no particular order: the history keeps
+// the most recent runs of a key, as it would have had it watched them end.
+TEST(RunObserver, SeedKeepsTheMostRecentRunsWhateverTheOrder) {
+  RuntimeHistory::Options o;
+  o.per_key = 2;
+  RuntimeHistory h(o);
+  std::vector<PodRequest> pods;
+  for (int i = 0; i < 4; ++i) {
+    PodRequest p = PodBuilder("run-" + std::to_string(i), "a").Gpus(1).Build();
+    p.phase = PodPhase::kSucceeded;
+    p.start_unix = 1000 * (i + 1);
+    p.finish_unix = p.start_unix + 100 * (i + 1);  // runs 100, 200, 300, 400 s
+    pods.push_back(p);
+  }
+  std::swap(pods[0], pods[3]);  // the newest first, the oldest last
+  RunObserver obs;
+  obs.Seed(pods, &h);
+  auto q = h.ForShape("a", 1);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->runs, 2);
+  EXPECT_GE(q->p50, 300);  // the runs of 300 and 400 s, not the first two
+}
+
 }  // namespace
 }  // namespace gpusched::queue
