@@ -596,6 +596,11 @@ int main(int argc, char** argv) {
   std::printf("memory: RSS %lld KiB with pending pods, %lld KiB without: %.0f B per pending pod\n",
               static_cast<long long>(rss_full), static_cast<long long>(rss_empty),
               o.pending > 0 ? (rss_full - rss_empty) * 1024.0 / o.pending : 0.0);
+  // At the end, after every estimate refresh and bind of the run (the
+  // first figure is taken 0.5 s after the server is ready, during or just
+  // after its first refresh).
+  std::printf("memory at the end of the run: RSS %lld KiB\n",
+              static_cast<long long>(RssKiB(s.pid)));
   Stop(s);
   return 0;
 }

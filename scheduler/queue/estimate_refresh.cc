@@ -46,18 +46,19 @@ void QueueManager::FillEstimates(std::vector<QueuedPod>* pods) const {
   }
 }
 
-void QueueManager::FillEstimate(PodReport* report) const {
+void QueueManager::FillEstimate(const PodRequest& pod, PodReport* report) const {
   auto e = EstimateOf(report->uid);
   if (!e.has_value()) {
     report->estimate_basis = kNotEstimated;
     return;
   }
+  const RuntimeEstimate runtime = DescribeRuntime(pod, e->runtime);
   report->estimated_start_unix = e->start.start_s;
   report->estimate_basis = e->start.basis;
-  report->runtime_seconds = e->runtime.seconds;
-  report->runtime_source = std::string(SourceName(e->runtime.source));
-  report->runtime_detail = e->runtime.detail;
-  report->runtime_rejected = e->runtime.rejected;
+  report->runtime_seconds = runtime.seconds;
+  report->runtime_source = std::string(SourceName(runtime.source));
+  report->runtime_detail = runtime.detail;
+  report->runtime_rejected = runtime.rejected;
 }
 
 void QueueManager::AddWhatIfs(const PlanningView& view, const std::vector<Unit>& units,
@@ -95,11 +96,17 @@ void QueueManager::UpdateHistoryLocked(const PlanningView& view, int64_t now_s) 
   observer_.Observe(view.snapshot, now_s, end_of, &history_);
 }
 
-int64_t QueueManager::RunningRuntimeLocked(const PodOnNode& p) {
-  auto it = runtime_of_.find(p.uid);
+int64_t QueueManager::RunningRuntimeLocked(const PodOnNode& p, const EstimateBoard* previous) {
+  const RuntimeFacts* waited = nullptr;  // started since: the estimate it waited with
+  if (previous != nullptr) {
+    auto w = previous->runtimes.find(p.uid);
+    if (w != previous->runtimes.end()) waited = &w->second;
+  }
   int64_t seconds = 0;
-  if (it != runtime_of_.end()) {
+  if (auto it = runtime_of_.find(p.uid); it != runtime_of_.end()) {
     seconds = it->second;
+  } else if (waited != nullptr) {
+    seconds = waited->seconds;
   } else if (auto pod = deps_.state->FindPod(p.uid)) {
     seconds = EstimateRuntime(*pod, history_).seconds;  // not seen waiting (a restart)
   }
@@ -124,10 +131,8 @@ std::vector<EstimateQueue> QueueManager::EstimateQueuesLocked(const std::vector<
     }
     for (EstimateUnit& eu : q.units) {
       eu.runtime = EstimateRuntime(eu.members.front(), history_);
-      for (const PodRequest& m : eu.members) {
-        board->runtimes[m.uid] = eu.runtime;
-        runtime_seen_[m.uid] = eu.runtime.seconds;  // kept for when it runs
-      }
+      const RuntimeFacts facts = FactsOf(eu.runtime);
+      for (const PodRequest& m : eu.members) board->runtimes[m.uid] = facts;
     }
     if (!q.units.empty()) queues.push_back(std::move(q));
   }
@@ -151,15 +156,16 @@ void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
   const int64_t now_s = now_ms / 1000;
   UpdateHistoryLocked(*view, now_s);
   auto board = std::make_shared<EstimateBoard>();
+  const std::shared_ptr<const EstimateBoard> previous = Board();
   runtime_seen_.clear();
   StartEstimatorInput in;
   in.queues = EstimateQueuesLocked(names, board.get());
   in.snapshot = view->snapshot.get();
   in.fw = fw.get();
   in.ledger = view->ledger.get();
-  in.running_seconds = [this](const PodOnNode& p) {
+  in.running_seconds = [this, &previous](const PodOnNode& p) {
     refresh_mu_.AssertHeld();
-    return RunningRuntimeLocked(p);
+    return RunningRuntimeLocked(p, previous.get());
   };
   in.now_s = now_s;
   in.default_runtime_s = view->options->default_runtime_s;

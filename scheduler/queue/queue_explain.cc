@@ -284,7 +284,7 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
                                   pod->gang_size - view->usage.GangHeld(ns, pod->gang),
                                   in.options->gang.topology_levels);
   }
-  FillEstimate(&r);
+  FillEstimate(*pod, &r);
   AddWhatIfs(*view, copies.units, *pod, *fw, in.now_ms, &r);
   const auto [fits, first_reason] = Fits(*pod, snapshot, *fw);
   if (r.reason.empty()) {

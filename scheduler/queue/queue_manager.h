@@ -235,7 +235,7 @@ class QueueManager final : public PodGate {
   void RefreshEstimates(std::chrono::milliseconds budget = std::chrono::milliseconds{1000})
       ABSL_LOCKS_EXCLUDED(mu_, refresh_mu_, est_mu_);
   struct PodEstimate {
-    RuntimeEstimate runtime;
+    RuntimeFacts runtime;  // DescribeRuntime renders it for the pod
     StartEstimate start;
     int64_t made_at_s = 0;
   };
@@ -931,12 +931,12 @@ class QueueManager final : public PodGate {
   // published board (a pointer copy for readers, never held with mu_).
   struct EstimateBoard {
     StartEstimates starts;
-    absl::flat_hash_map<std::string, RuntimeEstimate> runtimes;  // pending pods
+    absl::flat_hash_map<std::string, RuntimeFacts> runtimes;  // pending pods
   };
   std::shared_ptr<const EstimateBoard> Board() const ABSL_LOCKS_EXCLUDED(est_mu_);
   // The debug pages' and Positions' estimate fields, from the board.
   void FillEstimates(std::vector<QueuedPod>* pods) const ABSL_LOCKS_EXCLUDED(est_mu_);
-  void FillEstimate(PodReport* report) const ABSL_LOCKS_EXCLUDED(est_mu_);
+  void FillEstimate(const PodRequest& pod, PodReport* report) const ABSL_LOCKS_EXCLUDED(est_mu_);
   // ExplainPod's what-if answers (what_if.h) for `pod`, on `view`, after
   // the units of `copies` (its namespace's, up to and including its own).
   void AddWhatIfs(const PlanningView& view, const std::vector<Unit>& units, const PodRequest& pod,
@@ -945,8 +945,11 @@ class QueueManager final : public PodGate {
   // The runtime history brought to `view` (seeded from finished pods first).
   void UpdateHistoryLocked(const PlanningView& view, int64_t now_s)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_);
-  // Seconds a pod running now is expected to run (0: no estimate).
-  int64_t RunningRuntimeLocked(const PodOnNode& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_);
+  // Seconds a pod running now is expected to run (0: no estimate): as the
+  // last refresh that saw it running, else as `previous` (the last board)
+  // had it while it waited, else from its pod and the history.
+  int64_t RunningRuntimeLocked(const PodOnNode& p, const EstimateBoard* previous)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_);
   // The estimator's queues: every namespace's units, copied per namespace.
   std::vector<EstimateQueue> EstimateQueuesLocked(const std::vector<std::string>& names,
                                                   EstimateBoard* board)
@@ -955,8 +958,8 @@ class QueueManager final : public PodGate {
   RuntimeHistory history_ ABSL_GUARDED_BY(refresh_mu_);
   RunObserver observer_ ABSL_GUARDED_BY(refresh_mu_);
   bool history_seeded_ ABSL_GUARDED_BY(refresh_mu_) = false;
-  // Runtime estimates of pods seen waiting or running, by uid (kept for
-  // the pods still waiting or on nodes).
+  // Runtime estimates of the pods on nodes, by uid, from the refresh that
+  // first saw each running (pods still waiting have theirs on the board).
   absl::flat_hash_map<std::string, int64_t> runtime_of_ ABSL_GUARDED_BY(refresh_mu_);
   absl::flat_hash_map<std::string, int64_t> runtime_seen_ ABSL_GUARDED_BY(refresh_mu_);
   // The last board, for Backfill's admissions (set by the refresh under

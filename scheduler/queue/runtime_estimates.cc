@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "gpusched/util/strings.h"
@@ -185,7 +186,13 @@ std::optional<int64_t> FromDeadline(const PodRequest& pod, std::vector<std::stri
 
 }  // namespace
 
-RuntimeEstimate EstimateRuntime(const PodRequest& pod, const RuntimeHistory& history) {
+namespace {
+
+// Quantiles of the pod's workload (`workload`) or of its namespace and GPU
+// count, or none.
+using QuantilesOf = std::function<std::optional<RuntimeHistory::Quantiles>(bool workload)>;
+
+RuntimeEstimate Estimate(const PodRequest& pod, const QuantilesOf& quantiles_of) {
   RuntimeEstimate e;
   if (auto d = FromDeadline(pod, &e.rejected)) {
     e.seconds = *d;
@@ -205,11 +212,11 @@ RuntimeEstimate EstimateRuntime(const PodRequest& pod, const RuntimeHistory& his
   }
   const std::string& workload = pod.WorkloadKey();
   const int32_t gpus = pod.gpu.count;
-  auto q = history.ForWorkload(pod.ns, workload);
+  auto q = quantiles_of(/*workload=*/true);
   e.source = EstimateSource::kWorkloadHistory;
   std::string of = StrCat("workload ", pod.ns, "/", workload);
   if (!q) {
-    q = history.ForShape(pod.ns, gpus);
+    q = quantiles_of(/*workload=*/false);
     e.source = EstimateSource::kNamespaceHistory;
     of = StrCat("namespace ", pod.ns, " with ", gpus, " GPUs");
   }
@@ -221,9 +228,33 @@ RuntimeEstimate EstimateRuntime(const PodRequest& pod, const RuntimeHistory& his
     return e;
   }
   e.seconds = q->p50;
+  e.p90 = q->p90;
+  e.runs = q->runs;
   e.detail =
       StrCat("p50 of ", q->runs, " completed runs of ", of, " (p90 ", FormatRuntime(q->p90), ")");
   return e;
+}
+
+}  // namespace
+
+RuntimeEstimate EstimateRuntime(const PodRequest& pod, const RuntimeHistory& history) {
+  return Estimate(pod, [&](bool workload) {
+    return workload ? history.ForWorkload(pod.ns, pod.WorkloadKey())
+                    : history.ForShape(pod.ns, pod.gpu.count);
+  });
+}
+
+RuntimeFacts FactsOf(const RuntimeEstimate& e) { return {e.seconds, e.p90, e.runs, e.source}; }
+
+RuntimeEstimate DescribeRuntime(const PodRequest& pod, const RuntimeFacts& facts) {
+  // The pod's own inputs decide the same way again; history answers only
+  // for the key the facts came from.
+  return Estimate(pod, [&](bool workload) -> std::optional<RuntimeHistory::Quantiles> {
+    const EstimateSource from =
+        workload ? EstimateSource::kWorkloadHistory : EstimateSource::kNamespaceHistory;
+    if (facts.source != from) return std::nullopt;
+    return RuntimeHistory::Quantiles{facts.seconds, facts.p90, facts.runs};
+  });
 }
 
 }  // namespace gpusched::queue

@@ -58,8 +58,23 @@ struct RuntimeEstimate {
   // namespace n with 2 GPUs".
   std::string detail;
   std::vector<std::string> rejected;  // inputs not used, each with why
+  // From history only: the p90 and how many runs the p50 is taken from.
+  int64_t p90 = 0;
+  int32_t runs = 0;
   bool known() const { return source != EstimateSource::kNone; }
 };
+
+// What a RuntimeEstimate rests on, without its text: 24 bytes, kept per
+// waiting pod by the estimate board; DescribeRuntime renders the rest for
+// one pod when a debug page asks.
+struct RuntimeFacts {
+  int64_t seconds = 0;
+  int64_t p90 = 0;
+  int32_t runs = 0;
+  EstimateSource source = EstimateSource::kNone;
+  bool known() const { return source != EstimateSource::kNone; }
+};
+RuntimeFacts FactsOf(const RuntimeEstimate& e);
 
 // A duration in Go's notation restricted to h, m and s ("2h30m", "90m",
 // "3600s", "1.5h"), rounded to whole seconds; 1 s .. kMaxRuntimeSeconds.
@@ -114,6 +129,10 @@ class RuntimeHistory {
 
 // The estimate for `pod` from its own inputs, then `history`.
 RuntimeEstimate EstimateRuntime(const PodRequest& pod, const RuntimeHistory& history);
+// The estimate `facts` were taken from, whole again (detail, rejected
+// inputs): DescribeRuntime(pod, FactsOf(EstimateRuntime(pod, h))) equals
+// EstimateRuntime(pod, h) for every pod and history.
+RuntimeEstimate DescribeRuntime(const PodRequest& pod, const RuntimeFacts& facts);
 
 }  // namespace gpusched::queue
 

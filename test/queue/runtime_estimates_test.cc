@@ -136,6 +136,15 @@ TEST(EstimateRuntime, TakesTheFirstUsableSourceAndSaysWhyOthersWereRefused) {
           << c.name << ": " << e.rejected[i];
     }
     EXPECT_FALSE(e.detail.empty()) << c.name;
+    // The board keeps only the facts; rendered again for the pod, they
+    // give the same estimate, text included.
+    RuntimeEstimate again = DescribeRuntime(pod, FactsOf(e));
+    EXPECT_EQ(again.seconds, e.seconds) << c.name;
+    EXPECT_EQ(again.source, e.source) << c.name;
+    EXPECT_EQ(again.detail, e.detail) << c.name;
+    EXPECT_EQ(again.rejected, e.rejected) << c.name;
+    EXPECT_EQ(again.p90, e.p90) << c.name;
+    EXPECT_EQ(again.runs, e.runs) << c.name;
   }
 }
 
