@@ -4,8 +4,9 @@
 // arrive from several threads while other threads tick, hot-reload the
 // policy file (quotas and scoring), switch the quota source between GPUQuota
 // objects and the file, change the cluster (pods created, finished and
-// deleted; spare nodes added, cordoned and removed; a resync) and read the
-// debug pages (Report, ExplainPod, Positions, metrics).
+// deleted; spare nodes added, cordoned and removed; a resync), refresh the
+// estimated starts and read the debug pages (Report, ExplainPod, Positions,
+// metrics).
 //
 // What is asserted holds for every interleaving:
 //  - on every snapshot a checker thread sees: no device held twice, and no
@@ -225,7 +226,8 @@ std::string PartialGangs(const ClusterState& state, QueueManager& queue) {
 
 struct Counters {
   std::atomic<int64_t> filters{0}, binds{0}, bind_errors{0}, gang_binds{0}, preempts{0}, victims{0},
-      ticks{0}, reloads{0}, quota_switches{0}, node_changes{0}, pod_changes{0}, reads{0}, checks{0};
+      ticks{0}, reloads{0}, quota_switches{0}, node_changes{0}, pod_changes{0}, reads{0}, checks{0},
+      estimates{0};
 };
 
 // The serving process's objects, wired as serve.cc wires them.
@@ -267,6 +269,7 @@ class Stress {
     background.emplace_back([this] { Loop(5, [this](std::mt19937& r) { NodeStep(r); }); });
     background.emplace_back([this] { Loop(6, [this](std::mt19937& r) { ReadStep(r); }); });
     background.emplace_back([this] { Loop(7, [this](std::mt19937&) { CheckStep(); }); });
+    background.emplace_back([this] { Loop(8, [this](std::mt19937&) { EstimateStep(); }); });
     for (int i = 0; i < kSchedulers; ++i) {
       background.emplace_back(
           [this, i] { Loop(100 + i, [this](std::mt19937& r) { SchedulerCycle(r); }); });
@@ -517,6 +520,14 @@ class Stress {
     Pause(1);
   }
 
+  // The estimate refresh, as serve's EstimateThread runs it (history,
+  // estimated starts, the board Backfill and the debug pages read).
+  void EstimateStep() {
+    s_->queue->RefreshEstimates(std::chrono::milliseconds(50));
+    n_.estimates.fetch_add(1);
+    Pause(3);
+  }
+
   void CheckStep() {
     bad_.Add(SnapshotViolations(*s_->state->Snapshot()));
     n_.checks.fetch_add(1);
@@ -551,14 +562,15 @@ TEST(QueueConcurrencyTest, InvariantsHoldWhileEverythingRunsAtOnce) {
             << " preempt calls, " << n.victims << " victims deleted, " << n.ticks << " ticks, "
             << server.evictor.evictions << " evictions, " << n.reloads << " reloads, "
             << n.quota_switches << " quota source changes, " << n.node_changes << " node changes, "
-            << n.pod_changes << " pod changes, " << n.reads << " debug reads, " << n.checks
-            << " snapshot checks\n";
+            << n.pod_changes << " pod changes, " << n.reads << " debug reads, " << n.estimates
+            << " estimate refreshes, " << n.checks << " snapshot checks\n";
   EXPECT_EQ(stress.violations().All(), "");
   EXPECT_EQ(SnapshotViolations(*server.state->Snapshot()), "");
   EXPECT_EQ(CheckQueueInvariants(*server.state, *server.queue), "");
   EXPECT_EQ(PartialGangs(*server.state, *server.queue), "");
   EXPECT_GT(n.filters, 0);
   EXPECT_GT(n.binds, 0);
+  EXPECT_GT(n.estimates, 0);
 }
 
 }  // namespace
