@@ -22,7 +22,9 @@
 //
 // Usage: queue_scale GPUSCHED_BINARY [--nodes N] [--pending P]
 //        [--namespaces K] [--gangs G] [--names M] [--seconds S]
-//        [--stall-seconds T] [--dir DIR]
+//        [--stall-seconds T] [--idle] [--topology] [--dir DIR]
+// --topology labels the nodes by block and rack, sets gang.topologyLevels
+// and has every gang ask for one rack (half required, half preferred).
 // Loopback only; bounded in time; kills its server on exit.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -65,6 +67,10 @@ struct Options {
   // the requests name pods it has not shown (answered at their place in an
   // empty queue, never bound): what the queue costs when nothing waits.
   bool idle = false;
+  // Topology levels on: nodes labelled by block (64 nodes) and rack (16),
+  // the policy's gang.topologyLevels set, and every gang asking for one
+  // rack (odd gangs: required; even: preferred).
+  bool topology = false;
   std::string dir = "/tmp/gpusched-queue-scale";
 };
 
@@ -73,10 +79,18 @@ std::string Node(int i) { return "h100-" + std::to_string(i); }
 
 // ---- inputs ---------------------------------------------------------------
 
-std::string NodeJson(int i) {
+constexpr char kBlockLabel[] = "cloud.provider.com/topology-block";
+constexpr char kRackLabel[] = "cloud.provider.com/topology-rack";
+
+std::string NodeJson(int i, bool topology) {
   const std::string n = Node(i);
-  return "{\"kind\":\"Node\",\"metadata\":{\"name\":\"" + n +
-         "\",\"labels\":{\"kubernetes.io/hostname\":\"" + n +
+  std::string domains;
+  if (topology) {
+    domains = std::string("\"") + kBlockLabel + "\":\"block-" + std::to_string(i / 64) + "\",\"" +
+              kRackLabel + "\":\"rack-" + std::to_string(i / 16) + "\",";
+  }
+  return "{\"kind\":\"Node\",\"metadata\":{\"name\":\"" + n + "\",\"labels\":{" + domains +
+         "\"kubernetes.io/hostname\":\"" + n +
          "\",\"nvidia.com/gpu.product\":\"NVIDIA-H100-80GB-HBM3\",\"nvidia.com/gpu.memory\":"
          "\"81559\",\"nvidia.com/gpu.count\":\"8\"}},\"status\":{\"allocatable\":{\"cpu\":\"190\","
          "\"memory\":\"2000Gi\",\"nvidia.com/gpu\":\"8\"},\"capacity\":{\"nvidia.com/"
@@ -85,13 +99,14 @@ std::string NodeJson(int i) {
 
 std::string PodJson(const std::string& name, const std::string& ns, int gpus, int priority,
                     const std::string& node, const std::string& ids, const std::string& gang,
-                    int gang_size, int creation) {
+                    int gang_size, int creation, const std::string& topology = "") {
   std::string annotations;
   if (!ids.empty()) annotations = "\"gpusched.io/gpu-ids\":\"" + ids + "\"";
   if (!gang.empty()) {
     annotations = "\"gpusched.io/gang\":\"" + gang + "\",\"gpusched.io/gang-size\":\"" +
                   std::to_string(gang_size) + "\"";
   }
+  if (!topology.empty()) annotations += ",\"" + topology + "\":\"" + kRackLabel + "\"";
   char created[32];
   std::snprintf(created, sizeof(created), "2026-11-01T%02d:%02d:%02dZ", creation / 3600 % 24,
                 creation / 60 % 60, creation % 60);
@@ -116,7 +131,7 @@ std::vector<PendingPod> WriteInputs(const Options& o) {
   std::mt19937 rng(42);
   std::string nodes, running;
   for (int i = 0; i < o.nodes; ++i) {
-    nodes += (i ? "," : "") + NodeJson(i);
+    nodes += (i ? "," : "") + NodeJson(i, o.topology);
     for (int d = 0; d < 7; ++d) {
       // Three of every node's seven running pods belong to the first tenth
       // of the namespaces, which so borrow far above their guarantee: the
@@ -136,10 +151,14 @@ std::vector<PendingPod> WriteInputs(const Options& o) {
     const int priority = priorities[rng() % 3];
     if (gangs_left > 0 && rng() % 8 == 0) {
       const int members = 2 + static_cast<int>(rng() % 7);
+      const std::string topology = !o.topology           ? ""
+                                   : gangs_left % 2 == 1 ? "gpusched.io/topology-required"
+                                                         : "gpusched.io/topology-preferred";
       const std::string gang = "gang-" + std::to_string(gangs_left--);
       for (int m = 0; m < members && static_cast<int>(pending.size()) < o.pending; ++m) {
         const std::string name = gang + "-" + std::to_string(m);
-        pending.push_back({name, ns, PodJson(name, ns, 8, priority, "", "", gang, members, id)});
+        pending.push_back(
+            {name, ns, PodJson(name, ns, 8, priority, "", "", gang, members, id, topology)});
       }
       continue;
     }
@@ -181,6 +200,16 @@ std::vector<PendingPod> WriteInputs(const Options& o) {
     if (policy[close] == '}' && --depth == 0) break;
   }
   policy = policy.substr(0, open) + "{" + quotas + "}" + policy.substr(close + 1);
+  if (o.topology) {
+    const std::string gang = "\"gang\": {";
+    const size_t g = policy.find(gang);
+    if (g == std::string::npos) {
+      std::fprintf(stderr, "config/scheduler-policy.json has no gang section\n");
+      std::exit(2);
+    }
+    policy.insert(g + gang.size(), std::string("\"topologyLevels\": [\"") + kBlockLabel + "\", \"" +
+                                       kRackLabel + "\", \"kubernetes.io/hostname\"], ");
+  }
   std::ofstream(o.dir + "/policy.json") << policy;
   return pending;
 }
@@ -439,10 +468,10 @@ bool Flag(int argc, char** argv, int& i, const char* name, int* out) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(
-        stderr,
-        "usage: queue_scale GPUSCHED_BINARY [--nodes N] [--pending P] [--namespaces K] "
-        "[--gangs G] [--names M] [--seconds S] [--stall-seconds T] [--idle] [--dir DIR]\n");
+    std::fprintf(stderr,
+                 "usage: queue_scale GPUSCHED_BINARY [--nodes N] [--pending P] [--namespaces K] "
+                 "[--gangs G] [--names M] [--seconds S] [--stall-seconds T] [--idle] [--topology] "
+                 "[--dir DIR]\n");
     return 2;
   }
   Options o;
@@ -457,6 +486,10 @@ int main(int argc, char** argv) {
     }
     if (std::strcmp(argv[i], "--idle") == 0) {
       o.idle = true;
+      continue;
+    }
+    if (std::strcmp(argv[i], "--topology") == 0) {
+      o.topology = true;
       continue;
     }
     if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
