@@ -477,13 +477,34 @@ def queue_scale_run(rel):
             f"{ms(stop)} ms, {stops} stops > 1 ms"]
 
 
+QUEUE_SCALE_HEADER = ["run", "filter p50 / p99 / max", "prioritize p50 / p99 / max",
+                      "bind p50 / p99", "`/debug/queues?namespace=` p99 / max",
+                      "queue lock p99 / longest; holds ≥ 5 ms", "tick p99 (CPU p99)",
+                      "memory per pending pod", "cold start", "machine alone, longest stop"]
+
+
 def queue_scale():
     rows = [[label] + queue_scale_run(f"results/queue-scale/5000-nodes-run{n}.txt")
             for n, label in QUEUE_RUNS]
-    return render(["run", "filter p50 / p99 / max", "prioritize p50 / p99 / max", "bind p50 / p99",
-                   "`/debug/queues?namespace=` p99 / max",
-                   "queue lock p99 / longest; holds ≥ 5 ms", "tick p99 (CPU p99)",
-                   "memory per pending pod", "cold start", "machine alone, longest stop"], rows)
+    return render(QUEUE_SCALE_HEADER, rows)
+
+
+# The runs after BestEffortFIFO became the default and the estimate thread
+# was added (run 9 is the last one before), and the topology variant.
+QUEUE_RUNS_LATEST = [
+    ("5000-nodes-run9-5min.txt", "9: StrictFIFO default, no estimate thread (5 min)"),
+    ("5000-nodes-run10-5min-besteffort-seed-under-state-mutex.txt",
+     "10: BestEffortFIFO, estimate thread, seed under the state mutex (5 min)"),
+    ("5000-nodes-run11-5min-besteffort.txt", "11: the seed fixed (5 min)"),
+    ("5000-nodes-topology-60s-loaded.txt",
+     "`--topology`, 60 s, machine loaded by parallel builds"),
+]
+
+
+def queue_scale_latest():
+    rows = [[label] + queue_scale_run(f"results/queue-scale/{f}") for f, label in
+            QUEUE_RUNS_LATEST]
+    return render(QUEUE_SCALE_HEADER, rows)
 
 
 # ---- the registry -------------------------------------------------------------------
@@ -516,6 +537,8 @@ TABLES = {
     "topology-singles": ([TOPOLOGY], topology_singles),
     "queue-scale-5000": ([f"results/queue-scale/5000-nodes-run{n}.txt" for n, _ in QUEUE_RUNS],
                          queue_scale),
+    "queue-scale-latest": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_LATEST],
+                           queue_scale_latest),
 }
 
 
