@@ -3,15 +3,21 @@
 // pods' annotations (scheduler/kube/queue_status.h). Reads pods only, so
 // anyone allowed to list pods in the namespace may run it; installed as
 // `kubectl-gpusched` on the PATH it is also `kubectl gpusched queue`.
+// `--explain NS/POD` instead reads one pod's page from the extender
+// (queue_explain.h).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
+#include <set>
 
 #include "gpusched/util/strings.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/flags.h"
+#include "scheduler/cli/queue_explain.h"
 #include "scheduler/codec/agent_codec.h"
 #include "scheduler/codec/queue_codec.h"
+#include "scheduler/kube/kube_config.h"
 #include "scheduler/kube/runtime.h"
 
 namespace gpusched::cli {
@@ -32,7 +38,16 @@ constexpr char kUsage[] =
     "  --wide                print the full reason (default: cut to fit 100 columns)\n"
     "  --devices             instead: GPU pods on nodes, with the devices gpusched\n"
     "                        recorded (gpusched.io/gpu-ids) and those the node agent\n"
-    "                        confirmed from the kubelet (gpusched.io/gpu-ids-confirmed)\n";
+    "                        confirmed from the kubelet (gpusched.io/gpu-ids-confirmed)\n"
+    "\n"
+    "  --explain NS/POD      instead: one pending pod's reason, position, estimated\n"
+    "                        start with how its runtime was estimated, and the what-if\n"
+    "                        answers, from the extender's /debug/pods page (POD alone:\n"
+    "                        in -n's namespace, else the context's)\n"
+    "  -o, --output FORMAT   with --explain: text (default) or json (the page itself)\n"
+    "  --extender URL        with --explain: the extender (default http://127.0.0.1:8888;\n"
+    "                        https:// with --extender-ca, --extender-cert, --extender-key\n"
+    "                        for its mutual TLS)\n";
 
 // Position text as a sort key: "3" -> 3, "101+" -> 101; unknown last.
 int64_t PositionKey(const std::string& text) {
@@ -63,6 +78,10 @@ std::vector<std::string> Normalise(const std::vector<std::string>& args) {
       out.push_back("--namespace");
     } else if (a.rfind("-n=", 0) == 0) {
       out.push_back("--namespace=" + a.substr(3));
+    } else if (a == "-o") {
+      out.push_back("--output");
+    } else if (a.rfind("-o=", 0) == 0) {
+      out.push_back("--output=" + a.substr(3));
     } else if (a == "-A") {
       out.push_back("--all-namespaces");
     } else {
@@ -105,12 +124,22 @@ int PrintDevices(kube::KubeHttpClient& client, bool all, const std::string& ns) 
 }  // namespace
 
 int Queue(const std::vector<std::string>& args) {
-  Flags flags({"namespace", "kubeconfig", "context"}, {"all-namespaces", "wide", "devices"},
-              kUsage);
+  std::set<std::string> valued = {"namespace", "kubeconfig", "context"};
+  valued.insert(std::begin(kExplainFlags), std::end(kExplainFlags));
+  Flags flags(valued, {"all-namespaces", "wide", "devices"}, kUsage);
   if (auto done = flags.ParseOrExit("queue", Normalise(args))) return *done;
   kube::KubeOptions ko;
   ko.kubeconfig = flags.Has("kubeconfig") ? flags.Get("kubeconfig") : DefaultKubeconfig();
   ko.context = flags.Get("context");
+  if (flags.Has("explain")) {
+    // No API call: -n, else the kubeconfig context's namespace, else default.
+    std::string ns = flags.Get("namespace");
+    if (ns.empty() && !ko.kubeconfig.empty()) {
+      auto cfg = kube::LoadKubeconfig(ko.kubeconfig, ko.context);
+      if (cfg.ok()) ns = cfg->ns;
+    }
+    return ExplainPod(flags, flags.Get("explain"), ns.empty() ? "default" : ns);
+  }
   ko.in_cluster = ko.kubeconfig.empty();
   auto client = kube::MakeClient(ko);
   if (!client.ok()) {

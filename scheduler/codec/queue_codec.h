@@ -5,6 +5,7 @@
 #ifndef GPUSCHED_CODEC_QUEUE_CODEC_H_
 #define GPUSCHED_CODEC_QUEUE_CODEC_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +45,27 @@ struct QueueListRow {
 };
 // Rows of a PodList (GET /api/v1/pods). Errors name what is malformed.
 absl::StatusOr<std::vector<QueueListRow>> DecodeQueueList(std::string_view body);
+
+// A pod as GET /debug/pods/<ns>/<name> shows it (EncodePodReport), read
+// back by `gpusched queue --explain`. Absent fields stay empty.
+struct PodExplanation {
+  std::string ns;
+  std::string name;
+  std::string state;  // "pending", "bound", "finished"
+  std::string node;
+  int64_t position = 0;
+  std::string reason;
+  std::string estimated_start;  // RFC 3339; "" when there is none
+  std::string estimate_basis;
+  std::optional<int64_t> runtime_seconds;
+  std::string runtime_source;
+  std::string runtime_detail;
+  std::vector<std::string> runtime_rejected;
+  std::vector<std::string> what_if;
+  std::vector<queue::PreemptionPreview> preemption;
+};
+// Errors name the field that is malformed (a wrong type, not JSON at all).
+absl::StatusOr<PodExplanation> DecodePodExplanation(std::string_view body);
 
 }  // namespace gpusched::codec
 

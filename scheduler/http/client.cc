@@ -144,11 +144,21 @@ absl::StatusOr<std::unique_ptr<HttpClient>> HttpClient::Create(const std::string
 }
 
 absl::StatusOr<ClientResponse> HttpClient::Post(const std::string& path, const std::string& body) {
+  return Send(true, path, body);
+}
+
+absl::StatusOr<ClientResponse> HttpClient::Get(const std::string& path) {
+  return Send(false, path, "");
+}
+
+absl::StatusOr<ClientResponse> HttpClient::Send(bool post, const std::string& path,
+                                                const std::string& body) {
   Impl& m = *impl_;
-  bhttp::request<bhttp::string_body> req{bhttp::verb::post, m.prefix + path, 11};
+  bhttp::request<bhttp::string_body> req{post ? bhttp::verb::post : bhttp::verb::get,
+                                         m.prefix + path, 11};
   req.set(bhttp::field::host, m.host + ":" + m.port);
-  req.set(bhttp::field::content_type, "application/json");
-  req.set(bhttp::field::user_agent, "gpusched-simulate");
+  if (post) req.set(bhttp::field::content_type, "application/json");
+  req.set(bhttp::field::user_agent, "gpusched-client");
   req.keep_alive(true);
   req.body() = body;
   req.prepare_payload();

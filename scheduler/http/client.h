@@ -1,10 +1,11 @@
 // HttpClient: a small Boost.Beast HTTP/1.1 client for one plain-HTTP server
-// (the simulator's end-to-end mode speaking to `gpusched serve`). It keeps one
+// (the simulator's end-to-end mode speaking to `gpusched serve`, and
+// `gpusched queue --explain` reading its debug page). It keeps one
 // keep-alive connection, opened on first use; a request on a connection the
 // server has since closed is retried once on a fresh connection. Connect and
 // each request (write + read) have timeouts.
 //
-// Callers: the simulate command, tests. Errors: a transport failure is
+// Callers: the simulate and queue commands, tests. Errors: a transport failure is
 // absl::UnavailableError (DeadlineExceededError on a timeout); PostJson also
 // turns a non-200 status into UnavailableError with the body's text.
 //
@@ -44,6 +45,8 @@ class HttpClient {
 
   // POSTs `body` as application/json to PREFIX + `path`.
   absl::StatusOr<ClientResponse> Post(const std::string& path, const std::string& body);
+  // GETs PREFIX + `path`.
+  absl::StatusOr<ClientResponse> Get(const std::string& path);
   // Post, then the body of a 200 answer (anything else is an error).
   absl::StatusOr<std::string> PostJson(const std::string& path, const std::string& body);
 
@@ -53,6 +56,7 @@ class HttpClient {
  private:
   struct Impl;
   explicit HttpClient(std::unique_ptr<Impl> impl);
+  absl::StatusOr<ClientResponse> Send(bool post, const std::string& path, const std::string& body);
   std::unique_ptr<Impl> impl_;
 };
 
