@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "scheduler/queue/snapshot_delta.h"
+
 namespace gpusched::queue {
 
 const AttainedServiceConfig& AttainedOf(const QuotaConfig& quotas, const std::string& ns) {
@@ -45,32 +47,11 @@ void AttainedService::Remove(const std::string& uid, int64_t now_s) {
 
 void AttainedService::Update(std::shared_ptr<const ClusterSnapshot> snapshot, int64_t now_s) {
   if (snapshot == last_) return;
-  // Pods on the changed nodes before (may have left) and after (present).
-  absl::flat_hash_set<std::string> maybe_gone;
-  std::vector<const PodOnNode*> present;
-  auto after = [&](const NodeInfo& n) {
-    for (const PodOnNode& p : n.pods) {
-      if (p.reservation || p.gpus == 0) continue;
-      present.push_back(&p);
-    }
-  };
-  const auto& nodes = snapshot->nodes();
-  if (last_ != nullptr && last_->node_set_identity() == snapshot->node_set_identity()) {
-    const auto& before = last_->nodes();
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      if (before[i] == nodes[i]) continue;
-      for (const PodOnNode& p : before[i]->pods) maybe_gone.insert(p.uid);
-      after(*nodes[i]);
-    }
-  } else {
-    for (const auto& [uid, r] : pods_) maybe_gone.insert(uid);
-    for (const auto& n : nodes) after(*n);
-  }
-  for (const PodOnNode* p : present) {
-    maybe_gone.erase(p->uid);
+  SnapshotDelta delta = DiffSnapshots(last_.get(), *snapshot, pods_);
+  for (const PodOnNode* p : delta.present) {
     if (!pods_.contains(p->uid)) Add(*p, now_s);
   }
-  for (const std::string& uid : maybe_gone) Remove(uid, now_s);
+  for (const std::string& uid : delta.maybe_gone) Remove(uid, now_s);
   last_ = std::move(snapshot);
 }
 
