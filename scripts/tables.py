@@ -226,9 +226,10 @@ def coverage():
     return render(["guarantees cover", "load", "policy"] + COVERAGE_COLUMNS, rows)
 
 
-ESTIMATE_POLICIES = ["kueue-like", "gpusched", "gpusched-besteffort", "gpusched-backfill"]
+ESTIMATE_POLICIES = ["kueue-like", "gpusched-strict", "gpusched-besteffort", "gpusched-backfill"]
 ESTIMATE_COLUMNS = ["avg JCT s", "p95 JCT s", "preemptions", "longest gang wait s",
-                    "backfill overruns", "est. start median abs err s", "est. start within 25 %",
+                    "backfill overruns", "heads passed by backfill", "head slips",
+                    "est. start median abs err s", "est. start within 25 %",
                     "naive median abs err s", "naive within 25 %"]
 
 

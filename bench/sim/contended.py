@@ -78,6 +78,10 @@ COLUMNS = [
     ("naive median abs err s", "est_naive_median_abs_error_s", "{:,.0f}"),
     ("naive within 25 %", "est_naive_within_25pct", "{:.3f}"),
     ("backfill overruns", "est_backfill_overruns", "{:.0f}"),
+    # Starts of heads a backfilled unit passed, and those that slipped
+    # because of it (docs/simulator.md, "Head slips").
+    ("heads passed by backfill", "est_backfill_heads_passed", "{:.0f}"),
+    ("head slips", "est_backfill_head_slips", "{:.0f}"),
 ]
 
 

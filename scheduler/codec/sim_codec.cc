@@ -172,7 +172,9 @@ std::string EncodeReplayResult(const sim::ReplayResult& r) {
                       {"within_25pct", e.within_25pct},
                       {"naive_median_abs_error_s", e.naive_median_abs_error_s},
                       {"naive_within_25pct", e.naive_within_25pct},
-                      {"backfill_overruns", e.backfill_overruns}};
+                      {"backfill_overruns", e.backfill_overruns},
+                      {"backfill_heads_passed", e.backfill_heads_passed},
+                      {"backfill_head_slips", e.backfill_head_slips}};
   }
   nlohmann::ordered_json ns = nlohmann::ordered_json::object();
   for (const auto& [name, s] : r.per_ns) {

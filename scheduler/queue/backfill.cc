@@ -31,6 +31,11 @@ int64_t QueueManager::BackfillEnd(const std::vector<Unit>& units, size_t k, cons
   return end;
 }
 
+bool QueueManager::Backfilled(const std::string& uid) const {
+  absl::MutexLock l(&mu_);
+  return backfilled_.contains(uid);
+}
+
 int64_t QueueManager::CountOverrunsLocked(int64_t now_s) {
   int64_t overruns = 0;
   for (auto it = backfilled_.begin(); it != backfilled_.end();) {

@@ -241,6 +241,10 @@ class QueueManager final : public PodGate {
   };
   // Units Backfill let pass that ran past their promised end, so far.
   int64_t backfill_overruns() const { return backfill_overruns_.load(); }
+  // True while pod `uid`, admitted by Backfill ahead of earlier units, is
+  // still tracked for an overrun (from its admission until the refresh that
+  // sees it end or overrun). For the replay's head-slip count.
+  bool Backfilled(const std::string& uid) const ABSL_LOCKS_EXCLUDED(mu_);
   // The last refresh's estimate for pending pod `uid` (nullopt: none yet).
   std::optional<PodEstimate> EstimateOf(const std::string& uid) const ABSL_LOCKS_EXCLUDED(est_mu_);
 

@@ -23,6 +23,7 @@
 #include "scheduler/queue/queue_manager.h"
 #include "scheduler/queue/queue_wiring.h"
 #include "scheduler/queue/quota_ledger.h"
+#include "scheduler/sim/backfill_slips.h"
 #include "scheduler/sim/estimate_samples.h"
 #include "scheduler/sim/kube_cycle.h"
 #include "scheduler/sim/priority_classes.h"
@@ -232,6 +233,8 @@ class QueueReplay {
     run_.util_while_waiting = metrics_->UtilisationWhileWaiting();
     run_.estimates = sampler_.Summary();
     run_.estimates.backfill_overruns = queue_->backfill_overruns();
+    run_.estimates.backfill_heads_passed = slips_.heads_passed();
+    run_.estimates.backfill_head_slips = slips_.slips();
     run_.surplus_jain = metrics_->MeanSurplusJain();
     return std::move(run_);
   }
@@ -357,13 +360,17 @@ class QueueReplay {
   // virtual clock, with no wall-clock budget), sampled for accuracy.
   void RefreshEstimates(double t) {
     queue_->RefreshEstimates(std::chrono::hours(1));
+    std::vector<BackfillSlips::Waiting> waiting;
     for (const queue::QueuedPod& q : queue_->Positions(0)) {
       auto it = unit_of_.find(q.uid);
       if (it == unit_of_.end()) continue;
       const Unit& x = units_[it->second];
       sampler_.Offer(it->second, t, x.pending_since, q.position,
                      static_cast<double>(q.estimated_start_unix));
+      waiting.push_back(
+          {it->second, jobs_[x.job].ns, q.position, static_cast<double>(q.estimated_start_unix)});
     }
+    slips_.Refreshed(std::move(waiting));
   }
 
   void Bound(const std::string& uid, double t) {
@@ -374,6 +381,9 @@ class QueueReplay {
     x.running = true;
     x.run_start = t;
     sampler_.Started(unit_of_[uid], t);
+    const bool backfilled = std::any_of(
+        x.uids.begin(), x.uids.end(), [&](const std::string& m) { return queue_->Backfilled(m); });
+    slips_.Started(unit_of_[uid], jobs_[x.job].ns, t, UnitNodes(x), backfilled);
     x.queue_time += t - x.pending_since;
     if (o_.on_start) x.remaining *= o_.on_start(jobs_[x.job].source, t, UnitNodes(x));
     done_.push({t + x.remaining, unit_of_[uid], x.epoch});
@@ -413,6 +423,7 @@ class QueueReplay {
     RemovePods(x);
     run_.busy_gpu_seconds += (t - x.run_start) * x.gpus();
     sampler_.Completed(t - x.run_start);
+    slips_.Stopped(u, t);
     x.running = false;
     x.done = true;
     x.end = t;
@@ -435,6 +446,7 @@ class QueueReplay {
       sampler_.Forget(u);
       RemovePods(x);
       if (x.running) {
+        slips_.Stopped(u, t);
         const double ran = t - x.run_start;
         run_.busy_gpu_seconds += ran * x.gpus();
         x.remaining = std::max(0.0, x.remaining - ran) + Penalty(x.gpus());
@@ -507,6 +519,7 @@ class QueueReplay {
   static constexpr double kEstimateEverySeconds = 60;
   double next_estimate_ = 0;
   EstimateSampler sampler_;
+  BackfillSlips slips_;
   std::vector<JobRec> jobs_;
   std::vector<Unit> units_;
   absl::flat_hash_map<std::string, PodRequest> pods_;  // live pods by uid

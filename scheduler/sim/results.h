@@ -66,6 +66,10 @@ struct EstimateAccuracy {
   double naive_median_abs_error_s = 0;
   double naive_within_25pct = 0;
   int64_t backfill_overruns = 0;
+  // Starts of units a backfilled unit passed, and of those the ones whose
+  // start slipped because of it (BackfillSlips, backfill_slips.h).
+  int64_t backfill_heads_passed = 0;
+  int64_t backfill_head_slips = 0;
 };
 
 struct ReplayResult {
