@@ -243,6 +243,29 @@ def estimates_contended():
     return render(["load", "policy"] + ESTIMATE_COLUMNS, rows)
 
 
+PHILLY_BACKFILL = "results/estimates/philly-backfill/grid.json"
+
+
+def philly_backfill():
+    """Backfill against the shipped default (BestEffortFIFO) on Philly windows at 44 nodes."""
+    rows = []
+    for g in load_json(PHILLY_BACKFILL)["grid"]:
+        r = g["results"]
+        k, d, b = r["kueue-like"], r["gpusched"], r["backfill"]
+        e = b["estimates"]
+        rows.append([window(g), g["namespaces"], grouped(k["avg_jct_s"]), grouped(d["avg_jct_s"]),
+                     grouped(b["avg_jct_s"]), f"{100 * (b['avg_jct_s'] / d['avg_jct_s'] - 1):+.0f} %",
+                     f"{grouped(d['p95_jct_s'])} / {grouped(b['p95_jct_s'])}",
+                     f"{grouped(d['preemptions'])} / {grouped(b['preemptions'])}",
+                     f"{grouped(d['max_gang_wait_s'])} / {grouped(b['max_gang_wait_s'])}",
+                     grouped(e["backfill_overruns"]),
+                     f"{e['backfill_head_slips']} of {e['backfill_heads_passed']}"])
+    return render(["window", "namespaces", "Kueue-like avg JCT s", "default avg JCT s",
+                   "Backfill avg JCT s", "Backfill vs default", "p95 JCT s (default / Backfill)",
+                   "preemptions (default / Backfill)", "longest gang wait s (default / Backfill)",
+                   "backfill overruns", "head slips of heads passed"], rows)
+
+
 # ---- Philly on one pool -------------------------------------------------------------
 
 def philly_pool_runs():
@@ -529,6 +552,7 @@ TABLES = {
     "contended-0.95": (["results/contended.md"], lambda: contended("0.95")),
     "contended-coverage": (["results/contended-coverage/coverage.md"], coverage),
     "estimates-contended": (["results/estimates/contended.md"], estimates_contended),
+    "estimates-philly-backfill": ([PHILLY_BACKFILL], philly_backfill),
     "philly-pool": (["results/philly-pool/one-namespace.md", "results/philly-pool/held-out.md",
                      "results/philly-pool/vcs.md"], philly_pool),
     "kueue-before-after-philly": ([BASELINES], kueue_before_after),
