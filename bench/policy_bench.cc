@@ -5,22 +5,34 @@
 #include <benchmark/benchmark.h>
 
 #include "gpusched/core/extender_service.h"
+#include "gpusched/util/strings.h"
 #include "scheduler/codec/extender_codec.h"
 #include "test/testing/builders.h"
 
 namespace gpusched {
 namespace {
 
+// Labels every node with a block (128 nodes) and a rack (16 nodes).
+void LabelRacks(std::vector<NodeSpec>* nodes) {
+  for (size_t i = 0; i < nodes->size(); ++i) {
+    NodeLabels labels = {{"cloud.provider.com/topology-block", StrCat("b", i / 128)},
+                         {"cloud.provider.com/topology-rack", StrCat("r", i / 16)},
+                         {"kubernetes.io/hostname", (*nodes)[i].name}};
+    (*nodes)[i].labels = std::make_shared<const NodeLabels>(std::move(labels));
+  }
+}
+
 struct Fixture {
-  explicit Fixture(int nodes) {
+  // `scoring` with levels: the nodes carry them (LabelRacks).
+  explicit Fixture(int nodes, const ScoringConfig& scoring = ScoringConfig{}) {
     std::string cluster = testing::SyntheticClusterJson(nodes, 7);
     codec::RequestDecoder d(256);
     auto objs = d.DecodeClusterList(cluster);
+    if (!scoring.topology_levels.empty()) LabelRacks(&objs->nodes);
     state = std::make_unique<ClusterState>(testing::ShippedTemplates());
     state->Reset(std::move(objs->nodes), std::move(objs->pods));
     state->Commit();
-    service =
-        std::make_unique<ExtenderService>(state.get(), *policy::Framework::Create(ScoringConfig{}));
+    service = std::make_unique<ExtenderService>(state.get(), *policy::Framework::Create(scoring));
     service->SetReady(true);
     body = testing::SyntheticFilterRequest(nodes, 4);
   }
@@ -64,6 +76,44 @@ void BM_FilterPrioritizeCycle(benchmark::State& st) {
   }
 }
 BENCHMARK(BM_FilterPrioritizeCycle)->Arg(500)->Arg(5000)->Arg(20000)->Unit(benchmark::kMicrosecond);
+
+// The shipped scoring (GpuTopology 10, FragLookahead 90) on nodes labelled
+// with blocks and racks; range(1) = 1 adds DomainFit (policy/domain_fit.h)
+// by both levels at its default weight: its cost is the difference. Filter
+// does not run scorers; prioritize builds the per-domain figures once per
+// request and looks each node's score up.
+ScoringConfig ShippedScoring(bool domain_fit) {
+  ScoringConfig s;
+  s.scorers = {{"GpuTopology", 10, {}}, {"FragLookahead", 90, {}}};
+  s.topology_levels = {"cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"};
+  s.domain_weight = domain_fit ? policy::kDefaultDomainWeight : 0;
+  return s;
+}
+
+void BM_PrioritizeDomainFit(benchmark::State& st) {
+  Fixture f(static_cast<int>(st.range(0)), ShippedScoring(st.range(1) != 0));
+  codec::RequestDecoder d;
+  std::string body = f.body;
+  auto args = d.DecodeExtenderArgs(body);
+  for (auto _ : st) benchmark::DoNotOptimize(f.service->Prioritize(*args));
+  st.SetItemsProcessed(st.iterations() * st.range(0));
+}
+BENCHMARK(BM_PrioritizeDomainFit)
+    ->Args({5000, 0})
+    ->Args({5000, 1})
+    ->Args({20000, 0})
+    ->Args({20000, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_FilterDomainFit(benchmark::State& st) {
+  Fixture f(static_cast<int>(st.range(0)), ShippedScoring(st.range(1) != 0));
+  codec::RequestDecoder d;
+  std::string body = f.body;
+  auto args = d.DecodeExtenderArgs(body);
+  for (auto _ : st) benchmark::DoNotOptimize(f.service->Filter(*args));
+  st.SetItemsProcessed(st.iterations() * st.range(0));
+}
+BENCHMARK(BM_FilterDomainFit)->Args({5000, 0})->Args({5000, 1})->Unit(benchmark::kMicrosecond);
 
 void BM_TopologyChoose(benchmark::State& st) {
   auto t = *GpuTopology::FromCodes(testing::Dgx1V100Codes());

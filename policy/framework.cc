@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "gpusched/policy/registry.h"
 #include "gpusched/util/strings.h"
+#include "policy/domain_fit.h"
 
 namespace gpusched::policy {
 
@@ -12,7 +13,10 @@ std::unique_ptr<Framework> Framework::WithScorers(std::vector<WeightedScorer> sc
   std::unique_ptr<Framework> f(new Framework());
   f->filters_ = BuiltinFilters();
   f->scorers_ = std::move(scorers);
-  for (const WeightedScorer& s : f->scorers_) f->total_weight_ += std::max(0, s.weight);
+  for (const WeightedScorer& s : f->scorers_) {
+    f->total_weight_ += std::max(0, s.weight);
+    f->uses_memo_ = f->uses_memo_ || (s.weight > 0 && s.scorer->UsesRequestMemo());
+  }
   return f;
 }
 
@@ -27,6 +31,15 @@ absl::StatusOr<std::unique_ptr<Framework>> Framework::Create(const ScoringSpec& 
     if (!s.ok()) return s.status();
     scorers.push_back({std::move(*s), spec.weight});
   }
+  if (scoring.domain_weight < 0 || scoring.domain_weight > 100) {
+    return absl::InvalidArgumentError(
+        StrCat("weight of ", DomainFitScorer::kName, " must be in 0..100"));
+  }
+  // DomainFit only with levels: without, the framework is exactly the above.
+  if (scoring.domain_weight > 0 && !DomainFitLevels(scoring.topology_levels).empty()) {
+    scorers.push_back(
+        {std::make_unique<DomainFitScorer>(scoring.topology_levels), scoring.domain_weight});
+  }
   return WithScorers(std::move(scorers));
 }
 
@@ -34,6 +47,7 @@ PodContext Framework::Prepare(const PodRequest& pod, const ClusterSnapshot& snap
   PodContext ctx;
   ctx.pod = &pod;
   ctx.snapshot = &snapshot;
+  if (uses_memo_) ctx.memo = std::make_shared<RequestMemo>();
   if (!pod.gpu.models.empty()) {
     const auto& products = snapshot.products();
     ctx.product_allowed.assign(products.size(), 0);
@@ -89,24 +103,40 @@ FilterMemo::Entry FilterMemo::FilterEntry(const NodeHot& node) {
 
 int64_t FilterMemo::Score(const NodeHot& node) {
   if (score_cache_ == ScoreCache::kUnknown) {
-    bool gpu_only = true, gpu_and_cpu = true;
+    // The scorers that allow it are cached together (their weighted sum);
+    // the others (e.g. DomainFit, which reads the node's domain) are added
+    // fresh for every node. The sum is the same as Framework::Score's.
+    bool any = false, gpu_only = true;
     for (const WeightedScorer& s : framework_.scorers()) {
+      if (s.weight <= 0 || !s.scorer->DependsOnlyOnGpuStateAndFreeCpu()) continue;
+      any = true;
       gpu_only = gpu_only && s.scorer->DependsOnlyOnGpuState();
-      gpu_and_cpu = gpu_and_cpu && s.scorer->DependsOnlyOnGpuStateAndFreeCpu();
     }
-    score_cache_ = gpu_only      ? ScoreCache::kGpuState
-                   : gpu_and_cpu ? ScoreCache::kGpuStateAndFreeCpu
-                                 : ScoreCache::kNone;
+    score_cache_ = !any       ? ScoreCache::kNone
+                   : gpu_only ? ScoreCache::kGpuState
+                              : ScoreCache::kGpuStateAndFreeCpu;
   }
   if (node.partial_share || score_cache_ == ScoreCache::kNone) {
     return framework_.Score(ctx_, *node.info);
   }
+  if (framework_.total_weight() == 0) return kMinNodeScore;
   ScoreKey key{{node.topology, node.product_id, node.gpu_memory_mib, node.healthy, node.whole_free,
                 node.state_hash},
                score_cache_ == ScoreCache::kGpuStateAndFreeCpu ? node.cpu_free_milli : 0};
   auto it = scores_.find(key);
-  if (it == scores_.end()) it = scores_.emplace(key, framework_.Score(ctx_, *node.info)).first;
-  return it->second;
+  if (it == scores_.end()) {
+    it = scores_.emplace(key, framework_.WeightedSum(ctx_, *node.info, true)).first;
+  }
+  return (it->second + framework_.WeightedSum(ctx_, *node.info, false)) / framework_.total_weight();
+}
+
+int64_t Framework::WeightedSum(const PodContext& ctx, const NodeInfo& node, bool cacheable) const {
+  int64_t sum = 0;
+  for (const WeightedScorer& s : scorers_) {
+    if (s.weight <= 0 || s.scorer->DependsOnlyOnGpuStateAndFreeCpu() != cacheable) continue;
+    sum += s.weight * std::clamp(s.scorer->Score(ctx, node), kMinNodeScore, kMaxNodeScore);
+  }
+  return sum;
 }
 
 int64_t Framework::Score(const PodContext& ctx, const NodeInfo& node) const {

@@ -379,15 +379,17 @@ def philly_default():
 # ---- topology-aware gangs ----------------------------------------------------------------
 
 TOPOLOGY = "results/topology/runs.csv"
+TOPOLOGY_HELD_OUT = "results/topology/seeds-4-6/runs.csv"
 TOPO_POLICIES = {"gpusched": "gpusched, no levels (today)",
-                 "gpusched-topology": "gpusched with topology levels",
+                 "gpusched-topology-no-domainfit": "gpusched with levels, gangs only",
+                 "gpusched-topology": "gpusched with levels and DomainFit",
                  "kueue-tas": "Kueue-TAS-like"}
 
 
-def topology_means():
+def topology_means(path=TOPOLOGY):
     """{(scenario, policy): {column: mean over seeds}} and {scenario: half}, in file order."""
     runs, halves = {}, {}
-    for row in csv.DictReader(open(path_of(TOPOLOGY), encoding="utf-8")):
+    for row in csv.DictReader(open(path_of(path), encoding="utf-8")):
         key = (row["scenario"], row["policy"])
         runs.setdefault(key, []).append(row)
         halves[row["scenario"]] = row["half"]
@@ -439,6 +441,27 @@ def topology_singles():
     return render(["cluster (load 0.8)", "placement", "racks/cliques whole, gangs only",
                    "with single pods", "change", "gangs in one domain, gangs only",
                    "with single pods", "gang wait mean s, gangs only", "with single pods"], rows)
+
+
+def topology_domainfit():
+    """DomainFit's effect at load 0.8 with single pods: seeds 1-3 (tuned on) and 4-6 (held out)."""
+    rows = []
+    for path, seeds in ((TOPOLOGY, "1–3"), (TOPOLOGY_HELD_OUT, "4–6 (held out)")):
+        means, _ = topology_means(path)
+        for cluster in ("racks", "cliques"):
+            for (scenario, policy), m in means.items():
+                if scenario != f"{cluster}-0.8":
+                    continue
+                rows.append([cluster, seeds, TOPO_POLICIES.get(policy, policy),
+                             pct(m["whole_group"]), pct(m["whole_top"]),
+                             pct(m["one_domain_share"]), grouped(m["gang_wait_mean_s"]),
+                             grouped(m["gang_wait_p95_s"]), grouped(m["single_wait_mean_s"]),
+                             grouped(m["avg_single_jct_s"]), grouped(m["avg_jct_s"]),
+                             f"{m['utilisation']:.3f}"])
+    return render(["cluster (load 0.8)", "seeds", "placement", "racks/cliques whole",
+                   "blocks/cliques whole", "gangs in one domain", "gang wait mean s",
+                   "gang wait p95 s", "single-pod wait mean s", "single-pod JCT s",
+                   "avg JCT s", "GPUs allocated"], rows)
 
 
 # ---- the queue at production depth -----------------------------------------------------
@@ -560,6 +583,7 @@ TABLES = {
     "philly-default": ([SHIPPED_DEFAULT], philly_default),
     "topology-compare": ([TOPOLOGY], topology_compare),
     "topology-singles": ([TOPOLOGY], topology_singles),
+    "topology-domainfit": ([TOPOLOGY, TOPOLOGY_HELD_OUT], topology_domainfit),
     "queue-scale-5000": ([f"results/queue-scale/5000-nodes-run{n}.txt" for n, _ in QUEUE_RUNS],
                          queue_scale),
     "queue-scale-latest": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_LATEST],

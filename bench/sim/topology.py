@@ -7,8 +7,9 @@ cliques of 18 nodes x 4 GPUs) with Philly-derived training jobs (gangs
 asking for a required or preferred level, and single pods), for each
 scenario and seed below, and each placement: gpusched as configured
 without topology levels (today's node-by-node placement), gpusched with the
-cluster's levels (when the scheduler supports them), and the
-Kueue-TAS-like baseline. Every run's CSV goes to OUT_DIR/raw/, all rows to
+cluster's levels for gangs only (single pods scored node by node), the
+same with DomainFit scoring single pods by domain (the default with
+levels), and the Kueue-TAS-like baseline. Every run's CSV goes to OUT_DIR/raw/, all rows to
 OUT_DIR/runs.csv (scripts/tables.py renders the README tables from it).
 
 The "tune" scenario is the one looked at while building the comparison;
@@ -18,6 +19,9 @@ the gangs-only and slowdown variants) only measures.
 Usage (from the repository root, after a build):
   python3 bench/sim/topology.py [BUILD_DIR] [--traces-dir DIR]
       [--out-dir results/topology] [--seeds 1,2,3] [--only NAME,...]
+  Held-out seeds (DomainFit's weight was chosen on seeds 1-3):
+  python3 bench/sim/topology.py build --seeds 4,5,6 --only racks-0.8,cliques-0.8 \
+      --out-dir results/topology/seeds-4-6
 """
 import argparse
 import csv
@@ -49,7 +53,7 @@ SCENARIOS = {
     "racks-0.8-slowdown1": (["--topology", "racks:2x4x4", "--load", "0.8", "--slowdown", "1"],
                             "held-out"),
 }
-POLICIES = ["gpusched", "gpusched-topology", "kueue-tas"]
+POLICIES = ["gpusched", "gpusched-topology-no-domainfit", "gpusched-topology", "kueue-tas"]
 
 
 def main():

@@ -190,7 +190,8 @@ absl::Status DecodeScoring(const json& j, ScoringConfig& s) {
       CheckKeys(j, p,
                 {"scorers", "topologyWeight", "packingWeight", "spread", "fragmentationWeight",
                  "fragmentationScale", "fragmentationTarget", "fragmentationPolicy",
-                 "fragmentationCpuGuard", "fragmentationCapacity"}));
+                 "fragmentationCpuGuard", "fragmentationCapacity", "domainWeight"}));
+  GPUSCHED_RETURN_IF_ERROR(GetIntAs(j, "domainWeight", p, 0, 100, &s.domain_weight));
   policy::ScorerParams params;
   GPUSCHED_RETURN_IF_ERROR(DecodeScorerParams(j, params));
   std::vector<policy::ScorerSpec> named;
@@ -524,6 +525,22 @@ absl::Status DecodeTopologyLevels(const json& j, std::vector<std::string>& out) 
   return absl::OkStatus();
 }
 
+// DomainFit scores by the gang section's levels (policy/domain_fit.h): an
+// explicit scoring.domainWeight without a level to score by is an error.
+absl::Status DomainScoring(const json& j, SchedulerConfig& c) {
+  c.scoring.topology_levels = c.gang.topology_levels;
+  const bool levels = std::any_of(c.gang.topology_levels.begin(), c.gang.topology_levels.end(),
+                                  [](const std::string& l) { return l != kHostnameLevel; });
+  if (!levels && c.scoring.domain_weight > 0 && j.contains("scoring") &&
+      j["scoring"].contains("domainWeight")) {
+    return FieldError("scoring.domainWeight",
+                      StrCat("scores topology domains and needs gang.topologyLevels with a level "
+                             "above ",
+                             kHostnameLevel, " (or set it to 0)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DecodeGang(const json& j, GangConfig& g) {
   GPUSCHED_RETURN_IF_ERROR(CheckKeys(j, "gang", {"reservationSeconds", "topologyLevels"}));
   GPUSCHED_RETURN_IF_ERROR(
@@ -565,6 +582,7 @@ absl::StatusOr<SchedulerConfig> DecodeConfig(std::string_view text) {
   if (j.contains("quotas")) GPUSCHED_RETURN_IF_ERROR(DecodeQuotas(j["quotas"], c.quotas));
   if (j.contains("reclaim")) GPUSCHED_RETURN_IF_ERROR(DecodeReclaim(j["reclaim"], c.reclaim));
   if (j.contains("gang")) GPUSCHED_RETURN_IF_ERROR(DecodeGang(j["gang"], c.gang));
+  GPUSCHED_RETURN_IF_ERROR(DomainScoring(j, c));
   return c;
 }
 

@@ -101,8 +101,8 @@ TopoResult TopoMeter::Result(std::string policy) const {
   r.policy = std::move(policy);
   r.jobs = static_cast<int64_t>(jobs_.size());
   std::vector<double> waits;
-  double jct = 0, gang_jct = 0;
-  int64_t done = 0, gangs_done = 0;
+  double jct = 0, gang_jct = 0, single_jct = 0, single_wait = 0;
+  int64_t done = 0, gangs_done = 0, singles_done = 0, singles_started = 0;
   for (size_t j = 0; j < jobs_.size(); ++j) {
     const TopoJob& job = jobs_[j];
     r.gangs += job.gang;
@@ -113,7 +113,9 @@ TopoResult TopoMeter::Result(std::string policy) const {
       ++done;
       r.makespan = std::max(r.makespan, end_[j]);
       if (job.gang) gang_jct += end_[j] - job.submit, ++gangs_done;
+      if (!job.gang) single_jct += end_[j] - job.submit, ++singles_done;
     }
+    if (!job.gang && start_[j] >= 0) single_wait += start_[j] - job.submit, ++singles_started;
     if (!job.gang || start_[j] < 0) continue;
     ++r.gangs_started;
     waits.push_back(start_[j] - job.submit);
@@ -129,6 +131,8 @@ TopoResult TopoMeter::Result(std::string policy) const {
   r.gang_wait_p95 = Percentile(waits, 0.95);
   r.avg_jct = done ? jct / static_cast<double>(done) : 0;
   r.avg_gang_jct = gangs_done ? gang_jct / static_cast<double>(gangs_done) : 0;
+  r.avg_single_jct = singles_done ? single_jct / static_cast<double>(singles_done) : 0;
+  r.single_wait_mean = singles_started ? single_wait / static_cast<double>(singles_started) : 0;
   const double window = std::max(last_t_, 1e-9);
   r.utilisation = util_area_ / window;
   r.whole_top = top_area_ / window;
@@ -202,12 +206,14 @@ absl::StatusOr<TopoResult> RunGpusched(const TopoCluster& c, const std::vector<T
   ro.config = o.config;
   ro.config.quotas = OneQueue(o.config.quotas, c.Capacity());
   ro.nodes = LabelledNodes(c);
-  if (o.policy == "gpusched-topology") {
+  if (o.policy.starts_with("gpusched-topology")) {
     ro.config.gang.topology_levels.assign(c.levels.begin(), c.levels.end() - 1);
     ro.decorate_pod = [&jobs](int job, PodRequest* pod) { AskTopology(jobs[job], pod); };
+    if (o.policy == kTopologyNoDomainFit) ro.config.scoring.domain_weight = 0;
   } else {
     ro.config.gang.topology_levels.clear();
   }
+  ro.config.scoring.topology_levels = ro.config.gang.topology_levels;  // as the codec does
   ro.on_start = [&](int job, double t, const std::vector<std::string>& nodes) {
     std::vector<int> at;
     for (const std::string& n : nodes) at.push_back(index.at(n));
@@ -284,12 +290,14 @@ absl::StatusOr<TopoResult> RunTopoCompare(const TopoCluster& cluster,
           StrCat("job ", j.id, ": level '", j.level, "' is not a level of the cluster"));
     }
   }
-  if (o.policy == "gpusched" || o.policy == "gpusched-topology") {
+  if (o.policy == "gpusched" || o.policy == "gpusched-topology" ||
+      o.policy == kTopologyNoDomainFit) {
     return RunGpusched(cluster, jobs, o);
   }
   if (o.policy == "kueue-tas") return RunKueueTas(cluster, jobs, o);
   return absl::InvalidArgumentError(StrCat("topology comparison: unknown policy '", o.policy,
-                                           "' (gpusched, gpusched-topology, kueue-tas)"));
+                                           "' (gpusched, gpusched-topology, ", kTopologyNoDomainFit,
+                                           ", kueue-tas)"));
 }
 
 }  // namespace gpusched::sim

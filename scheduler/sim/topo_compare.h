@@ -8,7 +8,11 @@
 //    topology levels configured: today's placement;
 //  - gpusched-topology: the same with the cluster's levels in
 //    gang.topologyLevels, node labels, and each gang's request as the pod
-//    decoder reads gpusched.io/topology-required / -preferred;
+//    decoder reads gpusched.io/topology-required / -preferred; single pods
+//    scored with DomainFit too (policy/domain_fit.h; the configured
+//    scoring.domainWeight, default kDefaultDomainWeight);
+//  - gpusched-topology-no-domainfit: the same with scoring.domainWeight 0
+//    (gangs by domain, single pods node by node as before DomainFit);
 //  - kueue-tas: Kueue's TAS placement (kueue_tas.h) in a BestEffortFIFO
 //    queue: at every arrival or completion each pending job, oldest first,
 //    starts if TAS finds it room; one ClusterQueue owns the whole cluster.
@@ -18,7 +22,8 @@
 // Measured, from the start to the last arrival unless said:
 // share of started gangs in one domain of their level, required gangs
 // placed over more than one, gang wait (submission to start) mean and p95,
-// average JCT (with the slowdown) of all jobs and of gangs, allocated GPU
+// average JCT (with the slowdown) of all jobs, of gangs and of single
+// pods, single pods' mean wait, allocated GPU
 // share, and the share of domains left whole (no GPU in use) at the top
 // level and at the gangs' smallest level, averaged over time and at the
 // last arrival. Jobs still running or waiting when the run ends are
@@ -39,6 +44,8 @@
 
 namespace gpusched::sim {
 
+inline constexpr char kTopologyNoDomainFit[] = "gpusched-topology-no-domainfit";
+
 struct TopoCompareOptions {
   std::string policy = "gpusched";
   double slowdown = kDefaultSpanSlowdown;  // s of SpanSlowdown
@@ -54,9 +61,10 @@ struct TopoResult {
   double one_domain_share = 0;   // gangs_one_domain / gangs_started
   double gang_wait_mean = 0, gang_wait_p95 = 0;
   double avg_jct = 0, avg_gang_jct = 0;
-  double utilisation = 0;                         // time-averaged allocated GPUs / capacity
-  double whole_top = 0, whole_group = 0;          // time-averaged share of whole domains
-  double whole_top_end = 0, whole_group_end = 0;  // at the last arrival
+  double avg_single_jct = 0, single_wait_mean = 0;  // jobs that are not gangs
+  double utilisation = 0;                           // time-averaged allocated GPUs / capacity
+  double whole_top = 0, whole_group = 0;            // time-averaged share of whole domains
+  double whole_top_end = 0, whole_group_end = 0;    // at the last arrival
   double makespan = 0;
 };
 

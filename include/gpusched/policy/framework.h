@@ -29,7 +29,9 @@ class Framework {
  public:
   // Builds the pipeline for `scoring`: the built-in filters, and each
   // registered scorer it names with a positive weight (weight 0 leaves one
-  // out). InvalidArgument for a negative weight, NotFound for an unknown name.
+  // out), then DomainFit (policy/domain_fit.h) when `scoring` has topology
+  // levels and a positive domain_weight. InvalidArgument for a negative
+  // weight (or a domain_weight above 100), NotFound for an unknown name.
   static absl::StatusOr<std::unique_ptr<Framework>> Create(const ScoringSpec& scoring);
   // Builds a pipeline with the built-in filters and the given scorers
   // (tests; a random-node policy with none).
@@ -41,6 +43,11 @@ class Framework {
   // Returns the weighted mean of the scorers, 0..100, for any pod (GPU or
   // not). REQUIRES: Filter(ctx, node).fits().
   int64_t Score(const PodContext& ctx, const NodeInfo& node) const;
+  // The sum of weight * score (before Score divides it by total_weight())
+  // over the scorers whose DependsOnlyOnGpuStateAndFreeCpu() is `cacheable`
+  // (FilterMemo caches that part per node state).
+  int64_t WeightedSum(const PodContext& ctx, const NodeInfo& node, bool cacheable) const;
+  int64_t total_weight() const { return total_weight_; }
 
   const std::vector<std::unique_ptr<FilterPolicy>>& filters() const { return filters_; }
   const std::vector<WeightedScorer>& scorers() const { return scorers_; }
@@ -50,6 +57,7 @@ class Framework {
   std::vector<std::unique_ptr<FilterPolicy>> filters_;
   std::vector<WeightedScorer> scorers_;
   int64_t total_weight_ = 0;
+  bool uses_memo_ = false;  // a scorer UsesRequestMemo: Prepare makes one
 };
 
 // FilterMemo: Framework::Filter for one request, computed once per node
@@ -72,9 +80,10 @@ class FilterMemo {
     int32_t id;
   };
   Entry FilterEntry(const NodeHot& node);
-  // Returns Framework::Score, cached per node state when every scorer
-  // allows it (ScorePolicy::DependsOnlyOnGpuState, or
-  // DependsOnlyOnGpuStateAndFreeCpu). REQUIRES: node fits.
+  // Returns Framework::Score: the scorers that allow it
+  // (ScorePolicy::DependsOnlyOnGpuState, or DependsOnlyOnGpuStateAndFreeCpu)
+  // cached per node state, the others computed for each node. REQUIRES:
+  // node fits.
   int64_t Score(const NodeHot& node);
 
  private:

@@ -12,6 +12,8 @@
 #define GPUSCHED_POLICY_POLICY_H_
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +57,15 @@ struct FilterResult {
   bool fits() const { return verdict == Verdict::kFits; }
 };
 
+// What a scorer derives from the whole snapshot once per request (e.g.
+// DomainFit's free GPUs per topology domain, policy/domain_fit.h): built by
+// the first Score call that needs it, under `once`, then read by every node.
+// Framework::Prepare creates one only when a scorer asks for it.
+struct RequestMemo {
+  std::once_flag once;
+  std::shared_ptr<const void> value;
+};
+
 // Per-request facts shared by all nodes. Built by Framework::Prepare.
 struct PodContext {
   const PodRequest* pod = nullptr;
@@ -62,6 +73,8 @@ struct PodContext {
   // By product id: 1 if the pod accepts that product. Empty = any product.
   std::vector<uint8_t> product_allowed;
   std::string models_text;  // "[A100 H100]" for messages
+  // Null unless a scorer's UsesRequestMemo (one scorer per framework may).
+  std::shared_ptr<RequestMemo> memo;
 
   bool ProductAllowed(uint16_t id) const {
     return product_allowed.empty() || (id < product_allowed.size() && product_allowed[id] != 0);
@@ -93,6 +106,8 @@ class ScorePolicy {
   // free CPU (allocatable minus requested): FilterMemo then caches scores
   // per GPU state and free CPU.
   virtual bool DependsOnlyOnGpuStateAndFreeCpu() const { return DependsOnlyOnGpuState(); }
+  // True if Score keeps per-request data in PodContext::memo.
+  virtual bool UsesRequestMemo() const { return false; }
 };
 
 }  // namespace gpusched::policy

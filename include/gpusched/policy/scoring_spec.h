@@ -42,9 +42,20 @@ struct ScorerSpec {
   ScorerParams params;
 };
 
+// DomainFit's weight when topology levels are set and the policy file does
+// not name one (scoring.domainWeight); chosen by the topology simulation
+// (docs/simulator.md, "Single pods and whole domains").
+inline constexpr int kDefaultDomainWeight = 30;
+
 // The default is serve's documented default: GpuTopology 3, GpuPacking 2.
 struct ScoringSpec {
   std::vector<ScorerSpec> scorers = {{"GpuTopology", 3, {}}, {"GpuPacking", 2, {}}};
+  // DomainFit (policy/domain_fit.h) scores by these topology levels (the
+  // policy file's gang.topologyLevels, largest domain first) with
+  // domain_weight. No levels, or weight 0: it is not in the framework at
+  // all, and every score is exactly what the scorers above give.
+  std::vector<std::string> topology_levels;
+  int domain_weight = kDefaultDomainWeight;
 };
 
 }  // namespace gpusched::policy
