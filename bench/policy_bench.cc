@@ -79,14 +79,14 @@ BENCHMARK(BM_FilterPrioritizeCycle)->Arg(500)->Arg(5000)->Arg(20000)->Unit(bench
 
 // The shipped scoring (GpuTopology 10, FragLookahead 90) on nodes labelled
 // with blocks and racks; range(1) = 1 adds DomainFit (policy/domain_fit.h)
-// by both levels at its default weight: its cost is the difference. Filter
+// by both levels at the measured weight (30): its cost is the difference. Filter
 // does not run scorers; prioritize builds the per-domain figures once per
 // request and looks each node's score up.
 ScoringConfig ShippedScoring(bool domain_fit) {
   ScoringConfig s;
   s.scorers = {{"GpuTopology", 10, {}}, {"FragLookahead", 90, {}}};
   s.topology_levels = {"cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"};
-  s.domain_weight = domain_fit ? policy::kDefaultDomainWeight : 0;
+  s.domain_weight = domain_fit ? policy::kMeasuredDomainWeight : 0;
   return s;
 }
 

@@ -381,8 +381,8 @@ def philly_default():
 TOPOLOGY = "results/topology/runs.csv"
 TOPOLOGY_HELD_OUT = "results/topology/seeds-4-6/runs.csv"
 TOPO_POLICIES = {"gpusched": "gpusched, no levels (today)",
-                 "gpusched-topology-no-domainfit": "gpusched with levels, gangs only",
-                 "gpusched-topology": "gpusched with levels and DomainFit",
+                 "gpusched-topology": "gpusched with topology levels",
+                 "gpusched-topology-domainfit": "gpusched with levels and DomainFit 30",
                  "kueue-tas": "Kueue-TAS-like"}
 
 
@@ -396,7 +396,7 @@ def topology_means(path=TOPOLOGY):
     means = {}
     for key, rows in runs.items():
         means[key] = {c: statistics.mean(float(r[c]) for r in rows) for c in rows[0]
-                      if c not in ("scenario", "half", "topology", "policy", "singles")}
+                      if c not in ("scenario", "half", "topology", "policy", "singles", "ties")}
         means[key]["seeds"] = len(rows)
     return means, halves
 
@@ -448,17 +448,20 @@ def topology_domainfit():
     rows = []
     for path, seeds in ((TOPOLOGY, "1–3"), (TOPOLOGY_HELD_OUT, "4–6 (held out)")):
         means, _ = topology_means(path)
-        for cluster in ("racks", "cliques"):
+        for cluster, ties in (("racks", ""), ("racks", "-random-ties"), ("cliques", ""),
+                              ("cliques", "-random-ties")):
             for (scenario, policy), m in means.items():
-                if scenario != f"{cluster}-0.8":
+                if scenario != f"{cluster}-0.8{ties}":
                     continue
-                rows.append([cluster, seeds, TOPO_POLICIES.get(policy, policy),
+                rows.append([cluster, "random" if ties else "node index", seeds,
+                             TOPO_POLICIES.get(policy, policy),
                              pct(m["whole_group"]), pct(m["whole_top"]),
                              pct(m["one_domain_share"]), grouped(m["gang_wait_mean_s"]),
                              grouped(m["gang_wait_p95_s"]), grouped(m["single_wait_mean_s"]),
                              grouped(m["avg_single_jct_s"]), grouped(m["avg_jct_s"]),
                              f"{m['utilisation']:.3f}"])
-    return render(["cluster (load 0.8)", "seeds", "placement", "racks/cliques whole",
+    return render(["cluster (load 0.8)", "equal scores", "seeds", "placement",
+                   "racks/cliques whole",
                    "blocks/cliques whole", "gangs in one domain", "gang wait mean s",
                    "gang wait p95 s", "single-pod wait mean s", "single-pod JCT s",
                    "avg JCT s", "GPUs allocated"], rows)

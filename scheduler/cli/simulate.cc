@@ -30,7 +30,8 @@ constexpr char kUsage[] =
     "s]\n"
     "  topology: --topology racks:2x4x4|cliques:4 --jobs-csv PHILLY.csv --seed N --load 0.8\n"
     "            [--jobs 400 --gang-share 0.3 --required-share 0.5 --slowdown 0.25\n"
-    "            --gangs-only --policies gpusched,gpusched-topology,kueue-tas --out rows.csv]\n"
+    "            --gangs-only --random-ties --policies gpusched,gpusched-topology,kueue-tas\n"
+    "            --out rows.csv]\n"
     "  e2e:      --write-cluster LIST.json (for `gpusched serve --cluster`; with --pods-csv,\n"
     "            --seed and --tune it holds the run's GPU pods, pending), then\n"
     "            --extender http://127.0.0.1:8888/scheduler [--policy gpusched-extender]\n"
@@ -42,6 +43,7 @@ constexpr char kUsage[] =
 absl::Status ReadTopologyFlags(const Flags& flags, sim::DriverOptions* o) {
   o->topology = flags.Get("topology", "racks:2x4x4");
   o->gangs_only = flags.Has("gangs-only");
+  o->random_ties = flags.Has("random-ties");
   const bool ok =
       absl::SimpleAtoi(ToAbsl(flags.Get("jobs", "400")), &o->topo_jobs) &&
       absl::SimpleAtod(ToAbsl(flags.Get("gang-share", "0.3")), &o->gang_share) &&
@@ -129,7 +131,7 @@ int Simulate(const std::vector<std::string>& args) {
        "out",       "out-dir",    "html",           "traces",     "config",        "extender",
        "threads",   "vc-nodes",   "load",           "trace-name", "write-cluster", "topology",
        "jobs",      "gang-share", "required-share", "slowdown"},
-      {"grid", "quiet", "kube-backoff", "gangs-only"}, kUsage);
+      {"grid", "quiet", "kube-backoff", "gangs-only", "random-ties"}, kUsage);
   if (auto exit_code = flags.ParseOrExit("simulate", args)) return *exit_code;
   sim::DriverOptions o;
   for (auto read : {ReadDriverFlags, ReadGridFlags, ReadSimulateConfig}) {

@@ -45,6 +45,9 @@ struct DriverOptions {
   int topo_jobs = 400;
   double gang_share = 0.3, required_share = 0.5, span_slowdown = 0.25;
   bool gangs_only = false;
+  // topology: gpusched's kube cycle breaks score ties at random (seeded by
+  // --seed) instead of by node index.
+  bool random_ties = false;
   SchedulerConfig config;
   ExtenderTransport transport;  // for --extender (set by the CLI)
 };

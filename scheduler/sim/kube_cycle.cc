@@ -9,8 +9,8 @@
 namespace gpusched::sim {
 
 KubeCycle::KubeCycle(ExtenderService* service, ClusterState* state,
-                     const std::vector<std::string>& names)
-    : service_(service), state_(state) {
+                     const std::vector<std::string>& names, uint64_t tie_seed)
+    : service_(service), state_(state), tie_seed_(tie_seed), ties_(tie_seed) {
   args_.cache_mode = true;
   for (const std::string& n : names) args_.node_names.push_back(n);
 }
@@ -39,9 +39,13 @@ CycleResult KubeCycle::Schedule(const PodRequest& pod) {
   prio.pod = pod;
   for (int32_t i : filtered.passed) prio.node_names.push_back(args_.node_names[i]);
   std::vector<int64_t> scores = service_->Prioritize(prio);
-  size_t best = 0;
+  size_t best = 0, tied = 1;
   for (size_t i = 1; i < scores.size(); ++i) {
-    if (scores[i] > scores[best]) best = i;
+    if (scores[i] > scores[best]) {
+      best = i, tied = 1;
+    } else if (tie_seed_ != 0 && scores[i] == scores[best] && ties_() % ++tied == 0) {
+      best = i;  // reservoir sampling: each tied node with probability 1/tied
+    }
   }
   const std::string node(prio.node_names[best]);
   std::string err = service_->Bind(BindingArgs{pod.name, pod.ns, pod.uid, node});

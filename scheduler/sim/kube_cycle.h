@@ -4,7 +4,9 @@
 // behind HTTP, with its QueueManager installed as the gate:
 //  1. filter with every node name (nodeCacheCapable form);
 //  2. prioritize the passing nodes; the highest score wins (ties: lowest
-//     node index, so runs are deterministic); bind;
+//     node index, so runs are deterministic; or, with a tie seed, one of
+//     the tied nodes drawn uniformly as kube-scheduler's selectHost does,
+//     from a generator seeded once per run); bind;
 //  3. if no node passed, PostFilter as kube-scheduler's DefaultPreemption
 //     does: a dry run per node that did not fail unresolvably (remove every
 //     lower-priority pod, reprieve the most important ones while the pod
@@ -16,6 +18,8 @@
 #ifndef GPUSCHED_SIM_KUBE_CYCLE_H_
 #define GPUSCHED_SIM_KUBE_CYCLE_H_
 
+#include <cstdint>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +38,9 @@ struct CycleResult {
 class KubeCycle {
  public:
   // `names`: every node name, in node order (the strings must outlive this).
-  KubeCycle(ExtenderService* service, ClusterState* state, const std::vector<std::string>& names);
+  // `tie_seed` 0: ties go to the lowest node index; else drawn at random.
+  KubeCycle(ExtenderService* service, ClusterState* state, const std::vector<std::string>& names,
+            uint64_t tie_seed = 0);
 
   CycleResult Schedule(const PodRequest& pod);
 
@@ -48,6 +54,8 @@ class KubeCycle {
   ExtenderService* service_;
   ClusterState* state_;
   ExtenderArgs args_;
+  uint64_t tie_seed_ = 0;
+  std::mt19937_64 ties_;
   uint64_t lowest_generation_ = 0;
   int32_t lowest_priority_ = 0;
 };

@@ -150,7 +150,7 @@ class QueueReplay {
     qo.quotas = quotas_;
     queue_ = std::make_unique<queue::QueueManager>(std::move(deps), std::move(qo));
     service_->SetGate(queue_.get());
-    cycle_ = std::make_unique<KubeCycle>(service_.get(), &state_, node_names_);
+    cycle_ = std::make_unique<KubeCycle>(service_.get(), &state_, node_names_, o_.tie_seed);
     run_.max_borrowed.assign(names_.size(), 0);
     waiting_gpus_.assign(names_.size(), 0);
     std::vector<std::pair<std::string, int>> pools;

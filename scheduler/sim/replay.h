@@ -50,6 +50,9 @@ struct ReplayOptions {
   // every second). Off: every pending pod is retried at once after every
   // event (the hand-computed tests' model).
   bool kube_backoff = false;
+  // gpusched only: 0, the kube cycle gives a tie to the lowest node index;
+  // else it draws among the tied nodes (KubeCycle), seeded with this.
+  uint64_t tie_seed = 0;
   // gpusched only (topology comparison): the nodes to run on instead of the
   // pools' synthetic 8-GPU nodes (as many as the pools have in all); a hook
   // that completes each new pod of input job `job` (annotations the queue

@@ -203,13 +203,16 @@ absl::StatusOr<TopoResult> RunGpusched(const TopoCluster& c, const std::vector<T
   ro.policy = "gpusched";
   ro.gpus_per_node = c.gpus_per_node;
   ro.sample_every = 1e12;  // no timeline
+  ro.tie_seed = o.tie_seed;
   ro.config = o.config;
   ro.config.quotas = OneQueue(o.config.quotas, c.Capacity());
   ro.nodes = LabelledNodes(c);
   if (o.policy.starts_with("gpusched-topology")) {
     ro.config.gang.topology_levels.assign(c.levels.begin(), c.levels.end() - 1);
     ro.decorate_pod = [&jobs](int job, PodRequest* pod) { AskTopology(jobs[job], pod); };
-    if (o.policy == kTopologyNoDomainFit) ro.config.scoring.domain_weight = 0;
+    if (o.policy == kTopologyDomainFit && ro.config.scoring.domain_weight == 0) {
+      ro.config.scoring.domain_weight = policy::kMeasuredDomainWeight;
+    }
   } else {
     ro.config.gang.topology_levels.clear();
   }
@@ -290,13 +293,12 @@ absl::StatusOr<TopoResult> RunTopoCompare(const TopoCluster& cluster,
           StrCat("job ", j.id, ": level '", j.level, "' is not a level of the cluster"));
     }
   }
-  if (o.policy == "gpusched" || o.policy == "gpusched-topology" ||
-      o.policy == kTopologyNoDomainFit) {
+  if (o.policy == "gpusched" || o.policy == "gpusched-topology" || o.policy == kTopologyDomainFit) {
     return RunGpusched(cluster, jobs, o);
   }
   if (o.policy == "kueue-tas") return RunKueueTas(cluster, jobs, o);
   return absl::InvalidArgumentError(StrCat("topology comparison: unknown policy '", o.policy,
-                                           "' (gpusched, gpusched-topology, ", kTopologyNoDomainFit,
+                                           "' (gpusched, gpusched-topology, ", kTopologyDomainFit,
                                            ", kueue-tas)"));
 }
 

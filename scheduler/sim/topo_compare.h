@@ -9,10 +9,10 @@
 //  - gpusched-topology: the same with the cluster's levels in
 //    gang.topologyLevels, node labels, and each gang's request as the pod
 //    decoder reads gpusched.io/topology-required / -preferred; single pods
-//    scored with DomainFit too (policy/domain_fit.h; the configured
-//    scoring.domainWeight, default kDefaultDomainWeight);
-//  - gpusched-topology-no-domainfit: the same with scoring.domainWeight 0
-//    (gangs by domain, single pods node by node as before DomainFit);
+//    scored as configured (DomainFit only with scoring.domainWeight set);
+//  - gpusched-topology-domainfit: the same with single pods scored by
+//    DomainFit too (policy/domain_fit.h), at the configured
+//    scoring.domainWeight or, if that is 0, kMeasuredDomainWeight;
 //  - kueue-tas: Kueue's TAS placement (kueue_tas.h) in a BestEffortFIFO
 //    queue: at every arrival or completion each pending job, oldest first,
 //    starts if TAS finds it room; one ClusterQueue owns the whole cluster.
@@ -44,12 +44,15 @@
 
 namespace gpusched::sim {
 
-inline constexpr char kTopologyNoDomainFit[] = "gpusched-topology-no-domainfit";
+inline constexpr char kTopologyDomainFit[] = "gpusched-topology-domainfit";
 
 struct TopoCompareOptions {
   std::string policy = "gpusched";
   double slowdown = kDefaultSpanSlowdown;  // s of SpanSlowdown
   SchedulerConfig config;                  // gpusched policies (scoring, gang)
+  // gpusched: 0 = equal scores go to the lowest node index; else the kube
+  // cycle draws among them as kube-scheduler does (ReplayOptions::tie_seed).
+  uint64_t tie_seed = 0;
 };
 
 struct TopoResult {

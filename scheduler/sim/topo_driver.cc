@@ -20,17 +20,18 @@ constexpr char kCsvHeader[] =
     "topology,seed,load,gang_share,required_share,singles,slowdown,jobs,policy,gangs,"
     "gangs_started,unfinished,one_domain_share,required_gangs,required_spread,gang_wait_mean_s,"
     "gang_wait_p95_s,avg_jct_s,avg_gang_jct_s,utilisation,whole_top,whole_group,whole_top_end,"
-    "whole_group_end,makespan_s,single_wait_mean_s,avg_single_jct_s,seconds\n";
+    "whole_group_end,makespan_s,single_wait_mean_s,avg_single_jct_s,ties,seconds\n";
 
 std::string CsvRow(const DriverOptions& o, const TopoResult& r, double seconds) {
   return absl::StrFormat(
       "%s,%d,%.2f,%.2f,%.2f,%s,%.2f,%d,%s,%d,%d,%d,%.4f,%d,%d,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.4f,"
-      "%.4f,%.4f,%.1f,%.1f,%.1f,%.2f\n",
+      "%.4f,%.4f,%.1f,%.1f,%.1f,%s,%.2f\n",
       o.topology, o.seed, o.load, o.gang_share, o.required_share, o.gangs_only ? "no" : "yes",
       o.span_slowdown, r.jobs, r.policy, r.gangs, r.gangs_started, r.unfinished, r.one_domain_share,
       r.required_gangs, r.required_spread, r.gang_wait_mean, r.gang_wait_p95, r.avg_jct,
       r.avg_gang_jct, r.utilisation, r.whole_top, r.whole_group, r.whole_top_end, r.whole_group_end,
-      r.makespan, r.single_wait_mean, r.avg_single_jct, seconds);
+      r.makespan, r.single_wait_mean, r.avg_single_jct, o.random_ties ? "random" : "index",
+      seconds);
 }
 
 absl::StatusOr<std::vector<TopoJob>> Workload(const DriverOptions& o, const TopoCluster& c) {
@@ -69,6 +70,7 @@ absl::Status RunTopologyDriver(const DriverOptions& o) {
     co.policy = p;
     co.slowdown = o.span_slowdown;
     co.config = o.config;
+    co.tie_seed = o.random_ties ? o.seed + 1 : 0;
     const absl::Time began = absl::Now();
     auto r = RunTopoCompare(cluster, *jobs, co);
     if (!r.ok()) return r.status();

@@ -150,7 +150,7 @@ TEST(DomainFitTest, APodGoesToThePartlyUsedRackNotTheWholeOne) {
     SCOPED_TRACE(StrCat(gpus, " GPUs"));
     const PodRequest pod = PodBuilder("p").Gpus(gpus).Build();
     auto before = Framework::Create(Shipped({kRack}, 0));
-    auto with = Framework::Create(Shipped({kRack}, kDefaultDomainWeight));
+    auto with = Framework::Create(Shipped({kRack}, kMeasuredDomainWeight));
     ASSERT_TRUE(before.ok() && with.ok());
     EXPECT_EQ(name(Best(**before, *snap, pod)), "a0");
     EXPECT_EQ(name(Best(**with, *snap, pod)), "x1");
@@ -206,7 +206,7 @@ TEST(DomainFitTest, FilterMemoAnswersWhatTheFrameworkAnswers) {
   for (uint32_t seed : {1u, 2u, 3u}) {
     auto state = RandomRacks(seed);
     auto snap = state->Snapshot();
-    auto fw = Framework::Create(Shipped({kBlock, kRack}, kDefaultDomainWeight));
+    auto fw = Framework::Create(Shipped({kBlock, kRack}, kMeasuredDomainWeight));
     ASSERT_TRUE(fw.ok());
     ASSERT_EQ((*fw)->scorers().size(), 3u);
     for (int gpus : {1, 2, 4, 8}) {
@@ -225,13 +225,20 @@ TEST(DomainFitConfig, WeightDefaultsWithLevelsAndErrorsNameTheField) {
   auto on =
       codec::DecodeConfig(R"({"gang": {"topologyLevels": ["cloud.provider.com/topology-rack"]}})");
   ASSERT_TRUE(on.ok()) << on.status();
-  EXPECT_EQ(on->scoring.domain_weight, kDefaultDomainWeight);
+  // Off unless set (kDefaultDomainWeight); the levels reach the spec.
+  EXPECT_EQ(on->scoring.domain_weight, 0);
   EXPECT_EQ(on->scoring.topology_levels, std::vector<std::string>{kRack});
+  EXPECT_EQ((*Framework::Create(on->scoring))->scorers().size(), on->scoring.scorers.size());
   auto set = codec::DecodeConfig(
       R"({"scoring": {"domainWeight": 7},
           "gang": {"topologyLevels": ["cloud.provider.com/topology-rack"]}})");
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(set->scoring.domain_weight, 7);
+  auto set_fw = Framework::Create(set->scoring);
+  ASSERT_TRUE(set_fw.ok());
+  ASSERT_EQ((*set_fw)->scorers().size(), set->scoring.scorers.size() + 1);
+  EXPECT_EQ((*set_fw)->scorers().back().scorer->Name(), "DomainFit");
+  EXPECT_EQ((*set_fw)->scorers().back().weight, 7);
   auto off = codec::DecodeConfig(R"({"scoring": {"domainWeight": 0}})");
   ASSERT_TRUE(off.ok()) << off.status();
   auto none = codec::DecodeConfig("{}");

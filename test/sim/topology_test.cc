@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "gtest/gtest.h"
 #include "scheduler/sim/kueue_tas.h"
@@ -262,6 +263,28 @@ TEST(TopoCompare, GpuschedWithRequiredTopologyPlacesEveryGangInOneDomain) {
   auto without = RunTopoCompare(c, *jobs, {.policy = "gpusched"});
   ASSERT_TRUE(without.ok()) << without.status();
   EXPECT_GT(without->required_spread, 0);
+  // DomainFit scoring the single pods keeps every required gang in one domain.
+  auto fit = RunTopoCompare(c, *jobs, {.policy = kTopologyDomainFit});
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_EQ(fit->unfinished, 0);
+  EXPECT_EQ(fit->gangs_one_domain, fit->gangs);
+}
+
+// Random tie-breaking in the kube cycle (kube-scheduler's selectHost) is
+// seeded: the same seed gives the same run, and it changes placements
+// against giving every tie to the lowest node index.
+TEST(TopoCompare, RandomTiesAreSeeded) {
+  const TopoCluster c = MakeTopoCluster(*ParseTopoShape("racks:2x2x2"));
+  auto jobs = MakeTopoWorkload(PhillyLike(), c, {.seed = 5, .jobs = 120, .load = 0.8});
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  auto run = [&](uint64_t seed) {
+    auto r = RunTopoCompare(c, *jobs, {.policy = "gpusched-topology", .tie_seed = seed});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? std::make_tuple(r->avg_jct, r->whole_group, r->single_wait_mean)
+                  : std::make_tuple(0.0, 0.0, 0.0);
+  };
+  EXPECT_EQ(run(7), run(7));
+  EXPECT_NE(run(7), run(0));
 }
 
 }  // namespace
