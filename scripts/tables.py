@@ -548,6 +548,8 @@ QUEUE_RUNS_LATEST = [
     ("5000-nodes-run11-5min-besteffort.txt", "11: the seed fixed (5 min)"),
     ("5000-nodes-topology-60s-loaded.txt",
      "`--topology`, 60 s, machine loaded by parallel builds"),
+    ("5000-nodes-topology-60s-quiet.txt",
+     "`--topology`, 60 s, quiet machine, pods in a node map"),
 ]
 
 
