@@ -199,6 +199,41 @@ def replay_whole_trace():
                    "fairness (max/min slowdown)"], rows)
 
 
+# The reference of the replay protocol's gates, on the same data (the Helios
+# artifact's semantics re-implemented; docs/simulator.md): per load and
+# policy, average JCT s, average queueing s and preemptions (SRTF).
+# test/sim/philly_gate_test.cc holds the same figures.
+REPLAY_REFERENCE = {(1, "fifo"): (11585, 105, 0), (1, "sjf"): (11543, 63, 0),
+                    (1, "srtf"): (11533, 51, None), (4, "fifo"): (117298, 71375, 0),
+                    (4, "sjf"): (58728, 12805, 0), (4, "srtf"): (54762, 8835, 20419)}
+
+
+def replay_gate_passes(load, jct, queue, ref_jct, ref_queue):
+    """G1 (x1): JCT within 1 %, queueing within 10 % or 15 s; G2 (x4): 5 % and
+    10 %. The overall figures, as test/sim/philly_gate_test.cc checks them."""
+    if load == 1:
+        return abs(jct - ref_jct) <= 0.01 * ref_jct and \
+            abs(queue - ref_queue) <= max(0.10 * ref_queue, 15)
+    return abs(jct - ref_jct) <= 0.05 * ref_jct and abs(queue - ref_queue) <= 0.10 * ref_queue
+
+
+def replay_gates():
+    """FIFO, SJF and SRTF against the reference at x1 and x4, with the gate."""
+    runs = {(load, r["policy"]): r for load in (1, 4)
+            for r in load_json(f"results/replay-x{load}.json")}
+    rows = []
+    for (load, policy), (ref_jct, ref_queue, ref_preempt) in REPLAY_REFERENCE.items():
+        r = runs[(load, policy)]
+        jct, queue = r["avg_jct_s"], r["avg_queueing_s"]
+        gate = f"G{1 if load == 1 else 2} " + \
+            ("pass" if replay_gate_passes(load, jct, queue, ref_jct, ref_queue) else "FAIL")
+        if ref_preempt:
+            gate += f" ({grouped(r['preemptions'])} vs {grouped(ref_preempt)} preemptions)"
+        rows.append([f"x{load}", REPLAY_NAMES[policy], f"{grouped(jct)} ({grouped(ref_jct)})",
+                     f"{grouped(queue)} ({grouped(ref_queue)})", gate])
+    return render(["load", "policy", "avg JCT (ref)", "avg queueing (ref)", "gate"], rows)
+
+
 # ---- contended scenarios ----------------------------------------------------------
 
 def contended(load):
@@ -575,6 +610,7 @@ TABLES = {
                               lambda: openb_variants("public openb traces")),
     "replay-whole-trace": (["results/replay-x1.json", "results/replay-x4.json"],
                            replay_whole_trace),
+    "replay-gates": (["results/replay-x1.json", "results/replay-x4.json"], replay_gates),
     "contended-0.6": (["results/contended.md"], lambda: contended("0.6")),
     "contended-0.8": (["results/contended.md"], lambda: contended("0.8")),
     "contended-0.95": (["results/contended.md"], lambda: contended("0.95")),

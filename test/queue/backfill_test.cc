@@ -66,27 +66,32 @@ TEST(Backfill, ALaterPodThatEndsBeforeTheHeadsStartPassesIt) {
   EXPECT_THAT(h.Filter(fits), IsEmpty());
 }
 
+// The scenario with big (8 GPUs) queued before fits (2 GPUs, 30 min), big
+// asked about and the estimates refreshed once: fits ends before big's
+// estimated start, so only Backfill may let it pass.
+struct BigThenFits {
+  explicit BigThenFits(QueueingStrategy strategy)
+      : owner(Scenario(strategy)), big(Pod("big", 8, 1, "1h")), fits(Pod("fits", 2, 2, "30m")) {
+    owner->Submit(big);
+    owner->Submit(fits);
+    owner->Filter(big);
+    owner->queue->RefreshEstimates();
+  }
+  std::unique_ptr<Harness> owner;
+  PodRequest big;
+  PodRequest fits;
+};
+
 TEST(Backfill, StrictFifoNeverLetsItPass) {
-  auto owner = Scenario(QueueingStrategy::kStrictFifo);
-  Harness& h = *owner;
-  PodRequest big = Pod("big", 8, 1, "1h");
-  PodRequest fits = Pod("fits", 2, 2, "30m");
-  h.Submit(big);
-  h.Submit(fits);
-  h.Filter(big);
-  h.queue->RefreshEstimates();
-  EXPECT_THAT(h.Filter(fits), IsEmpty());
+  BigThenFits s(QueueingStrategy::kStrictFifo);
+  EXPECT_THAT(s.owner->Filter(s.fits), IsEmpty());
 }
 
 TEST(Backfill, AnOverrunIsCountedOnceAndNeverEvicted) {
-  auto owner = Scenario(QueueingStrategy::kBackfill);
-  Harness& h = *owner;
-  PodRequest big = Pod("big", 8, 1, "1h");
-  PodRequest fits = Pod("fits", 2, 2, "30m");
-  h.Submit(big);
-  h.Submit(fits);
-  h.Filter(big);
-  h.queue->RefreshEstimates();
+  BigThenFits s(QueueingStrategy::kBackfill);
+  Harness& h = *s.owner;
+  const PodRequest& big = s.big;
+  const PodRequest& fits = s.fits;
   ASSERT_THAT(h.Filter(fits), ElementsAre("h0"));
   ASSERT_EQ(h.Bind(fits, "h0"), "");
   h.queue->RefreshEstimates();
