@@ -18,6 +18,16 @@ the table.
                                       the markdown file and the results files
   python3 scripts/tables.py --list    every table: where it is, what it reads
 
+A table of measured figures whose raw output was never kept (latency runs
+that are not repeated on a shared machine) stays hand-written, with a note on
+the line just above it saying where it came from and the command that would
+keep its raw output:
+
+    <!-- hand-written table, no raw output in results/: WHERE; COMMAND -->
+
+--list lists them too; --check fails when such a note is not directly above a
+table.
+
 Run from anywhere; paths are relative to the repository root. Python 3
 standard library only. The ctest test `tables_up_to_date` runs --check.
 """
@@ -36,6 +46,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ["README.md"] + sorted(os.path.relpath(p, ROOT)
                               for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
 MARKER = re.compile(r"^<!-- (/?)table:([a-z0-9.-]+) -->$")
+HAND_WRITTEN = "<!-- hand-written table, no raw output in results/: "
 MINUS = "\u2212"
 # The openb traces in the FGD paper's order.
 TRACES = ["default", "cpu0", "cpu050", "gpushare20", "gpushare40", "gpuspec10", "multigpu20"]
@@ -683,6 +694,24 @@ def body(table_lines):
     return table_lines + [""]
 
 
+def hand_written(lines):
+    """(line index, note text) of each hand-written table's note."""
+    return [(i, line[len(HAND_WRITTEN):]) for i, line in enumerate(lines)
+            if line.startswith(HAND_WRITTEN)]
+
+
+def hand_written_problems(doc, lines):
+    """A note must be one line, directly above the table it is about."""
+    problems = []
+    for i, note in hand_written(lines):
+        if not note.endswith(" -->"):
+            problems.append(f"{doc}:{i + 1}: a hand-written table's note must end on its line")
+        elif i + 1 >= len(lines) or not lines[i + 1].startswith("|"):
+            problems.append(f"{doc}:{i + 1}: a hand-written table's note is not directly above "
+                            "a table")
+    return problems
+
+
 def process(doc, check, used):
     """Rewrites (or checks) the blocks of one markdown file; returns the
     problems found."""
@@ -716,6 +745,7 @@ def process(doc, check, used):
         else:
             lines[start:end] = want
     problems.reverse()  # in the file's order
+    problems = hand_written_problems(doc, lines) + problems
     if not check and "\n".join(lines) != text:
         with open(path_of(doc), "w", encoding="utf-8") as f:
             f.write("\n".join(lines))
@@ -734,6 +764,11 @@ def main():
             where = [d for d in DOCS if f"<!-- table:{name} -->" in
                      open(path_of(d), encoding="utf-8").read()]
             print(f"{name}: {', '.join(where) or '(in no file)'} <- {', '.join(sources)}")
+        for doc in DOCS:
+            lines = open(path_of(doc), encoding="utf-8").read().split("\n")
+            for i, note in hand_written(lines):
+                print(f"hand-written: {doc}:{i + 2} {lines[i + 1][:60]}... <- "
+                      f"{note.removesuffix(' -->')}")
         return 0
     used, problems = set(), []
     for doc in DOCS:

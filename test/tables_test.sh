@@ -2,7 +2,9 @@
 # scripts/tables.py --check catches a stale table: on a copy of the
 # repository's markdown and results/, a changed cell in a generated table and
 # a changed results file each make it exit 1 naming the table, the markdown
-# file and the results file; regenerating makes the copy pass again.
+# file and the results file; regenerating makes the copy pass again. A
+# hand-written table's note moved off its table and a marker naming no table
+# fail too.
 # usage: tables_test.sh SOURCE_DIR
 set -uo pipefail
 src=$1
@@ -36,7 +38,39 @@ python3 "$work/scripts/tables.py" >/dev/null
 sed -i 's/^| kueue-like | 6,242 |/| kueue-like | 6,243 |/' "$work/results/contended.md"
 expect_stale "rerun results" contended-0.6 docs/simulator.md results/contended.md
 python3 "$work/scripts/tables.py" >/dev/null
+sed -i 's/^| kueue-like-no-ordering | 6,243 |/| kueue-like-no-ordering | 6,244 |/' \
+  "$work/results/contended-kueue-variants.md"
+expect_stale "rerun variants" kueue-variants docs/simulator.md results/contended-kueue-variants.md
+python3 "$work/scripts/tables.py" >/dev/null
+# A replay outside its gate: the regenerated table says so.
+python3 - "$work/results/replay-x4.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))
+for r in runs:
+    if r["policy"] == "srtf":
+        r["avg_jct_s"] = 60000.0  # 9.6 % above the reference: outside G2's 5 %
+json.dump(runs, open(sys.argv[1], "w"))
+PY
+expect_stale "replay off its reference" replay-gates docs/simulator.md results/replay-x4.json
+python3 "$work/scripts/tables.py" >/dev/null
+if grep -q '^| x4 | SRTF | 60,000 (54,762) | 8,836 (8,835) | G2 FAIL ' "$work/docs/simulator.md"; then
+  echo "ok   a replay outside its gate is marked FAIL"
+else
+  echo "FAIL: the replay outside its gate is not marked FAIL"
+  failed=$((failed + 1))
+fi
 python3 "$work/scripts/tables.py" --check >/dev/null || { echo "FAIL: regenerated copy still stale"; failed=$((failed + 1)); }
+# A hand-written table's note no longer directly above its table.
+sed -i '0,/^<!-- hand-written table, /s/^\(<!-- hand-written table, .*\)$/\1\n/' "$work/README.md"
+python3 "$work/scripts/tables.py" --check >"$work/out" 2>&1
+if grep -q "README.md:[0-9]*: a hand-written table's note is not directly above a table" "$work/out"; then
+  echo "ok   hand-written note off its table"
+else
+  echo "FAIL: a hand-written note off its table passed"
+  cat "$work/out"
+  failed=$((failed + 1))
+fi
+cp "$src/README.md" "$work/README.md"
 # A marker naming no known table.
 printf '\n<!-- table:no-such-table -->\n| a |\n|---|\n\n<!-- /table:no-such-table -->\n' >>"$work/README.md"
 python3 "$work/scripts/tables.py" --check >"$work/out" 2>&1
