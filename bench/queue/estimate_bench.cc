@@ -83,7 +83,7 @@ void BM_EstimateStarts(benchmark::State& state) {
     auto [it, fresh] = queue_of.try_emplace(p.ns, in.queues.size());
     if (fresh) in.queues.push_back({p.ns, {}});
     EstimateUnit u;
-    u.members.push_back(p);
+    u.members.push_back(std::make_shared<const PodRequest>(p));
     if (!p.expected_runtime.empty()) u.runtime = EstimateRuntime(p, RuntimeHistory{});
     in.queues[it->second].units.push_back(std::move(u));
   }

@@ -266,7 +266,7 @@ void ClusterState::UpsertPod(PodRequest pod) {
 
 void ClusterState::UpsertPodLocked(PodRequest pod) {
   auto it = pods_.find(pod.uid);
-  if (it != pods_.end()) UnlinkPod(it->second);
+  if (it != pods_.end()) UnlinkPod(*it->second);
   if (!pod.node_name.empty()) {
     pods_by_node_[pod.node_name].insert(pod.uid);
     Touch(pod.node_name);
@@ -274,7 +274,7 @@ void ClusterState::UpsertPodLocked(PodRequest pod) {
   uid_by_key_[pod.Key()] = pod.uid;
   std::string uid = pod.uid;
   NoteChanged(uid);
-  pods_[uid] = std::move(pod);
+  pods_[uid] = std::make_shared<const PodRequest>(std::move(pod));
 }
 
 void ClusterState::RemovePod(std::string_view uid) {
@@ -285,7 +285,7 @@ void ClusterState::RemovePod(std::string_view uid) {
 void ClusterState::RemovePodLocked(std::string_view uid) {
   auto it = pods_.find(ToAbsl(uid));
   if (it == pods_.end()) return;
-  UnlinkPod(it->second);
+  UnlinkPod(*it->second);
   NoteChanged(it->first);
   pods_.erase(it);
 }
@@ -344,7 +344,7 @@ void ClusterState::Reset(std::vector<NodeSpec> nodes, std::vector<PodRequest> po
     if (!p.node_name.empty()) pods_by_node_[p.node_name].insert(p.uid);
     uid_by_key_.insert_or_assign(p.Key(), p.uid);
     std::string uid = p.uid;
-    pods_.insert_or_assign(std::move(uid), std::move(p));  // moved, not built then assigned
+    pods_.insert_or_assign(std::move(uid), std::make_shared<const PodRequest>(std::move(p)));
   }
 }
 
@@ -357,9 +357,9 @@ absl::Status ClusterState::CheckAssumableLocked(const PodRequest& pod, const std
                                                 DeviceMask devices,
                                                 std::map<std::pair<std::string, int>, int>* taken) {
   auto known = pods_.find(pod.uid);
-  if (known != pods_.end() && known->second.HoldsGpus()) {
+  if (known != pods_.end() && known->second->HoldsGpus()) {
     return absl::FailedPreconditionError(
-        StrCat("pod ", pod.Key(), " is already bound to ", known->second.node_name));
+        StrCat("pod ", pod.Key(), " is already bound to ", known->second->node_name));
   }
   const NodeInfo* info = nodes_.contains(node) ? current_->Find(node) : nullptr;
   if (info == nullptr) return absl::NotFoundError(StrCat("node '", node, "' is not known"));
@@ -402,12 +402,13 @@ absl::Status ClusterState::AssumeAll(const std::vector<Assumption>& pods) {
     bound.has_gpu_ids = a.pod.gpu.count > 0;
     bound.gpu_ids = a.devices;
     auto known = pods_.find(bound.uid);
-    if (known != pods_.end()) UnlinkPod(known->second);
+    if (known != pods_.end()) UnlinkPod(*known->second);
     pods_by_node_[bound.node_name].insert(bound.uid);
     Touch(bound.node_name);
     uid_by_key_[bound.Key()] = bound.uid;
     NoteChanged(bound.uid);
-    pods_[bound.uid] = std::move(bound);
+    std::string uid = bound.uid;
+    pods_[uid] = std::make_shared<const PodRequest>(std::move(bound));
   }
   CommitLocked();
   return absl::OkStatus();
@@ -417,12 +418,14 @@ void ClusterState::Forget(std::string_view uid) {
   absl::MutexLock l(&mu_);
   auto it = pods_.find(ToAbsl(uid));
   if (it == pods_.end()) return;
-  UnlinkPod(it->second);
-  it->second.node_name.clear();
-  it->second.phase = PodPhase::kPending;
-  it->second.has_gpu_ids = false;
-  it->second.gpu_ids = 0;
-  uid_by_key_[it->second.Key()] = it->second.uid;
+  UnlinkPod(*it->second);
+  auto pending = std::make_shared<PodRequest>(*it->second);
+  pending->node_name.clear();
+  pending->phase = PodPhase::kPending;
+  pending->has_gpu_ids = false;
+  pending->gpu_ids = 0;
+  uid_by_key_[pending->Key()] = pending->uid;
+  it->second = std::move(pending);
   NoteChanged(it->first);
   CommitLocked();
 }
@@ -442,7 +445,7 @@ std::shared_ptr<const ClusterSnapshot> ClusterState::CommitLocked() {
     if (bound != pods_by_node_.end()) {
       for (const std::string& uid : bound->second) {
         auto p = pods_.find(uid);
-        if (p != pods_.end() && p->second.HoldsGpus()) pods.push_back(&p->second);
+        if (p != pods_.end() && p->second->HoldsGpus()) pods.push_back(p->second.get());
       }
     }
     const NodeSpec& s = spec->second;
@@ -500,7 +503,7 @@ std::optional<PodRequest> ClusterState::FindPod(std::string_view uid) const {
   absl::MutexLock l(&mu_);
   auto it = pods_.find(ToAbsl(uid));
   if (it == pods_.end()) return std::nullopt;
-  return it->second;
+  return *it->second;
 }
 
 std::optional<PodRequest> ClusterState::FindPodByName(std::string_view ns,
@@ -510,14 +513,14 @@ std::optional<PodRequest> ClusterState::FindPodByName(std::string_view ns,
   if (it == uid_by_key_.end()) return std::nullopt;
   auto p = pods_.find(it->second);
   if (p == pods_.end()) return std::nullopt;
-  return p->second;
+  return *p->second;
 }
 
 std::vector<PodRequest> ClusterState::Pods() const {
   absl::MutexLock l(&mu_);
   std::vector<PodRequest> out;
   out.reserve(pods_.size());
-  for (const auto& [uid, p] : pods_) out.push_back(p);
+  for (const auto& [uid, p] : pods_) out.push_back(*p);
   std::sort(out.begin(), out.end(),
             [](const PodRequest& a, const PodRequest& b) { return a.uid < b.uid; });
   return out;
@@ -528,7 +531,7 @@ std::vector<PodRequest> ClusterState::PodsWhere(
   absl::MutexLock l(&mu_);
   std::vector<PodRequest> out;
   for (const auto& [uid, p] : pods_) {
-    if (keep(p)) out.push_back(p);
+    if (keep(*p)) out.push_back(*p);
   }
   return out;
 }
@@ -544,16 +547,16 @@ ClusterState::PodChanges ClusterState::TakePodChanges(
     out.full = true;
     out.pods.reserve(pods_.size());
     for (const auto& [uid, p] : pods_) {
-      if (keep(p)) out.pods.emplace_back(uid, p);
+      if (keep(*p)) out.pods.emplace_back(uid, p);
     }
   } else {
     out.pods.reserve(changed_pods_.size());
     for (const std::string& uid : changed_pods_) {
       auto it = pods_.find(uid);
-      if (it != pods_.end() && keep(it->second)) {
+      if (it != pods_.end() && keep(*it->second)) {
         out.pods.emplace_back(uid, it->second);
       } else {
-        out.pods.emplace_back(uid, std::nullopt);
+        out.pods.emplace_back(uid, nullptr);
       }
     }
   }

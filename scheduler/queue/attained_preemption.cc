@@ -22,11 +22,11 @@ void QueueManager::RelevelLocked(const std::string& ns) {
   if (q == order_.end()) return;
   std::vector<Entry*> moved;  // collected first: the order changes as they move
   for (const Entry* e : q->second) {
-    if (LevelLocked(e->pod) != e->level) moved.push_back(FindEntryLocked(e->pod.uid));
+    if (LevelLocked(*e->pod) != e->level) moved.push_back(FindEntryLocked(e->pod->uid));
   }
   for (Entry* e : moved) {
     q->second.erase(e);
-    e->level = LevelLocked(e->pod);
+    e->level = LevelLocked(*e->pod);
     q->second.insert(e);
   }
   if (!moved.empty()) unit_index_.erase(ns);
@@ -48,19 +48,19 @@ QueueManager::PreemptionBudget& QueueManager::Refill(
 bool QueueManager::AttainedVictimsLocked(const Entry& head, int64_t now,
                                          absl::flat_hash_set<std::string>* out) {
   out->clear();
-  const AttainedServiceConfig& a = AttainedOf(options_.quotas, head.pod.ns);
+  const AttainedServiceConfig& a = AttainedOf(options_.quotas, head.pod->ns);
   if (!a.enabled || a.preemptions_per_hour <= 0 || head.level != 0) return false;
-  if (head.pod.preempt_never) return false;  // preemptionPolicy: Never
-  if (Refill(attained_budget_, head.pod.ns, a.preemptions_per_hour, now).tokens < 1) return false;
-  const auto* workloads = attained_.Of(head.pod.ns);
+  if (head.pod->preempt_never) return false;  // preemptionPolicy: Never
+  if (Refill(attained_budget_, head.pod->ns, a.preemptions_per_hour, now).tokens < 1) return false;
+  const auto* workloads = attained_.Of(head.pod->ns);
   if (workloads == nullptr) return false;
   const int64_t now_s = now / 1000;
   const int64_t threshold = a.demote_after_gpu_seconds * 1000;
   for (const auto& [name, w] : *workloads) {
-    if (w.running.empty() || name == head.pod.WorkloadKey()) continue;
+    if (w.running.empty() || name == head.pod->WorkloadKey()) continue;
     if (w.MilliSeconds(now_s) < threshold) continue;
     const bool higher = std::any_of(w.running.begin(), w.running.end(),
-                                    [&](const auto& p) { return p.priority > head.pod.priority; });
+                                    [&](const auto& p) { return p.priority > head.pod->priority; });
     if (higher) continue;  // a workload goes whole or not at all
     for (const auto& p : w.running) {
       if (!evicted_.contains(p.uid)) out->insert(p.uid);

@@ -18,12 +18,12 @@ int64_t QueueManager::BackfillEnd(const std::vector<Unit>& units, size_t k, cons
   const EstimateBoard& board = *in.board;
   const int64_t now_s = in.now_ms / 1000;
   if (now_s - board.starts.made_at_s > in.options->backfill_max_age_s) return 0;
-  auto own = board.runtimes.find(units[k].head->pod.uid);
+  auto own = board.runtimes.find(units[k].head->pod->uid);
   if (own == board.runtimes.end() || !own->second.known()) return 0;
   const int64_t runtime = own->second.seconds;
   const int64_t end = now_s + runtime + std::max(in.options->backfill_margin_s, runtime / 10);
   for (size_t i = 0; i < k; ++i) {
-    auto start = board.starts.by_uid.find(units[i].head->pod.uid);
+    auto start = board.starts.by_uid.find(units[i].head->pod->uid);
     // An earlier unit without an estimate might start any time: no backfill.
     if (start == board.starts.by_uid.end() || start->second.start_s < 0) return 0;
     if (end > start->second.start_s) return 0;

@@ -66,7 +66,7 @@ void QueueManager::AddWhatIfs(const PlanningView& view, const std::vector<Unit>&
                               PodReport* report) const {
   WhatIfInputs in{&pod, view.snapshot.get(), &fw, view.ledger.get()};
   for (size_t i = 0; i + 1 < units.size(); ++i) {
-    const int32_t p = units[i].head->pod.priority;
+    const int32_t p = units[i].head->pod->priority;
     in.earlier_max_priority = in.earlier_units++ == 0 ? p : std::max(in.earlier_max_priority, p);
   }
   auto board = Board();
@@ -130,9 +130,9 @@ std::vector<EstimateQueue> QueueManager::EstimateQueuesLocked(const std::vector<
       }
     }
     for (EstimateUnit& eu : q.units) {
-      eu.runtime = EstimateRuntime(eu.members.front(), history_);
+      eu.runtime = EstimateRuntime(*eu.members.front(), history_);
       const RuntimeFacts facts = FactsOf(eu.runtime);
-      for (const PodRequest& m : eu.members) board->runtimes[m.uid] = facts;
+      for (const auto& m : eu.members) board->runtimes[m->uid] = facts;
     }
     if (!q.units.empty()) queues.push_back(std::move(q));
   }

@@ -82,12 +82,12 @@ ResolvedTopology QueueManager::GangTopologyLocked(const PodRequest& pod) const {
   auto members = gang_members_.find(GangKey(pod.ns, pod.gang));
   if (members == gang_members_.end()) return mine;
   for (const Entry* e : members->second) {
-    ResolvedTopology theirs = ResolveTopology(e->pod, levels);
+    ResolvedTopology theirs = ResolveTopology(*e->pod, levels);
     if (!theirs.error.empty()) return theirs;
     if (theirs.rule != mine.rule || theirs.level != mine.level) {
       ResolvedTopology bad;
       bad.error = StrCat("members ask different topology: ", pod.name, " ", DescribeTopology(mine),
-                         ", ", e->pod.name, " ", DescribeTopology(theirs));
+                         ", ", e->pod->name, " ", DescribeTopology(theirs));
       return bad;
     }
   }
@@ -250,8 +250,8 @@ std::string QueueManager::ReserveForGang(const std::string& uid, const ClusterSn
       const Entry* e = FindEntryLocked(uid);
       if (e == nullptr) return "";  // bound or gone meanwhile
       std::string why;
-      if (!PlacementValidLocked(place, e->pod, *current, /*exact=*/last)) {
-        why = ClaimOrPrepareLocked(e->pod, &place);
+      if (!PlacementValidLocked(place, *e->pod, *current, /*exact=*/last)) {
+        why = ClaimOrPrepareLocked(*e->pod, &place);
         if (attempt > 0) latest = current;
         if (why.empty() && place.missing > 0 && last) {
           PlaceGang(latest != nullptr ? *latest : snapshot, fw, &place);
@@ -262,11 +262,11 @@ std::string QueueManager::ReserveForGang(const std::string& uid, const ClusterSn
         why = CommitGangLocked(place, &conflict);
         if (conflict && !last) {  // devices taken meanwhile: place again
           latest = current;
-          why = ClaimOrPrepareLocked(e->pod, &place);
+          why = ClaimOrPrepareLocked(*e->pod, &place);
         }
       }
       if (why.empty() && (place.missing == 0 || place.placed)) {
-        *reserved_node = ReservedNodeLocked(e->pod);
+        *reserved_node = ReservedNodeLocked(*e->pod);
         return "";
       }
       if (!why.empty()) {

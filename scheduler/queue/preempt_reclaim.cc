@@ -345,7 +345,7 @@ bool QueueManager::PreparePreemptLocked(const PreemptionArgs& args, const Cluste
   // The source's pod when it waits in a queue; a pod not shown yet gets an
   // answer for what the request says (kube-scheduler evicts, not we).
   const Entry* entry = FindEntryLocked(args.pod.uid);
-  const PodRequest& pod = entry != nullptr ? entry->pod : args.pod;
+  const PodRequest& pod = entry != nullptr ? *entry->pod : args.pod;
   if (pod.preempt_never || pod.gpu.count == 0) return false;
   // A gang member of unknown size is never admitted: evicting for it would
   // free GPUs it may not take.
@@ -525,35 +525,35 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
     const Entry* head = nullptr;
     absl::flat_hash_set<std::string> gangs;
     for (const Entry* e : order) {
-      if (IsGang(e->pod) && !gangs.insert(e->pod.gang).second) continue;
+      if (IsGang(*e->pod) && !gangs.insert(e->pod->gang).second) continue;
       if (now - std::max(e->last_filter_ms, e->first_seen_ms) > options_.stale_after_ms) continue;
       head = e;
       break;
     }
-    if (head == nullptr || head->pod.gang_size == kGangSizeUnknown) continue;
+    if (head == nullptr || head->pod->gang_size == kGangSizeUnknown) continue;
     // A gang reclaims for all its members not yet placed, once: not while
     // it holds a reservation (its devices are found).
     int32_t members = 1;
-    if (IsGang(head->pod)) {
-      if (reservations_.contains(GangKey(ns, head->pod.gang))) continue;
-      members = head->pod.gang_size - usage_.GangHeld(ns, head->pod.gang);
+    if (IsGang(*head->pod)) {
+      if (reservations_.contains(GangKey(ns, head->pod->gang))) continue;
+      members = head->pod->gang_size - usage_.GangHeld(ns, head->pod->gang);
       if (members <= 0) continue;
     }
-    const int64_t demand = DemandMilli(head->pod.gpu) * members;
-    ReclaimJob job{ns, head->pod, members, demand, {}};
+    const int64_t demand = DemandMilli(head->pod->gpu) * members;
+    ReclaimJob job{ns, *head->pod, members, demand, {}};
     const ReclaimKind kind = ReclaimKindOf(ledger, ns, demand, borrowers);
     job.cohort_loan = kind == ReclaimKind::kCohortLoan;
     // Else a fair-share reclaim, else an attained-service preemption within
     // the namespace.
     const bool fair = kind == ReclaimKind::kNone && options_.reclaim.enabled &&
-                      options_.reclaim.fair_share.enabled && !head->pod.preempt_never &&
+                      options_.reclaim.fair_share.enabled && !head->pod->preempt_never &&
                       FairFloorsLocked(ns, demand, now, &job.floors);
     if ((kind == ReclaimKind::kNone || !options_.reclaim.enabled) && !fair &&
         !AttainedVictimsLocked(*head, now, &job.only)) {
       continue;
     }
     auto backoff = reclaim_backoff_.find(ns);
-    if (backoff != reclaim_backoff_.end() && backoff->second.head_uid == head->pod.uid &&
+    if (backoff != reclaim_backoff_.end() && backoff->second.head_uid == head->pod->uid &&
         now < backoff->second.retry_at_ms) {
       continue;  // its last plan for this head found nothing
     }
@@ -680,7 +680,7 @@ bool QueueManager::PlanCurrentLocked(const PlanBasis& basis) {
   if (!basis.for_uid.empty() && e == nullptr) return false;  // bound, gone or no longer waiting
   if (basis.stamp == now && basis.queue_version == queue_version_) return true;  // nothing moved
   if (basis.heads_queue) {
-    auto q = order_.find(e->pod.ns);
+    auto q = order_.find(e->pod->ns);
     if (q == order_.end() || *q->second.begin() != e) return false;
   }
   if (basis.victims == nullptr) return true;

@@ -46,8 +46,8 @@ NamespaceQueue QueueManager::CopyNamespaceLocked(const std::string& ns, size_t l
     if (listed >= limit) break;
     copies->Add(u);
     listed += u.members.size();
-    if (IsGang(u.head->pod) && reservations_.contains(GangKey(ns, u.head->pod.gang))) {
-      reserved->insert(u.head->pod.gang);
+    if (IsGang(*u.head->pod) && reservations_.contains(GangKey(ns, u.head->pod->gang))) {
+      reserved->insert(u.head->pod->gang);
     }
   }
   return nq;
@@ -95,11 +95,11 @@ void QueueManager::ExplainNamespace(const PlanningView& view, const UnitCopies& 
   const std::vector<Unit>& us = copies.units;
   for (size_t i = 0; i < us.size(); ++i) {
     for (const Entry* e : us[i].members) {
-      QueuedPod qp = Listed(e->pod, static_cast<int32_t>(i + 1), now - e->first_seen_ms);
+      QueuedPod qp = Listed(*e->pod, static_cast<int32_t>(i + 1), now - e->first_seen_ms);
       if (attained) qp.attained_level = e->level;
-      EvalInputs in{&ledger, view.options.get(), IsGang(e->pod) && reserved.contains(e->pod.gang),
+      EvalInputs in{&ledger, view.options.get(), IsGang(*e->pod) && reserved.contains(e->pod->gang),
                     now};
-      qp.reason = EvaluateUnits(us, i, e->pod, in, *view.snapshot, fw, false).reason;
+      qp.reason = EvaluateUnits(us, i, *e->pod, in, *view.snapshot, fw, false).reason;
       nq->queue.push_back(std::move(qp));
     }
   }
@@ -177,8 +177,8 @@ std::vector<QueuedPod> QueueManager::Positions(int32_t explained) {
     std::vector<Unit> units = UnitsLocked(ns);
     for (size_t i = 0; i < units.size(); ++i) {
       for (const Entry* e : units[i].members) {
-        if (done.contains(e->pod.uid)) continue;  // explained above
-        QueuedPod qp = Listed(e->pod, static_cast<int32_t>(i + 1), now - e->first_seen_ms);
+        if (done.contains(e->pod->uid)) continue;  // explained above
+        QueuedPod qp = Listed(*e->pod, static_cast<int32_t>(i + 1), now - e->first_seen_ms);
         qp.reason =
             StrCat("gpusched: namespace ", ns, ": ", i, " earlier units in the queue go first");
         out.push_back(std::move(qp));
@@ -260,7 +260,7 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "explain");
     SyncLocked(deps_.state->Snapshot());
     if (const Entry* e = FindEntryLocked(pod->uid); e != nullptr) {
-      *pod = e->pod;  // the source's pod where it waits
+      *pod = *e->pod;  // the source's pod where it waits
       for (const Unit& u : UnitsLocked(ns, pod->uid)) copies.Add(u);
       in.gang_reserved = IsGang(*pod) && reservations_.contains(GangKey(ns, pod->gang));
     }

@@ -48,9 +48,9 @@ bool AnyAttained(const QuotaConfig& q) {
 }  // namespace
 
 bool QueueManager::EarlierEntry::operator()(const Entry* a, const Entry* b) const {
-  if (a->pod.priority != b->pod.priority) return a->pod.priority > b->pod.priority;
+  if (a->pod->priority != b->pod->priority) return a->pod->priority > b->pod->priority;
   if (a->level != b->level) return a->level < b->level;
-  return Earlier(a->pod, b->pod);
+  return Earlier(*a->pod, *b->pod);
 }
 
 QueueManager::QueueManager(QueueDeps deps, QueueOptions options)
@@ -110,16 +110,16 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
   if (it == entries_.end()) return;
   Entry* e = &it->second;
   ++queue_version_;
-  unit_index_.erase(e->pod.ns);
+  unit_index_.erase(e->pod->ns);
   reclaim_view_.dirty = true;  // it may be a reclaim's pod
-  auto q = order_.find(e->pod.ns);
+  auto q = order_.find(e->pod->ns);
   if (q != order_.end()) {
     q->second.erase(e);
     if (q->second.empty()) order_.erase(q);
   }
-  AddPendingLocked(e->pod, -1);
-  if (IsGang(e->pod)) {
-    auto g = gang_members_.find(GangKey(e->pod.ns, e->pod.gang));
+  AddPendingLocked(*e->pod, -1);
+  if (IsGang(*e->pod)) {
+    auto g = gang_members_.find(GangKey(e->pod->ns, e->pod->gang));
     if (g != gang_members_.end()) {
       std::erase(g->second, e);
       if (g->second.empty()) gang_members_.erase(g);
@@ -128,35 +128,35 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
   entries_.erase(it);
 }
 
-void QueueManager::UpsertEntryLocked(PodRequest pod) {
-  Entry* e = FindEntryLocked(pod.uid);
+void QueueManager::UpsertEntryLocked(std::shared_ptr<const PodRequest> pod) {
+  Entry* e = FindEntryLocked(pod->uid);
   ++queue_version_;
-  unit_index_.erase(pod.ns);  // demand or gang size may change even in place
+  unit_index_.erase(pod->ns);  // demand or gang size may change even in place
   reclaim_view_.dirty = true;
   // An entry keeps the attained-service level it was queued with (until its
   // namespace's attained-service settings change: RelevelLocked).
-  if (e != nullptr && SamePlace(e->pod, pod)) {
-    AddPendingLocked(e->pod, -1);
-    AddPendingLocked(pod, 1);
+  if (e != nullptr && SamePlace(*e->pod, *pod)) {
+    AddPendingLocked(*e->pod, -1);
+    AddPendingLocked(*pod, 1);
     e->pod = std::move(pod);  // the fields that order it are unchanged
     return;
   }
-  const int8_t level = LevelLocked(pod);
+  const int8_t level = LevelLocked(*pod);
   int64_t first_seen = Now(), last_filter = -1;
   if (e != nullptr) {
     first_seen = e->first_seen_ms;
     last_filter = e->last_filter_ms;
-    EraseEntryLocked(pod.uid);
+    EraseEntryLocked(pod->uid);
   }
-  const std::string uid = pod.uid;
-  Entry& fresh = entries_[uid];
+  Entry& fresh = entries_[pod->uid];
   fresh.pod = std::move(pod);
   fresh.first_seen_ms = first_seen;
   fresh.last_filter_ms = last_filter;
   fresh.level = level;
-  order_[fresh.pod.ns].insert(&fresh);
-  AddPendingLocked(fresh.pod, 1);
-  if (IsGang(fresh.pod)) gang_members_[GangKey(fresh.pod.ns, fresh.pod.gang)].push_back(&fresh);
+  const PodRequest& p = *fresh.pod;
+  order_[p.ns].insert(&fresh);
+  AddPendingLocked(p, 1);
+  if (IsGang(p)) gang_members_[GangKey(p.ns, p.gang)].push_back(&fresh);
 }
 
 void QueueManager::SyncLocked(std::shared_ptr<const ClusterSnapshot> snapshot) {
@@ -178,8 +178,8 @@ void QueueManager::SyncLocked(std::shared_ptr<const ClusterSnapshot> snapshot) {
     for (const std::string& uid : gone) EraseEntryLocked(uid);
   }
   for (auto& [uid, pod] : changes.pods) {
-    if (pod.has_value()) {
-      UpsertEntryLocked(std::move(*pod));
+    if (pod != nullptr) {
+      UpsertEntryLocked(std::move(pod));
     } else {
       EraseEntryLocked(uid);
     }
@@ -230,7 +230,7 @@ const QueueManager::ReclaimView& QueueManager::ReclaimViewLocked() {
     v.valid_until_ms = std::min(v.valid_until_ms, r.at_ms + options_.stale_after_ms);
     const Entry* e = FindEntryLocked(r.for_uid);
     if (e == nullptr) continue;  // bound or gone: nothing is claimed or held any more
-    if (e->pod.ns == ns) claims[ns] = r.demand;
+    if (e->pod->ns == ns) claims[ns] = r.demand;
     if (r.held != nullptr && !r.held->empty()) v.holds.push_back({&ns, &r});
   }
   if (claims != v.claims) {
@@ -262,25 +262,25 @@ std::vector<QueueManager::Unit> QueueManager::UnitsLocked(const std::string& ns,
   if (q == order_.end()) return units;
   const Entry* stop = stop_uid.empty() ? nullptr : FindEntryLocked(stop_uid);
   std::string stop_gang;
-  if (stop != nullptr && IsGang(stop->pod)) stop_gang = stop->pod.gang;
+  if (stop != nullptr && IsGang(*stop->pod)) stop_gang = stop->pod->gang;
   absl::flat_hash_set<std::string> gangs_seen;
   for (const Entry* e : q->second) {
     if (units.size() >= max_units) break;
-    if (IsGang(e->pod)) {
-      if (!gangs_seen.insert(e->pod.gang).second) continue;
-      const std::vector<const Entry*>& members = gang_members_[GangKey(ns, e->pod.gang)];
+    if (IsGang(*e->pod)) {
+      if (!gangs_seen.insert(e->pod->gang).second) continue;
+      const std::vector<const Entry*>& members = gang_members_[GangKey(ns, e->pod->gang)];
       Unit u{e, members, 0};
       std::sort(u.members.begin(), u.members.end(), EarlierEntry());
       // Until the gang has started its missing members are placed at once;
       // after (an elastic gang past minMember), each pending member runs
       // alone and all of them count.
-      const int32_t missing = std::max(0, e->pod.gang_size - HeldGangMembersLocked(e->pod));
-      u.demand = DemandMilli(e->pod.gpu) *
+      const int32_t missing = std::max(0, e->pod->gang_size - HeldGangMembersLocked(*e->pod));
+      u.demand = DemandMilli(e->pod->gpu) *
                  (missing > 0 ? missing : static_cast<int32_t>(u.members.size()));
       units.push_back(std::move(u));
-      if (!stop_gang.empty() && e->pod.gang == stop_gang) break;
+      if (!stop_gang.empty() && e->pod->gang == stop_gang) break;
     } else {
-      units.push_back({e, {e}, DemandMilli(e->pod.gpu)});
+      units.push_back({e, {e}, DemandMilli(e->pod->gpu)});
       if (e == stop) break;
     }
   }
@@ -292,8 +292,8 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
                                                       const policy::Framework& fw, bool all_checks,
                                                       BehindScan* deferred) {
   const Entry* self = FindEntryLocked(pod.uid);
-  if (self == nullptr) return {};   // not waiting (bound, finished or unknown)
-  const PodRequest& p = self->pod;  // the source's pod
+  if (self == nullptr) return {};    // not waiting (bound, finished or unknown)
+  const PodRequest& p = *self->pod;  // the source's pod
   EvalInputs in{&LedgerLocked(), &options_,
                 IsGang(p) && reservations_.contains(GangKey(p.ns, p.gang)), Now(),
                 admit_board_.get()};
@@ -396,7 +396,7 @@ void QueueManager::ScanBehind(const BehindScan& scan, const ClusterSnapshot& sna
     p_usable[i] = pmemo.Filter(snapshot.hot(i)).verdict != policy::Verdict::kUnresolvable;
   }
   for (const BehindScan::Head& head : scan.heads) {
-    const PodRequest& h = head.pod;
+    const PodRequest& h = *head.pod;
     policy::PodContext hctx = fw.Prepare(h, snapshot);
     policy::FilterMemo hmemo(fw, hctx);
     for (int32_t i = 0; i < nodes; ++i) {
@@ -422,10 +422,10 @@ std::string QueueManager::AdmitUnconfirmedLocked(const PodRequest& pod,
                   ") is not in the cluster view yet; gangs are reserved only for pods the "
                   "cluster shows");
   }
-  UpsertEntryLocked(pod);
+  UpsertEntryLocked(std::make_shared<const PodRequest>(pod));
   Entry* e = FindEntryLocked(pod.uid);
   NoteAskedLocked(*e);
-  Evaluation ev = EvaluateLocked(e->pod, snapshot, fw, /*all_checks=*/false, deferred);
+  Evaluation ev = EvaluateLocked(*e->pod, snapshot, fw, /*all_checks=*/false, deferred);
   EraseEntryLocked(pod.uid);
   return ev.reason;
 }
@@ -462,7 +462,7 @@ Admission QueueManager::Admit(const PodRequest& request,
     // The source's pod where it waits (its priority and gang, not what the
     // request says).
     e = FindEntryLocked(request.uid);
-    held = HeldForReclaimLocked(e != nullptr ? e->pod : request);
+    held = HeldForReclaimLocked(e != nullptr ? *e->pod : request);
     yes.product_refusals = ProductRefusalsLocked(request, snapshot);
     if (scan.heads.empty() && !reserve.has_value()) {
       yes.reserved_node = ReservedNodeLocked(request);
@@ -489,7 +489,7 @@ std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
                                       const policy::Framework& fw, BehindScan* deferred,
                                       std::optional<std::string>* reserve) {
   NoteAskedLocked(e);
-  const PodRequest& pod = e.pod;  // the source's pod, not the request's
+  const PodRequest& pod = *e.pod;  // the source's pod, not the request's
   Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/false, deferred);
   if (!ev.reason.empty()) return ev.reason;
   if (ev.backfill_end > 0) backfilled_.try_emplace(pod.uid, ev.backfill_end);

@@ -253,7 +253,9 @@ class QueueManager final : public PodGate {
 
  private:
   struct Entry {
-    PodRequest pod;  // as the cluster source shows it
+    // As the cluster source shows it: shared with ClusterState, never changed
+    // (a change of the pod replaces it).
+    std::shared_ptr<const PodRequest> pod;
     int64_t first_seen_ms = 0;
     int64_t last_filter_ms = -1;  // -1: never filtered (known from the source)
     // Attained-service level within its priority: 0, or 1 once its workload
@@ -459,7 +461,7 @@ class QueueManager final : public PodGate {
   // usage sums to `snapshot`. Every locked entry point calls it first.
   void SyncLocked(std::shared_ptr<const ClusterSnapshot> snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UpsertEntryLocked(PodRequest pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpsertEntryLocked(std::shared_ptr<const PodRequest> pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EraseEntryLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adds (sign 1) or removes (-1) `pod`'s demand from pending_milli_.
   void AddPendingLocked(const PodRequest& pod, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -482,7 +484,7 @@ class QueueManager final : public PodGate {
   static constexpr size_t kBehindScanHeads = 64;
   struct BehindScan {
     struct Head {
-      PodRequest pod;
+      std::shared_ptr<const PodRequest> pod;  // the queue's, shared
       int64_t demand = 0;
     };
     PodRequest pod;

@@ -150,7 +150,7 @@ void Simulation::Init() {
 // units' priority (higher first) and creation time.
 void Simulation::Order() {
   auto key = [&](const Ref& r) {
-    const PodRequest& p = in_.queues[r.queue].units[r.unit].members.front();
+    const PodRequest& p = *in_.queues[r.queue].units[r.unit].members.front();
     return std::make_tuple(-int64_t{p.priority}, p.creation_unix, r.queue);
   };
   auto later = [&](const Ref& a, const Ref& b) { return key(a) > key(b); };
@@ -181,7 +181,7 @@ void Simulation::Order() {
 }
 
 std::string Simulation::ShapeKey(const EstimateUnit& unit) const {
-  const PodRequest& p = unit.members.front();
+  const PodRequest& p = *unit.members.front();
   std::string models;
   for (const std::string& m : p.gpu.models) StrAppend(&models, m, ",");
   return StrCat(unit.members.size(), "/", p.gpu.count, "/", p.gpu.milli_per_gpu, "/",
@@ -190,14 +190,15 @@ std::string Simulation::ShapeKey(const EstimateUnit& unit) const {
 }
 
 bool Simulation::TryStart(const EstimateUnit& unit, int64_t t) {
-  const std::string& ns = unit.members.front().ns;
+  const std::string& ns = unit.members.front()->ns;
   int64_t demand = 0;
-  for (const PodRequest& m : unit.members) demand += DemandMilli(m.gpu);
+  for (const auto& m : unit.members) demand += DemandMilli(m->gpu);
   if (ledger_.enabled() && !ledger_.Check(ns, demand).ok) return false;
   std::vector<std::pair<size_t, NodeInfo>> saved;  // to undo a gang that does not fit whole
   std::vector<End> started;
   const int64_t run = unit.runtime.known() ? unit.runtime.seconds : in_.default_runtime_s;
-  for (const PodRequest& m : unit.members) {
+  for (const auto& member : unit.members) {
+    const PodRequest& m = *member;
     const policy::PodContext ctx = in_.fw->Prepare(m, *in_.snapshot);
     const size_t k = nodes_.Find(*in_.fw, ctx);
     const std::string* product = k == SIZE_MAX ? nullptr : &in_.snapshot->product(nodes_.View(k));
@@ -223,7 +224,7 @@ bool Simulation::TryStart(const EstimateUnit& unit, int64_t t) {
 }
 
 void Simulation::Answer(const EstimateUnit& unit, int64_t start_s, std::string basis) {
-  for (const PodRequest& m : unit.members) out_.by_uid[m.uid] = {start_s, basis};
+  for (const auto& m : unit.members) out_.by_uid[m->uid] = {start_s, basis};
 }
 
 void Simulation::Step(int64_t t) {

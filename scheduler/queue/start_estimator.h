@@ -46,8 +46,10 @@
 namespace gpusched::queue {
 
 struct EstimateUnit {
-  std::vector<PodRequest> members;  // pending members that start together
-  RuntimeEstimate runtime;          // of the unit's first member
+  // Pending members that start together (shared with the queue, never
+  // changed).
+  std::vector<std::shared_ptr<const PodRequest>> members;
+  RuntimeEstimate runtime;  // of the unit's first member
 };
 
 struct EstimateQueue {

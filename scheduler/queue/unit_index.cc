@@ -45,7 +45,7 @@ void QueueManager::NoteAskedLocked(Entry& e) {
   const bool was_stale = now - seen > options_.stale_after_ms;
   e.last_filter_ms = now;
   if (!first_ask && !was_stale) return;
-  auto it = unit_index_.find(e.pod.ns);
+  auto it = unit_index_.find(e.pod->ns);
   if (it == unit_index_.end()) return;
   UnitIndex& x = it->second;
   auto u = x.unit_of.find(&e);
@@ -75,7 +75,7 @@ const QueueManager::UnitIndex& QueueManager::UnitIndexLocked(const std::string& 
     bool valid = x.config_version == config_version_ && now <= x.valid_until_ms;
     if (valid && x.usage_generation != usage_.generation()) {
       for (const auto& [unit, held] : x.gang_held) {
-        const PodRequest& head = x.units[unit].head->pod;
+        const PodRequest& head = *x.units[unit].head->pod;
         if (HeldGangMembersLocked(head) != held) valid = false;
       }
       x.usage_generation = usage_.generation();
@@ -100,7 +100,7 @@ const QueueManager::UnitIndex& QueueManager::UnitIndexLocked(const std::string& 
     x.count_before.push_back(count);
     for (const Entry* m : u.members) x.unit_of.emplace(m, i);
     x.unit_of.emplace(u.head, i);
-    if (IsGang(u.head->pod)) x.gang_held.emplace_back(i, HeldGangMembersLocked(u.head->pod));
+    if (IsGang(*u.head->pod)) x.gang_held.emplace_back(i, HeldGangMembersLocked(*u.head->pod));
     const int64_t seen = std::max(u.head->last_filter_ms, u.head->first_seen_ms);
     if (!Counts(seen, u.demand, now, stale, limit)) continue;
     x.valid_until_ms = std::min(x.valid_until_ms, seen + stale);

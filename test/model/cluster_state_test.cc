@@ -163,11 +163,12 @@ TEST(ClusterStateTest, PodChangesReportEachChangedPodOnceThenNothing) {
   state->UpsertPod(c);
   ClusterState::PodChanges next = state->TakePodChanges(pending);
   EXPECT_FALSE(next.full);
-  std::map<std::string, std::optional<PodRequest>> by_uid(next.pods.begin(), next.pods.end());
+  std::map<std::string, std::shared_ptr<const PodRequest>> by_uid(next.pods.begin(),
+                                                                  next.pods.end());
   ASSERT_EQ(by_uid.size(), 3u);
-  EXPECT_FALSE(by_uid[a.uid].has_value());
-  EXPECT_FALSE(by_uid[b.uid].has_value());
-  ASSERT_TRUE(by_uid[c.uid].has_value());
+  EXPECT_EQ(by_uid[a.uid], nullptr);
+  EXPECT_EQ(by_uid[b.uid], nullptr);
+  ASSERT_NE(by_uid[c.uid], nullptr);
   EXPECT_EQ(by_uid[c.uid]->priority, 7);
   // A relist (Reset) makes the next read a full one again.
   state->Reset({testing::Pcie4xT4("t4")}, {c});
@@ -175,6 +176,39 @@ TEST(ClusterStateTest, PodChangesReportEachChangedPodOnceThenNothing) {
   EXPECT_TRUE(relisted.full);
   ASSERT_EQ(relisted.pods.size(), 1u);
   EXPECT_EQ(relisted.pods[0].first, c.uid);
+}
+
+// The change feed shares the state's PodRequest with its reader instead of
+// copying it, so the state must never change one it has handed out: each
+// change (assume, forget, upsert) stores a new object, and what the reader
+// holds stays as it was when taken.
+TEST(ClusterStateTest, PodsHandedToTheChangeFeedNeverChangeAfterwards) {
+  auto state = std::make_shared<ClusterState>();
+  state->Reset({testing::Pcie4xT4("t4")}, {});
+  state->Commit();
+  auto all = [](const PodRequest&) { return true; };
+  state->TakePodChanges(all);
+  PodRequest p = PodBuilder("p").Gpus(1).Build();
+  state->UpsertPod(p);
+  ClusterState::PodChanges pending = state->TakePodChanges(all);
+  ASSERT_EQ(pending.pods.size(), 1u);
+  std::shared_ptr<const PodRequest> held = pending.pods[0].second;
+  ASSERT_NE(held, nullptr);
+
+  ASSERT_TRUE(state->Assume(p, "t4", 0b1).ok());
+  ClusterState::PodChanges bound = state->TakePodChanges(all);
+  ASSERT_EQ(bound.pods.size(), 1u);
+  EXPECT_EQ(bound.pods[0].second->node_name, "t4");
+  EXPECT_TRUE(held->node_name.empty()) << "the assumption changed a PodRequest already handed out";
+  EXPECT_FALSE(held->has_gpu_ids);
+
+  std::shared_ptr<const PodRequest> was_bound = bound.pods[0].second;
+  state->Forget(p.uid);
+  ClusterState::PodChanges forgotten = state->TakePodChanges(all);
+  ASSERT_EQ(forgotten.pods.size(), 1u);
+  EXPECT_TRUE(forgotten.pods[0].second->node_name.empty());
+  EXPECT_EQ(was_bound->node_name, "t4") << "Forget changed a PodRequest already handed out";
+  EXPECT_EQ(was_bound->gpu_ids, DeviceMask{0b1});
 }
 
 // TakePodChanges answers "nothing changed" without the mutex: each kind of

@@ -84,7 +84,7 @@ class Estimator {
                            .Created(kNow - 1000 + static_cast<int64_t>(in.queues.size()))
                            .Build();
         if (w.members > 1) p.gang = w.name, p.gang_size = w.members;
-        unit.members.push_back(p);
+        unit.members.push_back(std::make_shared<const PodRequest>(std::move(p)));
       }
       if (w.runtime > 0) unit.runtime = {w.runtime, EstimateSource::kAnnotation, "", {}};
       in.queues[queue_of[w.ns]].units.push_back(std::move(unit));

@@ -124,9 +124,11 @@ class ClusterState {
   // the first call, and the first call after Reset) returns every pod
   // `keep` accepts with `full` set: the reader starts over. O(changes), and
   // without the mutex when nothing changed (the reader may hold its own).
+  // The pods are shared, not copied: the state never changes a published
+  // PodRequest (a change stores a new one), so the reader may keep them.
   struct PodChanges {
     bool full = false;
-    std::vector<std::pair<std::string, std::optional<PodRequest>>> pods;
+    std::vector<std::pair<std::string, std::shared_ptr<const PodRequest>>> pods;  // null: gone
   };
   PodChanges TakePodChanges(const std::function<bool(const PodRequest&)>& keep, bool all = false)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -165,9 +167,10 @@ class ClusterState {
   mutable absl::Mutex mu_;
   TopologyCatalog catalog_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, NodeSpec> nodes_ ABSL_GUARDED_BY(mu_);
-  // By uid. A node map: a PodRequest is over 700 bytes, and a flat map's
-  // slot array (up to half of it empty) cost about 1 KB per pod.
-  absl::node_hash_map<std::string, PodRequest> pods_ ABSL_GUARDED_BY(mu_);
+  // By uid. Immutable once stored (a change stores a new PodRequest), so
+  // that TakePodChanges hands the queue the same object instead of a copy
+  // of over 700 bytes per waiting pod.
+  absl::flat_hash_map<std::string, std::shared_ptr<const PodRequest>> pods_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::string> uid_by_key_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> pods_by_node_
       ABSL_GUARDED_BY(mu_);
