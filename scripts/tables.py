@@ -331,6 +331,44 @@ def philly_backfill():
                    "backfill overruns", "head slips of heads passed"], rows)
 
 
+# ---- training jobs: whole-gang preemption against the previous version -------------
+
+TRAINING = "results/training-replay/{version}-{policy}-seed{seed}.json"
+TRAINING_RUNS = [(policy, version, seed) for policy in ("lowerPriority", "anyBorrower")
+                 for version in ("previous", "this") for seed in (1, 2, 3)]
+TRAINING_COLUMNS = [["avg_jct_s"], ["p95_jct_s"], ["preemptions"], ["reclaim_evictions"],
+                    ["lost_gpu_seconds"], ["avg_time_to_guarantee_s", "p95_time_to_guarantee_s"]]
+
+
+def training_cell(this, previous, keys):
+    """Seeds 1 / 2 / 3 of each key (keys joined by "; "). In a "this" row a
+    figure below the previous version's is bold; the whole cell when all are."""
+    values = [(r[k], p[k] if p else None) for k in keys for r, p in
+              zip(this, previous or [None] * len(this))]
+    better = [p is not None and v < p for v, p in values]
+    texts = [bold(grouped(v), b and not all(better)) for (v, _), b in zip(values, better)]
+    n = len(this)
+    cell = "; ".join(" / ".join(texts[i:i + n]) for i in range(0, len(texts), n))
+    return bold(cell, all(better))
+
+
+def training_replay():
+    """The training-job replay per reclaim policy, this version against the previous."""
+    runs = {}
+    for policy, version, seed in TRAINING_RUNS:
+        (run,) = load_json(TRAINING.format(version=version, policy=policy, seed=seed))
+        runs.setdefault((policy, version), []).append(run)
+    rows = []
+    for policy, label in (("lowerPriority", "`lowerPriority` (shipped)"),
+                          ("anyBorrower", "`anyBorrower`")):
+        for version in ("previous", "this"):
+            previous = runs[(policy, "previous")] if version == "this" else None
+            rows.append([label, version] + [training_cell(runs[(policy, version)], previous, keys)
+                                            for keys in TRAINING_COLUMNS])
+    return render(["reclaim policy", "version", "avg JCT (s)", "p95 JCT (s)", "preemptions",
+                   "reclaim evictions", "GPU-s lost", "time to guarantee, mean / p95 (s)"], rows)
+
+
 # ---- Philly on one pool -------------------------------------------------------------
 
 def philly_pool_runs():
@@ -648,6 +686,8 @@ TABLES = {
     "contended-coverage": (["results/contended-coverage/coverage.md"], coverage),
     "estimates-contended": (["results/estimates/contended.md"], estimates_contended),
     "estimates-philly-backfill": ([PHILLY_BACKFILL], philly_backfill),
+    "training-replay": ([TRAINING.format(version=v, policy=p, seed=n) for p, v, n in TRAINING_RUNS],
+                        training_replay),
     "philly-pool": (["results/philly-pool/one-namespace.md", "results/philly-pool/held-out.md",
                      "results/philly-pool/vcs.md"], philly_pool),
     "kueue-before-after-philly": ([BASELINES], kueue_before_after),
