@@ -81,7 +81,7 @@ class QueueManager::GangSearch {
         fw_(fw),
         ledger_(*in.ledger),
         gone_(*in.evicted),
-        local_{&ledger_, in.options,     &gone_,    in.usage,
+        local_{&ledger_, in.options,     &gone_,    in.gangs,
                in.only,  in.cohort_loan, in.floors, in.yield},
         ctx_(fw.Prepare(member, snapshot)),
         memo_(fw, ctx_) {}

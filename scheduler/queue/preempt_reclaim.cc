@@ -222,8 +222,8 @@ class QueueManager::NodeSearch {
     }
     if (!any_listed) return false;
     const PodOnNode& f = *c.pods.front();
-    if (in_.usage->GangHeld(f.ns, f.gang) == static_cast<int>(c.pods.size())) return true;
-    const auto* where = in_.usage->GangNodes(f.ns, f.gang);
+    if (in_.gangs->Held(f.ns, f.gang) == static_cast<int>(c.pods.size())) return true;
+    const auto* where = in_.gangs->Nodes(f.ns, f.gang);
     if (where == nullptr) return false;
     for (const auto& [name, count] : *where) {
       if (name == node_.name) continue;

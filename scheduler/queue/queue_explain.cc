@@ -281,7 +281,7 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   r.reason = ev.reason;
   if (r.reason.empty() && IsGang(*pod) && !in.gang_reserved) {
     r.reason = TopologyWaitReason(snapshot, *fw, *pod,
-                                  pod->gang_size - view->usage.GangHeld(ns, pod->gang),
+                                  pod->gang_size - view->gangs->Held(ns, pod->gang),
                                   in.options->gang.topology_levels);
   }
   FillEstimate(*pod, &r);

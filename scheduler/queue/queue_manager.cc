@@ -647,7 +647,7 @@ std::shared_ptr<const QueueManager::PlanningView> QueueManager::PlanningViewLock
   copy->Warm();  // shared by planners on several threads: no const call may write it
   v->ledger = std::move(copy);
   v->evicted = evicted_;
-  v->usage = usage_;
+  v->gangs = usage_.Gangs();
   view_ = std::move(v);
   return view_;
 }

@@ -338,7 +338,7 @@ class QueueManager final : public PodGate {
     const QuotaLedger* ledger = nullptr;
     const QueueOptions* options = nullptr;
     const absl::flat_hash_map<std::string, int64_t>* evicted = nullptr;
-    const UsageIndex* usage = nullptr;  // gang member counts
+    const GangUsage* gangs = nullptr;  // gang member counts
     // Attained-service preemption: victims only among these pods (their
     // namespace's demoted workloads); null: the rules of the caller.
     const absl::flat_hash_set<std::string>* only = nullptr;
@@ -388,11 +388,11 @@ class QueueManager final : public PodGate {
     std::shared_ptr<const QueueOptions> options;
     std::unique_ptr<const QuotaLedger> ledger;  // with claims; bound to options->quotas
     absl::flat_hash_map<std::string, int64_t> evicted;
-    UsageIndex usage;
-    PlanInputs Inputs() const { return {ledger.get(), options.get(), &evicted, &usage}; }
+    std::shared_ptr<const GangUsage> gangs;  // the usage's, shared
+    PlanInputs Inputs() const { return {ledger.get(), options.get(), &evicted, gangs.get()}; }
   };
   // The view of the state as it is now: the published one while nothing it
-  // copies moved, else a new copy (O(namespaces + evictions + gangs)).
+  // copies moved, else a new copy (O(namespaces + evictions); the gang sums are shared).
   std::shared_ptr<const PlanningView> PlanningViewLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The commit rule, the one way a plan made without the mutex is accepted
   // under it (docs/architecture.md, "Plans and the commit"): the config is

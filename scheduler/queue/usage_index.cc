@@ -72,8 +72,34 @@ void UsageIndex::Clear() {
   table_.reset();
   use_.clear();
   capacity_ = {};
-  gang_held_.clear();
-  gang_nodes_.clear();
+  ClearGangs();
+}
+
+void UsageIndex::ClearGangs() {
+  gangs_ = std::make_shared<GangUsage>();
+  gangs_shared_ = false;
+  gangs_owned_.clear();
+}
+
+std::shared_ptr<const GangUsage> UsageIndex::Gangs() const {
+  gangs_shared_ = true;
+  gangs_owned_.clear();
+  return gangs_;
+}
+
+GangUsage::Gang& UsageIndex::MutableGang(const std::string& key) {
+  if (gangs_shared_) {
+    gangs_ = std::make_shared<GangUsage>(*gangs_);  // the gangs' pointers, not the gangs
+    gangs_shared_ = false;
+  }
+  std::shared_ptr<GangUsage::Gang>& gang = gangs_->by_key_[key];
+  if (gang == nullptr) {
+    gang = std::make_shared<GangUsage::Gang>();
+    gangs_owned_.insert(key);
+  } else if (gangs_owned_.insert(key).second) {
+    gang = std::make_shared<GangUsage::Gang>(*gang);  // a published table still reads it
+  }
+  return *gang;
 }
 
 void UsageIndex::Apply(const NodeInfo& node, const std::string& product, int sign) {
@@ -93,10 +119,13 @@ void UsageIndex::Apply(const NodeInfo& node, const std::string& product, int sig
     if (u.pods == 0) use_.erase(p.ns);
     if (p.gang.empty()) continue;
     const std::string key = GangKey(p.ns, p.gang);
-    AddOrErase(gang_held_, key, sign);
-    auto& where = gang_nodes_[key];
-    AddOrErase(where, node.name, sign);
-    if (where.empty()) gang_nodes_.erase(key);
+    GangUsage::Gang& gang = MutableGang(key);
+    gang.held += sign;
+    AddOrErase(gang.nodes, node.name, sign);
+    if (gang.nodes.empty()) {
+      gangs_->by_key_.erase(key);
+      gangs_owned_.erase(key);
+    }
   }
 }
 
@@ -114,22 +143,21 @@ void UsageIndex::Update(std::shared_ptr<const ClusterSnapshot> snapshot) {
     use_.clear();
     capacity_ = {};
     table_.reset();
-    gang_held_.clear();
-    gang_nodes_.clear();
+    ClearGangs();
     for (const auto& n : nodes) Apply(*n, snapshot->product(*n), +1);
   }
   last_ = std::move(snapshot);
 }
 
-int32_t UsageIndex::GangHeld(const std::string& ns, const std::string& gang) const {
-  auto it = gang_held_.find(GangKey(ns, gang));
-  return it == gang_held_.end() ? 0 : it->second;
+int32_t GangUsage::Held(const std::string& ns, const std::string& gang) const {
+  auto it = by_key_.find(GangKey(ns, gang));
+  return it == by_key_.end() ? 0 : it->second->held;
 }
 
-const absl::flat_hash_map<std::string, int32_t>* UsageIndex::GangNodes(
-    const std::string& ns, const std::string& gang) const {
-  auto it = gang_nodes_.find(GangKey(ns, gang));
-  return it == gang_nodes_.end() ? nullptr : &it->second;
+const absl::flat_hash_map<std::string, int32_t>* GangUsage::Nodes(const std::string& ns,
+                                                                  const std::string& gang) const {
+  auto it = by_key_.find(GangKey(ns, gang));
+  return it == by_key_.end() ? nullptr : &it->second->nodes;
 }
 
 }  // namespace gpusched::queue

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "gpusched/model/snapshot.h"
 
 namespace gpusched::queue {
@@ -78,8 +79,37 @@ class UsageTable {
   GpuCapacity capacity_;
 };
 
+// The pods each gang holds on nodes (members and reservation holders), in
+// total and per node, as of one snapshot. Immutable once handed out by
+// UsageIndex::Gangs(); copies of the index's table share every gang that
+// did not change since (copy on write, one gang at a time), so publishing
+// it for planners costs a pointer, and the next change O(gangs) pointers.
+class GangUsage {
+ public:
+  // Pods of gang `gang` of `ns` on nodes.
+  int32_t Held(const std::string& ns, const std::string& gang) const;
+  // The nodes holding pods of gang `gang` of `ns`, with how many each (null:
+  // none).
+  const absl::flat_hash_map<std::string, int32_t>* Nodes(const std::string& ns,
+                                                         const std::string& gang) const;
+  size_t size() const { return by_key_.size(); }
+
+ private:
+  friend class UsageIndex;
+  struct Gang {
+    int32_t held = 0;
+    absl::flat_hash_map<std::string, int32_t> nodes;  // node name -> pods there
+  };
+  absl::flat_hash_map<std::string, std::shared_ptr<Gang>> by_key_;  // "ns/gang"
+};
+
 class UsageIndex {
  public:
+  UsageIndex() = default;
+  // Not copyable: a copy would share the gang table it writes in place.
+  UsageIndex(const UsageIndex&) = delete;
+  UsageIndex& operator=(const UsageIndex&) = delete;
+
   // Brings the sums to `snapshot`: O(changed nodes' pods) when the node set
   // is the one of the last call, O(all pods) otherwise.
   void Update(std::shared_ptr<const ClusterSnapshot> snapshot);
@@ -94,10 +124,12 @@ class UsageIndex {
   // The snapshot the sums are for (null before the first Update).
   const std::shared_ptr<const ClusterSnapshot>& snapshot() const { return last_; }
   // Pods of gang `gang` of `ns` on nodes (members and reservation holders).
-  int32_t GangHeld(const std::string& ns, const std::string& gang) const;
-  // The nodes holding pods of gang `gang` of `ns`, with how many each.
-  const absl::flat_hash_map<std::string, int32_t>* GangNodes(const std::string& ns,
-                                                             const std::string& gang) const;
+  int32_t GangHeld(const std::string& ns, const std::string& gang) const {
+    return gangs_->Held(ns, gang);
+  }
+  // The gang sums as they are now, to read without the owner's lock: O(1);
+  // the next change then copies O(gangs) pointers, and each gang it touches.
+  std::shared_ptr<const GangUsage> Gangs() const;
 
  private:
   void Apply(const NodeInfo& node, const std::string& product, int sign);
@@ -108,10 +140,15 @@ class UsageIndex {
 
   std::map<std::string, std::shared_ptr<NamespaceUse>> use_;
   GpuCapacity capacity_;
-  mutable std::shared_ptr<const UsageTable> table_;      // for use_ as it is; null: make again
-  absl::flat_hash_map<std::string, int32_t> gang_held_;  // "ns/gang" -> pods
-  // "ns/gang" -> node name -> pods there.
-  absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, int32_t>> gang_nodes_;
+  mutable std::shared_ptr<const UsageTable> table_;  // for use_ as it is; null: make again
+  // Writable gang sums: the table itself is copied before a change once
+  // Gangs() has handed it out, and a gang not in gangs_owned_ (made or
+  // copied since then) is copied before it changes.
+  GangUsage::Gang& MutableGang(const std::string& key);
+  void ClearGangs();
+  std::shared_ptr<GangUsage> gangs_ = std::make_shared<GangUsage>();
+  mutable bool gangs_shared_ = false;
+  mutable absl::flat_hash_set<std::string> gangs_owned_;
 };
 
 }  // namespace gpusched::queue
