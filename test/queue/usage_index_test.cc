@@ -134,17 +134,23 @@ GangWalk WalkGangs(const ClusterSnapshot& snapshot) {
   return out;
 }
 
+// The pods of gang `gang` of `ns` the walk found on all nodes.
+int32_t WalkHeld(const GangWalk& want, const std::string& ns, const std::string& gang) {
+  auto it = want.find(ns + "/" + gang);
+  int32_t held = 0;
+  if (it != want.end()) {
+    for (const auto& [node, pods] : it->second) held += pods;
+  }
+  return held;
+}
+
 void ExpectSameGangs(const GangUsage& got, const GangWalk& want, const std::string& where) {
   EXPECT_EQ(got.size(), want.size()) << where;
   for (int g = 0; g < 4; ++g) {
     for (int n = 0; n < 3; ++n) {
       const std::string ns = "ns-" + std::to_string(n), gang = "g" + std::to_string(g);
       auto it = want.find(ns + "/" + gang);
-      int32_t held = 0;
-      if (it != want.end()) {
-        for (const auto& [node, pods] : it->second) held += pods;
-      }
-      EXPECT_EQ(got.Held(ns, gang), held) << where << " " << ns << "/" << gang;
+      EXPECT_EQ(got.Held(ns, gang), WalkHeld(want, ns, gang)) << where << " " << ns << "/" << gang;
       const auto* nodes = got.Nodes(ns, gang);
       if (it == want.end()) {
         EXPECT_EQ(nodes, nullptr) << where;
@@ -204,12 +210,7 @@ TEST(UsageIndexTest, PublishedGangTablesKeepTheirCountsWhileTheIndexChanges) {
       for (int g = 0; g < 4; ++g) {
         for (int n = 0; n < 3; ++n) {
           const std::string ns = "ns-" + std::to_string(n), gang = "g" + std::to_string(g);
-          auto it = want.find(ns + "/" + gang);
-          int32_t held = 0;
-          if (it != want.end()) {
-            for (const auto& [name, pods] : it->second) held += pods;
-          }
-          ASSERT_EQ(index.GangHeld(ns, gang), held) << where;
+          ASSERT_EQ(index.GangHeld(ns, gang), WalkHeld(want, ns, gang)) << where;
         }
       }
     }
