@@ -84,7 +84,7 @@ void BM_EstimateStarts(benchmark::State& state) {
     if (fresh) in.queues.push_back({p.ns, {}});
     EstimateUnit u;
     u.members.push_back(std::make_shared<const PodRequest>(p));
-    if (!p.expected_runtime.empty()) u.runtime = EstimateRuntime(p, RuntimeHistory{});
+    if (!p.expected_runtime.empty()) u.runtime = EstimateRuntime(p, RuntimeHistory{}, kNowS);
     in.queues[it->second].units.push_back(std::move(u));
   }
   in.running_seconds = [](const PodOnNode&) { return int64_t{3600}; };

@@ -66,10 +66,16 @@ std::optional<std::string> RawGpuIds(const Object& pod) {
 // error.
 absl::StatusOr<PodItem> DecodePodItem(const Element& item, const Object& obj) {
   auto pod = DecodePod(item, "Pod");
-  if (pod.ok()) return PodItem{*std::move(pod), RawGpuIds(obj), ""};
-  auto held = DecodeHeldPod(item, "Pod");
-  if (!held.ok()) return pod.status();
-  return PodItem{*std::move(held), RawGpuIds(obj), std::string(FromAbsl(pod.status().message()))};
+  PodItem out;
+  if (pod.ok()) {
+    out = PodItem{*std::move(pod), RawGpuIds(obj), ""};
+  } else {
+    auto held = DecodeHeldPod(item, "Pod");
+    if (!held.ok()) return pod.status();
+    out = PodItem{*std::move(held), RawGpuIds(obj), std::string(FromAbsl(pod.status().message()))};
+  }
+  ControllingJob(obj, &out.job_name, &out.job_uid);
+  return out;
 }
 
 // Decodes one item into `page` or records it as bad.

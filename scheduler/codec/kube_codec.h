@@ -45,6 +45,10 @@ struct PodItem {
   // what it still holds (its requests, devices unknown; never counted
   // free), and this is why it did not decode, naming the field.
   std::string decode_error;
+  // The batch/v1 Job that controls the pod (its ownerReferences entry with
+  // kind Job, apiVersion batch/v1 and controller true, else its
+  // batch.kubernetes.io/job-name label, which carries no uid); "": none.
+  std::string job_name, job_uid;
 };
 
 struct ListPage {

@@ -458,4 +458,54 @@ absl::StatusOr<PodRequest> DecodePod(const Element& e, std::string_view path) {
   return pod;
 }
 
+namespace {
+
+// A string member, or nullopt if absent or of another type.
+std::optional<std::string_view> StringMember(const Object& o, std::string_view key) {
+  std::string_view v;
+  auto m = Member(o, key);
+  if (!m || m->get_string().get(v) != simdjson::SUCCESS) return std::nullopt;
+  return v;
+}
+
+// The ownerReferences entry that is a controlling batch/v1 Job, if any.
+bool JobOwner(const Object& meta, std::string* name, std::string* uid) {
+  auto owners = Member(meta, "ownerReferences");
+  simdjson::dom::array refs;
+  if (!owners || owners->get_array().get(refs) != simdjson::SUCCESS) return false;
+  for (Element ref : refs) {
+    Object o;
+    bool controller = false;
+    if (ref.get_object().get(o) != simdjson::SUCCESS) continue;
+    auto c = Member(o, "controller");
+    if (!c || c->get_bool().get(controller) != simdjson::SUCCESS || !controller) continue;
+    auto kind = StringMember(o, "kind");
+    auto api = StringMember(o, "apiVersion");
+    auto n = StringMember(o, "name");
+    if (kind != "Job" || api != "batch/v1" || !n || n->empty()) continue;
+    *name = std::string(*n);
+    *uid = std::string(StringMember(o, "uid").value_or(""));
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void ControllingJob(const Object& pod, std::string* name, std::string* uid) {
+  name->clear();
+  uid->clear();
+  auto m = Member(pod, "metadata");
+  Object meta;
+  if (!m || m->get_object().get(meta) != simdjson::SUCCESS) return;
+  if (JobOwner(meta, name, uid)) return;
+  // The label the Job controller sets on its pods (batch/v1 JobNameLabel).
+  auto labels = Member(meta, "labels");
+  Object l;
+  if (!labels || labels->get_object().get(l) != simdjson::SUCCESS) return;
+  if (auto v = StringMember(l, "batch.kubernetes.io/job-name"); v && !v->empty()) {
+    *name = std::string(*v);
+  }
+}
+
 }  // namespace gpusched::codec

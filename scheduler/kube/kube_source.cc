@@ -167,9 +167,11 @@ void KubeClusterSource::InstallList(codec::ListPage nodes, std::vector<codec::Li
     absl::flat_hash_map<std::string, PodRequest> still;
     api_node_.clear();
     api_node_.reserve(count);
+    pod_job_.clear();
     for (codec::ListPage& page : pods) {
       for (auto& item : page.pods) {
         if (gang_sizes_ != nullptr) gang_sizes_->Fill(item.pod);
+        FillJobLocked(item);
         api_node_[item.pod.uid] = item.pod.node_name;
         if (auto c = IdsToCheck(item)) checks.push_back(*std::move(c));
         if (!item.decode_error.empty()) undecodable.push_back(item);
@@ -358,6 +360,7 @@ std::optional<ClusterState::PodUpdate> KubeClusterSource::PodUpdateLocked(codec:
     if (ev.type == codec::WatchEvent::Type::kDeleted && !ev.uid.empty()) {
       assumed_.erase(ev.uid);
       api_node_.erase(ev.uid);
+      pod_job_.erase(ev.uid);
       return ClusterState::PodUpdate{ev.uid, std::nullopt};
     }
     std::cerr << "gpusched: kube: pod " << ev.ns << "/" << ev.name
@@ -374,9 +377,11 @@ std::optional<ClusterState::PodUpdate> KubeClusterSource::PodUpdateLocked(codec:
   if (ev.type == codec::WatchEvent::Type::kDeleted) {
     assumed_.erase(pod.uid);
     api_node_.erase(pod.uid);
+    pod_job_.erase(pod.uid);
     return ClusterState::PodUpdate{pod.uid, std::nullopt};
   }
   api_node_[pod.uid] = pod.node_name;
+  FillJobLocked(*ev.pod);
   auto it = assumed_.find(pod.uid);
   if (it == assumed_.end()) return ClusterState::PodUpdate{pod.uid, pod};
   if (!pod.node_name.empty() || pod.deleting) {
@@ -486,6 +491,35 @@ void KubeClusterSource::RefillGangs() {
         q.gang_size_reason == p.gang_size_reason && q.group_topology == p.group_topology) {
       continue;
     }
+    state_->UpsertPod(std::move(q));
+    changed = true;
+  }
+  if (changed) state_->Commit();
+}
+
+void KubeClusterSource::FillJobLocked(codec::PodItem& item) {
+  if (jobs_ == nullptr) return;
+  PodRequest& pod = item.pod;
+  if (item.job_name.empty()) {
+    pod_job_.erase(pod.uid);
+    return;
+  }
+  jobs_->Fill(item.job_name, item.job_uid, pod);
+  pod_job_[pod.uid] = {StrCat(pod.ns, "/", item.job_name), item.job_name, item.job_uid};
+}
+
+void KubeClusterSource::RefillJobs(const absl::flat_hash_set<std::string>& jobs) {
+  if (jobs_ == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  if (state_ == nullptr) return;
+  bool changed = false;
+  for (const auto& [uid, ref] : pod_job_) {
+    if (!jobs.contains(ref.key)) continue;
+    std::optional<PodRequest> p = state_->FindPod(uid);
+    if (!p.has_value()) continue;
+    PodRequest q = *p;
+    jobs_->Fill(ref.name, ref.uid, q);
+    if (q.job_deadline_s == p->job_deadline_s && q.job_start_unix == p->job_start_unix) continue;
     state_->UpsertPod(std::move(q));
     changed = true;
   }

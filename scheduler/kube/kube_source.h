@@ -46,6 +46,7 @@
 #include "scheduler/codec/kube_codec.h"
 #include "scheduler/kube/gang_objects.h"
 #include "scheduler/kube/http_client.h"
+#include "scheduler/kube/job_deadlines.h"
 
 namespace gpusched::kube {
 
@@ -103,6 +104,12 @@ class KubeClusterSource final : public ClusterSource {
   // Re-fills the gang of every pod the API shows whose size an object
   // declares (GangSizes' on_change).
   void RefillGangs() ABSL_LOCKS_EXCLUDED(mu_);
+  // Jobs' deadlines (runtime estimates): every pod a Job controls is filled
+  // from `jobs` before it enters the state. Set before Start.
+  void set_job_deadlines(JobDeadlines* jobs) { jobs_ = jobs; }
+  // Re-fills the pods of the Jobs `jobs` ("namespace/name"; JobDeadlines'
+  // on_change).
+  void RefillJobs(const absl::flat_hash_set<std::string>& jobs) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Watch;
@@ -130,6 +137,8 @@ class KubeClusterSource final : public ClusterSource {
   // True the first time `key` is seen.
   bool FirstReport(const std::string& key) ABSL_LOCKS_EXCLUDED(report_mu_);
   PodRequest Merge(const PodRequest& api, const PodRequest& assumed) const;
+  // Fills `item.pod` from its Job and remembers the Job of the pod.
+  void FillJobLocked(codec::PodItem& item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sleeps up to `d`; returns false if stopping or a relist was requested.
   bool Sleep(std::chrono::milliseconds d) ABSL_LOCKS_EXCLUDED(ctl_mu_);
   void RequestRelist(const char* why) ABSL_LOCKS_EXCLUDED(ctl_mu_);
@@ -140,6 +149,7 @@ class KubeClusterSource final : public ClusterSource {
   Metrics* metrics_;
   PodProblemReporter on_problem_;
   GangSizes* gang_sizes_ = nullptr;
+  JobDeadlines* jobs_ = nullptr;
   ClusterState* state_ = nullptr;
   std::function<void(bool)> on_synced_;
 
@@ -155,6 +165,12 @@ class KubeClusterSource final : public ClusterSource {
   mutable absl::Mutex mu_;  // serialises pod updates against assumptions
   absl::flat_hash_map<std::string, PodRequest> assumed_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::string> api_node_ ABSL_GUARDED_BY(mu_);  // uid -> nodeName
+  struct JobRef {
+    std::string key;  // "namespace/name"
+    std::string name, uid;
+  };
+  // Pods a Job controls (uid ->), while jobs_ is set.
+  absl::flat_hash_map<std::string, JobRef> pod_job_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex report_mu_;
   absl::flat_hash_set<std::string> reported_ ABSL_GUARDED_BY(report_mu_);

@@ -171,6 +171,7 @@ std::string WaitingEventMessage(const ExtenderArgs& args, const FilterOutcome& o
 KubeRuntime::~KubeRuntime() {
   if (elector_) elector_->Stop();
   if (gang_sizes_) gang_sizes_->Stop();
+  if (jobs_) jobs_->Stop();
   if (source_) source_->Stop();
 }
 
@@ -222,6 +223,10 @@ absl::StatusOr<std::unique_ptr<KubeRuntime>> StartKube(const KubeOptions& option
   rt->gang_sizes_ = std::make_unique<GangSizes>(rt->client_.get(), GangSizesOptions{}, metrics);
   rt->source_->set_gang_sizes(rt->gang_sizes_.get());
   rt->gang_sizes_->Start([r] { r->source_->RefillGangs(); });
+  rt->jobs_ = std::make_unique<JobDeadlines>(rt->client_.get(), JobDeadlinesOptions{}, metrics);
+  rt->source_->set_job_deadlines(rt->jobs_.get());
+  rt->jobs_->Start(
+      [r](const absl::flat_hash_set<std::string>& jobs) { r->source_->RefillJobs(jobs); });
   auto may_write = [r] { return r->source_->synced() && r->leader(); };
   rt->binder_ = std::make_unique<KubeBinder>(rt->client_.get(), rt->source_.get(), state, may_write,
                                              options.write, metrics);

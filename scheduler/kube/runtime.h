@@ -1,6 +1,7 @@
 // KubeRuntime: everything `gpusched serve --kube|--kubeconfig` adds to the
 // extender, wired in one place so serve.cc stays small: the API client, the
-// list+watch source feeding ClusterState, the bind write-back, the evictor,
+// list+watch source feeding ClusterState (with the gang sizes objects
+// declare and the deadlines of Jobs), the bind write-back, the evictor,
 // Events, and (with --leader-elect) the Lease elector.
 //
 // Readiness: the service is ready (filter and bind answer) only while the
@@ -92,6 +93,7 @@ class KubeRuntime {
   std::unique_ptr<KubeHttpClient> client_;
   std::unique_ptr<EventRecorder> events_;
   std::unique_ptr<GangSizes> gang_sizes_;
+  std::unique_ptr<JobDeadlines> jobs_;
   std::unique_ptr<KubeClusterSource> source_;
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<KubeBinder> binder_;

@@ -1,6 +1,7 @@
 // QueueManager: the estimate refresh (runtime estimates, the runtime
 // history, estimated starts). Off the request path: the queue's mutex is
 // held only to copy the planning view and each namespace's units.
+#include <algorithm>
 #include <chrono>
 
 #include "scheduler/queue/queue_manager.h"
@@ -52,7 +53,7 @@ void QueueManager::FillEstimate(const PodRequest& pod, PodReport* report) const 
     report->estimate_basis = kNotEstimated;
     return;
   }
-  const RuntimeEstimate runtime = DescribeRuntime(pod, e->runtime);
+  const RuntimeEstimate runtime = DescribeRuntime(pod, e->runtime, e->made_at_s);
   report->estimated_start_unix = e->start.start_s;
   report->estimate_basis = e->start.basis;
   report->runtime_seconds = runtime.seconds;
@@ -96,7 +97,8 @@ void QueueManager::UpdateHistoryLocked(const PlanningView& view, int64_t now_s) 
   observer_.Observe(view.snapshot, now_s, end_of, &history_);
 }
 
-int64_t QueueManager::RunningRuntimeLocked(const PodOnNode& p, const EstimateBoard* previous) {
+int64_t QueueManager::RunningRuntimeLocked(const PodOnNode& p, const EstimateBoard* previous,
+                                           int64_t now_s) {
   const RuntimeFacts* waited = nullptr;  // started since: the estimate it waited with
   if (previous != nullptr) {
     auto w = previous->runtimes.find(p.uid);
@@ -108,14 +110,16 @@ int64_t QueueManager::RunningRuntimeLocked(const PodOnNode& p, const EstimateBoa
   } else if (waited != nullptr) {
     seconds = waited->seconds;
   } else if (auto pod = deps_.state->FindPod(p.uid)) {
-    seconds = EstimateRuntime(*pod, history_).seconds;  // not seen waiting (a restart)
+    // Not seen waiting (a restart): as it would have been at its start.
+    const int64_t at = p.start_unix > 0 ? std::min(p.start_unix, now_s) : now_s;
+    seconds = EstimateRuntime(*pod, history_, at).seconds;
   }
   runtime_seen_[p.uid] = seconds;
   return seconds;
 }
 
 std::vector<EstimateQueue> QueueManager::EstimateQueuesLocked(const std::vector<std::string>& names,
-                                                              EstimateBoard* board) {
+                                                              EstimateBoard* board, int64_t now_s) {
   std::vector<EstimateQueue> queues;
   for (const std::string& ns : names) {
     EstimateQueue q{ns, {}};
@@ -130,7 +134,7 @@ std::vector<EstimateQueue> QueueManager::EstimateQueuesLocked(const std::vector<
       }
     }
     for (EstimateUnit& eu : q.units) {
-      eu.runtime = EstimateRuntime(*eu.members.front(), history_);
+      eu.runtime = EstimateRuntime(*eu.members.front(), history_, now_s);
       const RuntimeFacts facts = FactsOf(eu.runtime);
       for (const auto& m : eu.members) board->runtimes[m->uid] = facts;
     }
@@ -159,13 +163,13 @@ void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
   const std::shared_ptr<const EstimateBoard> previous = Board();
   runtime_seen_.clear();
   StartEstimatorInput in;
-  in.queues = EstimateQueuesLocked(names, board.get());
+  in.queues = EstimateQueuesLocked(names, board.get(), now_s);
   in.snapshot = view->snapshot.get();
   in.fw = fw.get();
   in.ledger = view->ledger.get();
-  in.running_seconds = [this, &previous](const PodOnNode& p) {
+  in.running_seconds = [this, &previous, now_s](const PodOnNode& p) {
     refresh_mu_.AssertHeld();
-    return RunningRuntimeLocked(p, previous.get());
+    return RunningRuntimeLocked(p, previous.get(), now_s);
   };
   in.now_s = now_s;
   in.default_runtime_s = view->options->default_runtime_s;

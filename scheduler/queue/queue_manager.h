@@ -953,12 +953,14 @@ class QueueManager final : public PodGate {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_);
   // Seconds a pod running now is expected to run (0: no estimate): as the
   // last refresh that saw it running, else as `previous` (the last board)
-  // had it while it waited, else from its pod and the history.
-  int64_t RunningRuntimeLocked(const PodOnNode& p, const EstimateBoard* previous)
+  // had it while it waited, else from its pod and the history as at its
+  // start (a Job's deadline: the time left when it started).
+  int64_t RunningRuntimeLocked(const PodOnNode& p, const EstimateBoard* previous, int64_t now_s)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_);
-  // The estimator's queues: every namespace's units, copied per namespace.
+  // The estimator's queues at `now_s`: every namespace's units, copied per
+  // namespace.
   std::vector<EstimateQueue> EstimateQueuesLocked(const std::vector<std::string>& names,
-                                                  EstimateBoard* board)
+                                                  EstimateBoard* board, int64_t now_s)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Mutex refresh_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   RuntimeHistory history_ ABSL_GUARDED_BY(refresh_mu_);

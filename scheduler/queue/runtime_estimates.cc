@@ -15,6 +15,8 @@ std::string_view SourceName(EstimateSource source) {
   switch (source) {
     case EstimateSource::kDeadline:
       return "activeDeadlineSeconds";
+    case EstimateSource::kJobDeadline:
+      return "job-activeDeadlineSeconds";
     case EstimateSource::kAnnotation:
       return "annotation";
     case EstimateSource::kWorkloadHistory:
@@ -184,6 +186,31 @@ std::optional<int64_t> FromDeadline(const PodRequest& pod, std::vector<std::stri
   return std::nullopt;
 }
 
+// Source 2: what is left at `now_s` of the controlling Job's deadline.
+std::optional<int64_t> FromJobDeadline(const PodRequest& pod, int64_t now_s,
+                                       std::vector<std::string>* rejected) {
+  const int64_t d = pod.job_deadline_s;
+  if (d == 0) return std::nullopt;
+  if (d < 0 || d > kMaxRuntimeSeconds) {
+    rejected->push_back(StrCat("Job spec.activeDeadlineSeconds ", d, " is ",
+                               d < 0 ? "not a positive integer" : "longer than ",
+                               d < 0 ? "" : StrCat(kMaxRuntimeSeconds / 3600, "h")));
+    return std::nullopt;
+  }
+  if (pod.job_start_unix <= 0) return d;  // not started: the clock starts with it
+  return std::max(kMinJobRemainingSeconds, pod.job_start_unix + d - now_s);
+}
+
+std::string JobDeadlineDetail(const PodRequest& pod, int64_t left) {
+  if (pod.job_start_unix <= 0) {
+    return StrCat("Job spec.activeDeadlineSeconds ", pod.job_deadline_s,
+                  " (the Job has not started: counted from now)");
+  }
+  return StrCat("Job spec.activeDeadlineSeconds ", pod.job_deadline_s,
+                " from its status.startTime ", pod.job_start_unix, ": ", FormatRuntime(left),
+                " left", left == kMinJobRemainingSeconds ? " (at least)" : "");
+}
+
 }  // namespace
 
 namespace {
@@ -192,12 +219,18 @@ namespace {
 // count, or none.
 using QuantilesOf = std::function<std::optional<RuntimeHistory::Quantiles>(bool workload)>;
 
-RuntimeEstimate Estimate(const PodRequest& pod, const QuantilesOf& quantiles_of) {
+RuntimeEstimate Estimate(const PodRequest& pod, int64_t now_s, const QuantilesOf& quantiles_of) {
   RuntimeEstimate e;
   if (auto d = FromDeadline(pod, &e.rejected)) {
     e.seconds = *d;
     e.source = EstimateSource::kDeadline;
     e.detail = StrCat("spec.activeDeadlineSeconds ", *d);
+    return e;
+  }
+  if (auto d = FromJobDeadline(pod, now_s, &e.rejected)) {
+    e.seconds = *d;
+    e.source = EstimateSource::kJobDeadline;
+    e.detail = JobDeadlineDetail(pod, *d);
     return e;
   }
   if (!pod.expected_runtime.empty()) {
@@ -222,7 +255,7 @@ RuntimeEstimate Estimate(const PodRequest& pod, const QuantilesOf& quantiles_of)
   }
   if (!q) {
     e.source = EstimateSource::kNone;
-    e.detail = StrCat("no estimate: no usable activeDeadlineSeconds or ",
+    e.detail = StrCat("no estimate: no usable activeDeadlineSeconds (pod or Job) or ",
                       kAnnotationExpectedRuntime, ", and no completed runs of workload ", pod.ns,
                       "/", workload, " or of namespace ", pod.ns, " with ", gpus, " GPUs");
     return e;
@@ -237,8 +270,9 @@ RuntimeEstimate Estimate(const PodRequest& pod, const QuantilesOf& quantiles_of)
 
 }  // namespace
 
-RuntimeEstimate EstimateRuntime(const PodRequest& pod, const RuntimeHistory& history) {
-  return Estimate(pod, [&](bool workload) {
+RuntimeEstimate EstimateRuntime(const PodRequest& pod, const RuntimeHistory& history,
+                                int64_t now_s) {
+  return Estimate(pod, now_s, [&](bool workload) {
     return workload ? history.ForWorkload(pod.ns, pod.WorkloadKey())
                     : history.ForShape(pod.ns, pod.gpu.count);
   });
@@ -246,10 +280,10 @@ RuntimeEstimate EstimateRuntime(const PodRequest& pod, const RuntimeHistory& his
 
 RuntimeFacts FactsOf(const RuntimeEstimate& e) { return {e.seconds, e.p90, e.runs, e.source}; }
 
-RuntimeEstimate DescribeRuntime(const PodRequest& pod, const RuntimeFacts& facts) {
+RuntimeEstimate DescribeRuntime(const PodRequest& pod, const RuntimeFacts& facts, int64_t now_s) {
   // The pod's own inputs decide the same way again; history answers only
   // for the key the facts came from.
-  return Estimate(pod, [&](bool workload) -> std::optional<RuntimeHistory::Quantiles> {
+  return Estimate(pod, now_s, [&](bool workload) -> std::optional<RuntimeHistory::Quantiles> {
     const EstimateSource from =
         workload ? EstimateSource::kWorkloadHistory : EstimateSource::kNamespaceHistory;
     if (facts.source != from) return std::nullopt;

@@ -1,9 +1,13 @@
 // Runtime estimates: how long a pod is expected to run once it starts, and
 // where that number came from. Sources, first usable wins:
 //   1. spec.activeDeadlineSeconds (the kubelet ends the pod by then);
-//   2. the annotation gpusched.io/expected-runtime, a duration ("2h30m",
+//   2. its controlling Job's spec.activeDeadlineSeconds, counted from the
+//      Job's status.startTime (the Job controller ends the Job's pods by
+//      then): what is left of it at `now_s`, at least kMinJobRemainingSeconds;
+//      a Job not started yet counts from now;
+//   3. the annotation gpusched.io/expected-runtime, a duration ("2h30m",
 //      "90m", "3600s", "1.5h");
-//   3. history (RuntimeHistory): the median runtime of completed pods of the
+//   4. history (RuntimeHistory): the median runtime of completed pods of the
 //      same workload (PodRequest::WorkloadKey), else of the same namespace
 //      and GPU count.
 // An input that cannot be used (a malformed duration, a deadline that is not
@@ -36,17 +40,21 @@ namespace gpusched::queue {
 
 // Longer than this (30 days) is not a runtime but a mistake.
 inline constexpr int64_t kMaxRuntimeSeconds = int64_t{30} * 24 * 3600;
+// A Job past its deadline is about to be ended by its controller: its pods
+// are taken to run this much longer.
+inline constexpr int64_t kMinJobRemainingSeconds = 60;
 
 enum class EstimateSource : uint8_t {
   kNone,
   kDeadline,          // spec.activeDeadlineSeconds
+  kJobDeadline,       // the controlling Job's spec.activeDeadlineSeconds
   kAnnotation,        // gpusched.io/expected-runtime
   kWorkloadHistory,   // completed pods of the same workload
   kNamespaceHistory,  // completed pods of the namespace with the same GPU count
 };
 
-// "activeDeadlineSeconds", "annotation", "workload-history",
-// "namespace-history", "none".
+// "activeDeadlineSeconds", "job-activeDeadlineSeconds", "annotation",
+// "workload-history", "namespace-history", "none".
 std::string_view SourceName(EstimateSource source);
 
 struct RuntimeEstimate {
@@ -127,12 +135,14 @@ class RuntimeHistory {
   absl::flat_hash_map<std::string, Key> keys_;
 };
 
-// The estimate for `pod` from its own inputs, then `history`.
-RuntimeEstimate EstimateRuntime(const PodRequest& pod, const RuntimeHistory& history);
-// The estimate `facts` were taken from, whole again (detail, rejected
-// inputs): DescribeRuntime(pod, FactsOf(EstimateRuntime(pod, h))) equals
-// EstimateRuntime(pod, h) for every pod and history.
-RuntimeEstimate DescribeRuntime(const PodRequest& pod, const RuntimeFacts& facts);
+// The estimate for `pod` at `now_s` (unix seconds; only a Job's deadline
+// depends on it) from its own inputs, then `history`.
+RuntimeEstimate EstimateRuntime(const PodRequest& pod, const RuntimeHistory& history,
+                                int64_t now_s);
+// The estimate `facts` were taken from at `now_s`, whole again (detail,
+// rejected inputs): DescribeRuntime(pod, FactsOf(EstimateRuntime(pod, h, t)), t)
+// equals EstimateRuntime(pod, h, t) for every pod, history and time.
+RuntimeEstimate DescribeRuntime(const PodRequest& pod, const RuntimeFacts& facts, int64_t now_s);
 
 }  // namespace gpusched::queue
 

@@ -111,6 +111,7 @@ struct FakeApiServer::Impl {
   std::set<int> fds;
   std::set<std::string> tokens;
   std::set<std::string> api_groups;  // served "<group>/<version>"
+  std::set<std::string> forbidden;   // path prefixes answered 403 (RBAC)
   std::vector<std::thread> threads;
 
   // REQUIRES: mu held.
@@ -184,6 +185,7 @@ FakeApiServer::FakeApiServer(const TestPki& pki, std::string token)
   impl_->token = std::move(token);
   impl_->ctx.use_certificate_chain(asio::buffer(pki.server_cert_pem));
   impl_->ctx.use_private_key(asio::buffer(pki.server_key_pem), ssl::context::pem);
+  impl_->api_groups.insert("batch/v1");  // built in: every API server serves Jobs
 }
 
 FakeApiServer::~FakeApiServer() { Stop(); }
@@ -244,6 +246,11 @@ void FakeApiServer::ServeApiGroup(const std::string& group_version) {
 void FakeApiServer::StopServingApiGroup(const std::string& group_version) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->api_groups.erase(group_version);
+}
+
+void FakeApiServer::Forbid(const std::string& path_prefix) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->forbidden.insert(path_prefix);
 }
 
 void FakeApiServer::Delete(const std::string& kind, const std::string& key) {
@@ -391,6 +398,12 @@ Reply FakeApiServer::Impl::Handle(http::request<http::string_body>& req, Stream&
     if (auth != "Bearer " + token &&
         (auth.rfind("Bearer ", 0) != 0 || !tokens.count(auth.substr(7)))) {
       return StatusReply(401, "Unauthorized", "Unauthorized");
+    }
+    for (const std::string& f : forbidden) {
+      if (path.rfind(f, 0) == 0) {
+        return StatusReply(403, "Forbidden",
+                           "forbidden: the service account cannot " + method + " " + path);
+      }
     }
     if (fail_n > 0 && path.rfind(fail_prefix, 0) == 0) {
       --fail_n;

@@ -46,9 +46,10 @@ class FakeApiServer {
   uint16_t port() const;
 
   // Store.
-  // "nodes" | "pods"; ADDED or MODIFIED. Custom resources: "<group>/<plural>"
-  // (e.g. "scheduling.x-k8s.io/podgroups"), readable with GET once their
-  // group/version is served.
+  // "nodes" | "pods"; ADDED or MODIFIED. Resources of API groups:
+  // "<group>/<plural>" (e.g. "scheduling.x-k8s.io/podgroups", "batch/jobs"),
+  // readable with GET once their group/version is served (batch/v1 always
+  // is, as on a real API server).
   void Put(const std::string& kind, Json obj);
   // Serves discovery (GET /apis/<group>/<version>), GET of namespaced
   // objects of that group/version, list and watch of all of a plural
@@ -73,6 +74,9 @@ class FakeApiServer {
 
   // Faults.
   void FailNext(int n, int status, std::string path_prefix = "");
+  // Every request under `path_prefix` answers 403 Forbidden from now on, as
+  // when RBAC does not grant it.
+  void Forbid(const std::string& path_prefix);
   void SetDelayMs(int ms) { delay_ms_ = ms; }
   // The next `n` list requests of `kind` ("pods") with a continue token
   // answer 410 Expired (as after an etcd compaction): the lister must start

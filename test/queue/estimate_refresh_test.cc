@@ -62,6 +62,18 @@ TEST(EstimateRefresh, PositionsAndDebugPagesCarryTheLastRefresh) {
   EXPECT_EQ(queues.namespaces[0].queue[0].estimated_start_unix, 4000);
 }
 
+TEST(EstimateRefresh, ARunningPodOfAJobEndsAtTheJobsDeadline) {
+  // Not seen waiting (as after a restart): its Job started at 300 s with a
+  // 3000 s deadline, so it ends by 3300 s whenever it started itself.
+  PodRequest run = RunningPod("run", 8, 0xff, 400, "");
+  run.job_deadline_s = 3000;
+  run.job_start_unix = 300;
+  Harness h({Hgx8H100("h0")}, {run}, QueueOptions{});
+  h.Submit(PodBuilder("next", "team-a").Gpus(8).Created(1).Build());
+  h.queue->RefreshEstimates();
+  EXPECT_EQ(Find(h.queue->Positions(10), "next").estimated_start_unix, 3300);
+}
+
 TEST(EstimateRefresh, ARejectedAnnotationIsExplainedAndTheNextSourceUsed) {
   Harness h({Hgx8H100("h0")}, {}, QueueOptions{});
   PodRequest p = PodBuilder("p", "team-a").Gpus(2).Build();

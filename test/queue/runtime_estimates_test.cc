@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "gpusched/util/strings.h"
 #include "scheduler/queue/run_observer.h"
 #include "test/testing/builders.h"
 
@@ -81,6 +82,8 @@ TEST(EstimateRuntime, TakesTheFirstUsableSourceAndSaysWhyOthersWereRefused) {
     int64_t seconds;
     EstimateSource source;
     std::vector<std::string> rejected;  // substrings, in order
+    int64_t job_deadline = 0;           // the controlling Job's
+    int64_t job_started_ago = -1;       // -1: the Job has not started
   };
   const Case cases[] = {
       {"deadline first", 7200, "30m", "w", 2, 7200, EstimateSource::kDeadline, {}},
@@ -120,14 +123,79 @@ TEST(EstimateRuntime, TakesTheFirstUsableSourceAndSaysWhyOthersWereRefused) {
        0,
        EstimateSource::kNone,
        {"activeDeadlineSeconds -1", "expected-runtime: '3x'"}},
+      // The Job's deadline comes after the pod's own and before the
+      // annotation; what is left of it, counted from the Job's start.
+      {"pod deadline before the Job's",
+       7200,
+       "30m",
+       "w",
+       2,
+       7200,
+       EstimateSource::kDeadline,
+       {},
+       3600,
+       100},
+      {"Job deadline, time left",
+       0,
+       "30m",
+       "w",
+       2,
+       2600,
+       EstimateSource::kJobDeadline,
+       {},
+       3600,
+       1000},
+      {"Job not started: all of it",
+       0,
+       "30m",
+       "w",
+       2,
+       3600,
+       EstimateSource::kJobDeadline,
+       {},
+       3600,
+       -1},
+      {"Job past its deadline: a minute",
+       0,
+       "",
+       "w",
+       2,
+       60,
+       EstimateSource::kJobDeadline,
+       {},
+       3600,
+       7200},
+      {"bad pod deadline, then the Job's",
+       -5,
+       "",
+       "w",
+       2,
+       600,
+       EstimateSource::kJobDeadline,
+       {"activeDeadlineSeconds -5"},
+       600,
+       -1},
+      {"absurd Job deadline",
+       0,
+       "1h",
+       "w",
+       2,
+       3600,
+       EstimateSource::kAnnotation,
+       {"Job spec.activeDeadlineSeconds 8640000 is longer than 720h"},
+       100LL * 24 * 3600,
+       10},
   };
   const RuntimeHistory h = ThreeRuns();
+  const int64_t now = 1'700'000'000;
   for (const Case& c : cases) {
     PodRequest pod = PodBuilder("p", "a").Gpus(c.gpus).Build();
     pod.workload = c.workload;
     pod.active_deadline_s = c.deadline;
     pod.expected_runtime = c.annotation;
-    RuntimeEstimate e = EstimateRuntime(pod, h);
+    pod.job_deadline_s = c.job_deadline;
+    pod.job_start_unix = c.job_started_ago < 0 ? 0 : now - c.job_started_ago;
+    RuntimeEstimate e = EstimateRuntime(pod, h, now);
     EXPECT_EQ(e.seconds, c.seconds) << c.name;
     EXPECT_EQ(e.source, c.source) << c.name << ": " << e.detail;
     ASSERT_EQ(e.rejected.size(), c.rejected.size()) << c.name;
@@ -136,9 +204,15 @@ TEST(EstimateRuntime, TakesTheFirstUsableSourceAndSaysWhyOthersWereRefused) {
           << c.name << ": " << e.rejected[i];
     }
     EXPECT_FALSE(e.detail.empty()) << c.name;
+    if (c.source == EstimateSource::kJobDeadline) {
+      EXPECT_EQ(SourceName(e.source), "job-activeDeadlineSeconds");
+      EXPECT_NE(e.detail.find(gpusched::StrCat("Job spec.activeDeadlineSeconds ", c.job_deadline)),
+                std::string::npos)
+          << c.name << ": " << e.detail;
+    }
     // The board keeps only the facts; rendered again for the pod, they
     // give the same estimate, text included.
-    RuntimeEstimate again = DescribeRuntime(pod, FactsOf(e));
+    RuntimeEstimate again = DescribeRuntime(pod, FactsOf(e), now);
     EXPECT_EQ(again.seconds, e.seconds) << c.name;
     EXPECT_EQ(again.source, e.source) << c.name;
     EXPECT_EQ(again.detail, e.detail) << c.name;
@@ -150,7 +224,7 @@ TEST(EstimateRuntime, TakesTheFirstUsableSourceAndSaysWhyOthersWereRefused) {
 
 TEST(EstimateRuntime, NoEstimateSaysSo) {
   PodRequest pod = PodBuilder("p", "a").Gpus(4).Build();
-  RuntimeEstimate e = EstimateRuntime(pod, RuntimeHistory{});
+  RuntimeEstimate e = EstimateRuntime(pod, RuntimeHistory{}, 0);
   EXPECT_FALSE(e.known());
   EXPECT_EQ(SourceName(e.source), "none");
   EXPECT_NE(e.detail.find("no estimate"), std::string::npos) << e.detail;

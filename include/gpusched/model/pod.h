@@ -166,6 +166,13 @@ struct PodRequest {
   int64_t active_deadline_s = 0;
   std::string expected_runtime;
   int64_t finish_unix = 0;
+  // The controlling batch/v1 Job's spec.activeDeadlineSeconds (0: no Job,
+  // no deadline, or the Job not read) and status.startTime (0: not started
+  // or suspended), filled in by scheduler/kube from the Job object (never by
+  // the pod decoder): the Job's pods may run until job_start_unix +
+  // job_deadline_s.
+  int64_t job_deadline_s = 0;
+  int64_t job_start_unix = 0;
 
   // True if the pod holds its GPUs on a node: bound and not finished.
   bool HoldsGpus() const {

@@ -48,6 +48,10 @@ absl::StatusOr<PodRequest> DecodeHeldPod(const Element& pod, std::string_view pa
 // Decodes a v1.Node object.
 absl::StatusOr<NodeSpec> DecodeNode(const Element& node, std::string_view path);
 
+// The batch/v1 Job controlling a pod, from the pod object (see
+// PodItem::job_name); malformed owner data means no Job, never an error.
+void ControllingJob(const Object& pod, std::string* name, std::string* uid);
+
 // Returns seconds since the epoch of an RFC 3339 timestamp.
 absl::StatusOr<int64_t> ParseTimestamp(std::string_view text, std::string_view path);
 
