@@ -653,6 +653,8 @@ QUEUE_RUNS_LATEST = [
      "`--topology`, 60 s, machine loaded by parallel builds"),
     ("5000-nodes-topology-60s-quiet.txt",
      "`--topology`, 60 s, quiet machine, pods in a node map"),
+    ("5000-nodes-topology-60s-loaded-shared-pods.txt",
+     "`--topology`, 60 s, one shared pod per waiting pod, machine loaded by a CI run"),
 ]
 
 
