@@ -25,6 +25,7 @@
 #include "scheduler/codec/running_config_codec.h"
 #include "scheduler/http/extender_routes.h"
 #include "scheduler/http/server.h"
+#include "scheduler/kube/history_store.h"
 #include "scheduler/kube/queue_status.h"
 #include "scheduler/kube/quota_objects.h"
 #include "scheduler/kube/quota_status.h"
@@ -428,6 +429,24 @@ std::unique_ptr<kube::QueueStatusPublisher> StartQueuePositions(kube::KubeRuntim
       metrics);
 }
 
+// With the API: the runtime history kept across restarts in a ConfigMap of
+// gpusched's namespace, read now into the queue and written by the leader;
+// nullptr without it.
+std::unique_ptr<kube::HistoryStore> StartHistoryStore(kube::KubeRuntime* rt,
+                                                      queue::QueueManager* queue,
+                                                      Metrics* metrics) {
+  if (rt == nullptr) return nullptr;
+  kube::HistoryStoreOptions o;
+  o.ns = rt->own_namespace();
+  kube::HistoryStore::Inputs in;
+  in.history = [queue](uint64_t* version) { return queue->HistoryToPersist(version); };
+  in.may_write = [rt] { return rt->leader() && rt->synced(); };
+  auto store = std::make_unique<kube::HistoryStore>(rt->client(), o, std::move(in), metrics);
+  queue->LoadHistory(store->Load());
+  store->Start();
+  return store;
+}
+
 // With the API: GPUQuota objects are the quota source while their CRD is
 // installed, and the leader keeps their status current. Both unset without
 // it. The writer goes first (members are destroyed in reverse order).
@@ -507,6 +526,7 @@ int Serve(const std::vector<std::string>& args) {
   // Evictions leave the tick at once and go out on a thread of their own.
   queue::AsyncClusterWriter writer(kube_rt ? kube_rt->writer() : &source);
   auto queue_mgr = queue::InstallQueue(&service, &state, &writer, config, &metrics);
+  auto history = StartHistoryStore(kube_rt.get(), queue_mgr.get(), &metrics);
   queue::TickThread ticker(queue_mgr.get(), std::chrono::milliseconds(1000));
   queue::ReclaimPlannerThread planner(queue_mgr.get());
   queue::EstimateThread estimates(queue_mgr.get(), std::chrono::seconds(10),

@@ -204,6 +204,7 @@ absl::StatusOr<std::unique_ptr<KubeRuntime>> StartKube(const KubeOptions& option
   if (!client.ok()) return client.status();
   std::unique_ptr<KubeRuntime> rt(new KubeRuntime());
   rt->leader_elect_ = options.leader_elect;
+  rt->own_namespace_ = options.leader.lease_namespace;
   rt->service_ = service;
   rt->client_ = *std::move(client);
   EventRecorder::Options eo;

@@ -81,6 +81,9 @@ class KubeRuntime {
   EventRecorder* events() { return events_.get(); }
   KubeClusterSource* source() { return source_.get(); }
   KubeHttpClient* client() { return client_.get(); }
+  // gpusched's own namespace (--lease-namespace, else $POD_NAMESPACE, else
+  // gpusched-system): where its Lease and runtime history live.
+  const std::string& own_namespace() const { return own_namespace_; }
 
  private:
   friend absl::StatusOr<std::unique_ptr<KubeRuntime>> StartKube(const KubeOptions&, ClusterState*,
@@ -89,6 +92,7 @@ class KubeRuntime {
   void UpdateReady();
 
   bool leader_elect_ = false;
+  std::string own_namespace_;
   ExtenderService* service_ = nullptr;
   std::unique_ptr<KubeHttpClient> client_;
   std::unique_ptr<EventRecorder> events_;

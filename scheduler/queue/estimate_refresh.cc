@@ -76,6 +76,17 @@ void QueueManager::AddWhatIfs(const PlanningView& view, const std::vector<Unit>&
   report->what_if = WhatIfs(in);
 }
 
+std::vector<PersistedWorkload> QueueManager::HistoryToPersist(uint64_t* version) const {
+  absl::MutexLock r(&refresh_mu_);
+  *version = history_.version();
+  return history_.Workloads();
+}
+
+void QueueManager::LoadHistory(const std::vector<PersistedWorkload>& saved) {
+  absl::MutexLock r(&refresh_mu_);
+  observer_.Load(saved, &history_);
+}
+
 void QueueManager::UpdateHistoryLocked(const PlanningView& view, int64_t now_s) {
   if (!history_seeded_) {
     // A restarted scheduler learns from the finished pods the API still has.

@@ -247,6 +247,13 @@ class QueueManager final : public PodGate {
   bool Backfilled(const std::string& uid) const ABSL_LOCKS_EXCLUDED(mu_);
   // The last refresh's estimate for pending pod `uid` (nullopt: none yet).
   std::optional<PodEstimate> EstimateOf(const std::string& uid) const ABSL_LOCKS_EXCLUDED(est_mu_);
+  // The runtime history to keep across restarts and its version (it grows
+  // with every run recorded): kube/history_store.h, off the request path.
+  std::vector<PersistedWorkload> HistoryToPersist(uint64_t* version) const
+      ABSL_LOCKS_EXCLUDED(refresh_mu_);
+  // Merges the history kept across a restart (RunObserver::Load): at start,
+  // before or after the first refresh.
+  void LoadHistory(const std::vector<PersistedWorkload>& saved) ABSL_LOCKS_EXCLUDED(refresh_mu_);
 
   // Longest hold of the mutex so far and the number of holds (benchmarks).
   const LockHoldStats& lock_stats() const { return lock_stats_; }
@@ -962,7 +969,7 @@ class QueueManager final : public PodGate {
   std::vector<EstimateQueue> EstimateQueuesLocked(const std::vector<std::string>& names,
                                                   EstimateBoard* board, int64_t now_s)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Mutex refresh_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  mutable absl::Mutex refresh_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   RuntimeHistory history_ ABSL_GUARDED_BY(refresh_mu_);
   RunObserver observer_ ABSL_GUARDED_BY(refresh_mu_);
   bool history_seeded_ ABSL_GUARDED_BY(refresh_mu_) = false;

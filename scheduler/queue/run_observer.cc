@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "gpusched/util/strings.h"
 #include "scheduler/queue/snapshot_delta.h"
 
 namespace gpusched::queue {
@@ -21,7 +22,7 @@ void RunObserver::Observe(const std::shared_ptr<const ClusterSnapshot>& snapshot
     if (it == running_.end()) continue;
     if (std::optional<int64_t> end = end_of(uid, now_s)) {
       const Running& r = it->second;
-      history->Record(r.ns, r.workload, r.gpus, *end - r.start_s);
+      history->Record(r.ns, r.workload, r.gpus, *end - r.start_s, RunTag(uid));
     }
     running_.erase(it);
   }
@@ -39,9 +40,26 @@ void RunObserver::Seed(std::vector<PodRequest> pods, RuntimeHistory* history) {
     return std::tie(a.finish_unix, a.uid) < std::tie(b.finish_unix, b.uid);
   });
   for (const PodRequest& p : pods) {
-    if (!Finished(p) || !seeded_.emplace(p.uid, true).second) continue;
-    history->Record(p.ns, p.WorkloadKey(), p.gpu.count, p.finish_unix - p.start_unix);
+    if (!Finished(p)) continue;
+    const uint32_t tag = RunTag(p.uid);
+    if (!known_.insert(StrCat(p.ns, "/", p.WorkloadKey(), "/", tag)).second) continue;
+    history->Record(p.ns, p.WorkloadKey(), p.gpu.count, p.finish_unix - p.start_unix, tag);
   }
+  seeded_ = true;
+  if (loaded_) known_ = {};
+}
+
+void RunObserver::Load(const std::vector<PersistedWorkload>& saved, RuntimeHistory* history) {
+  // The least recently run first, so that the history drops the same keys
+  // first as before the restart.
+  for (auto w = saved.rbegin(); w != saved.rend(); ++w) {
+    for (const PersistedRun& r : w->runs) {
+      if (!known_.insert(StrCat(w->ns, "/", w->workload, "/", r.tag)).second) continue;
+      history->Record(w->ns, w->workload, w->gpus, r.seconds, r.tag);
+    }
+  }
+  loaded_ = true;
+  if (seeded_) known_ = {};
 }
 
 }  // namespace gpusched::queue

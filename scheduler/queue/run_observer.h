@@ -4,8 +4,9 @@
 // its node, asks the caller how it ended: a completed run is recorded with
 // its runtime (end - status.startTime); a failed, evicted or unknown end is
 // not. Seed records the finished pods a restarted scheduler finds in the
-// API (phase Succeeded with a finishedAt), so history survives a restart as
-// far back as the cluster keeps finished pods.
+// API (phase Succeeded with a finishedAt), and Load the history written to
+// the API before the restart (kube/history_store.h): a run known from both
+// counts once (its workload and the tag of its pod's uid name it).
 //
 // Owned by the start estimator's refresh (StartEstimates in
 // queue_manager's estimate step), which calls it on its own thread;
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "gpusched/model/pod.h"
 #include "gpusched/model/snapshot.h"
 #include "scheduler/queue/runtime_estimates.h"
@@ -40,6 +42,10 @@ class RunObserver {
   // Records the finished pods among `pods` (Finished), each uid once, the
   // oldest first.
   void Seed(std::vector<PodRequest> pods, RuntimeHistory* history);
+  // Records the runs of `saved` (most recently run workload first, as
+  // RuntimeHistory::Workloads gives them) that Seed has not recorded, and
+  // keeps Seed from recording them again.
+  void Load(const std::vector<PersistedWorkload>& saved, RuntimeHistory* history);
   // A pod whose run Seed can record: Succeeded, with start and finish
   // times, asking for GPUs (a filter for ClusterState::PodsWhere).
   static bool Finished(const PodRequest& pod);
@@ -54,7 +60,9 @@ class RunObserver {
   };
   std::shared_ptr<const ClusterSnapshot> last_;
   absl::flat_hash_map<std::string, Running> running_;  // uid -> pod on a node
-  absl::flat_hash_map<std::string, bool> seeded_;      // uids recorded by Seed
+  // Runs recorded by Seed or Load ("ns/workload/tag"), until both are done.
+  absl::flat_hash_set<std::string> known_;
+  bool seeded_ = false, loaded_ = false;
 };
 
 }  // namespace gpusched::queue

@@ -106,7 +106,16 @@ std::string FormatRuntime(int64_t seconds) {
   return out;
 }
 
-void RuntimeHistory::Add(const std::string& key, const Run& id, int64_t seconds) {
+uint32_t RunTag(std::string_view uid) {
+  uint32_t h = 2166136261u;
+  for (char c : uid) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 16777619u;
+  }
+  return h;
+}
+
+void RuntimeHistory::Add(const std::string& key, const Run& id, Slot slot) {
   auto it = keys_.find(key);
   if (it == keys_.end()) {
     if (keys_.size() >= options_.max_keys) {
@@ -120,13 +129,15 @@ void RuntimeHistory::Add(const std::string& key, const Run& id, int64_t seconds)
   }
   Key& k = it->second;
   if (k.ring.size() < options_.per_key) {
-    k.ring.push_back(seconds);
+    k.ring.push_back(slot);
   } else {
-    k.ring[k.next] = seconds;
+    k.ring[k.next] = slot;
     k.next = (k.next + 1) % k.ring.size();
   }
   k.last_seq = ++seq_;
-  std::vector<int64_t> sorted = k.ring;
+  std::vector<int64_t> sorted;
+  sorted.reserve(k.ring.size());
+  for (const Slot& s : k.ring) sorted.push_back(s.seconds);
   std::sort(sorted.begin(), sorted.end());
   // Nearest rank: the smallest runtime at or above the share asked.
   auto rank = [&](double q) {
@@ -137,10 +148,11 @@ void RuntimeHistory::Add(const std::string& key, const Run& id, int64_t seconds)
 }
 
 void RuntimeHistory::Record(const std::string& ns, const std::string& workload, int32_t gpus,
-                            int64_t seconds) {
+                            int64_t seconds, uint32_t tag) {
   if (seconds < 1 || seconds > kMaxRuntimeSeconds || options_.per_key == 0) return;
-  if (!workload.empty()) Add(StrCat("w/", ns, "/", workload), {ns, workload, gpus, 0}, seconds);
-  Add(StrCat("g/", ns, "/", gpus), {ns, "", gpus, 0}, seconds);
+  const Slot slot{static_cast<uint32_t>(seconds), tag};
+  if (!workload.empty()) Add(StrCat("w/", ns, "/", workload), {ns, workload, gpus, 0}, slot);
+  Add(StrCat("g/", ns, "/", gpus), {ns, "", gpus, 0}, slot);
 }
 
 std::optional<RuntimeHistory::Quantiles> RuntimeHistory::ForWorkload(
@@ -162,9 +174,31 @@ std::vector<RuntimeHistory::Run> RuntimeHistory::Runs() const {
   for (const auto& [key, k] : keys_) {
     for (size_t i = 0; i < k.ring.size(); ++i) {
       Run r = k.id;
-      r.seconds = k.ring[(k.next + i) % k.ring.size()];
+      r.seconds = k.ring[(k.next + i) % k.ring.size()].seconds;
       out.push_back(std::move(r));
     }
+  }
+  return out;
+}
+
+std::vector<PersistedWorkload> RuntimeHistory::Workloads() const {
+  std::vector<const Key*> keys;
+  for (const auto& [name, k] : keys_) {
+    if (!k.id.workload.empty()) keys.push_back(&k);
+  }
+  std::sort(keys.begin(), keys.end(),
+            [](const Key* a, const Key* b) { return a->last_seq > b->last_seq; });
+  if (keys.size() > kPersistedWorkloads) keys.resize(kPersistedWorkloads);
+  std::vector<PersistedWorkload> out;
+  out.reserve(keys.size());
+  for (const Key* k : keys) {
+    PersistedWorkload w{k->id.ns, k->id.workload, k->id.gpus, {}};
+    const size_t n = std::min(k->ring.size(), kPersistedRunsPerWorkload);
+    for (size_t i = k->ring.size() - n; i < k->ring.size(); ++i) {
+      const Slot& s = k->ring[(k->next + i) % k->ring.size()];
+      w.runs.push_back({s.seconds, s.tag});
+    }
+    out.push_back(std::move(w));
   }
   return out;
 }

@@ -18,7 +18,11 @@
 // RuntimeHistory keeps, per key, the last `per_key` runtimes (a ring, so it
 // follows a workload whose runs get longer) and their p50/p90, and at most
 // `max_keys` keys (the least recently recorded key is dropped first): its
-// size is bounded whatever the cluster runs.
+// size is bounded whatever the cluster runs. Each runtime carries the tag
+// of its pod's uid (RunTag), so the history written to the API
+// (Workloads, kube/history_store.h) and read back after a restart merges
+// with the finished pods the API still has without counting a run twice
+// (RunObserver::Load).
 //
 // Callers: the start estimator (start_estimator.h) and the debug pages, via
 // QueueManager. Pure values; RuntimeHistory is thread-compatible (its owner
@@ -84,6 +88,26 @@ struct RuntimeFacts {
 };
 RuntimeFacts FactsOf(const RuntimeEstimate& e);
 
+// The history as written across restarts: per workload (namespace, name,
+// the GPU count of its runs), its last runs, oldest first, each with the
+// tag of its pod's uid.
+inline constexpr size_t kPersistedRunsPerWorkload = 64;
+inline constexpr size_t kPersistedWorkloads = 4096;
+struct PersistedRun {
+  int64_t seconds = 0;
+  uint32_t tag = 0;
+  bool operator==(const PersistedRun&) const = default;
+};
+struct PersistedWorkload {
+  std::string ns, workload;
+  int32_t gpus = 0;
+  std::vector<PersistedRun> runs;
+  bool operator==(const PersistedWorkload&) const = default;
+};
+// A run's identity across restarts: a 32-bit hash (FNV-1a) of its pod's
+// uid.
+uint32_t RunTag(std::string_view uid);
+
 // A duration in Go's notation restricted to h, m and s ("2h30m", "90m",
 // "3600s", "1.5h"), rounded to whole seconds; 1 s .. kMaxRuntimeSeconds.
 // The error says what is wrong with `text`.
@@ -106,8 +130,10 @@ class RuntimeHistory {
   RuntimeHistory() : RuntimeHistory(Options{}) {}
   explicit RuntimeHistory(Options options) : options_(options) {}
 
-  // One completed run of `seconds` (ignored unless 1..kMaxRuntimeSeconds).
-  void Record(const std::string& ns, const std::string& workload, int32_t gpus, int64_t seconds);
+  // One completed run of `seconds` (ignored unless 1..kMaxRuntimeSeconds)
+  // by the pod whose uid has RunTag `tag`.
+  void Record(const std::string& ns, const std::string& workload, int32_t gpus, int64_t seconds,
+              uint32_t tag = 0);
   std::optional<Quantiles> ForWorkload(const std::string& ns, const std::string& workload) const;
   std::optional<Quantiles> ForShape(const std::string& ns, int32_t gpus) const;
   size_t keys() const { return keys_.size(); }
@@ -120,16 +146,25 @@ class RuntimeHistory {
     int64_t seconds = 0;
   };
   std::vector<Run> Runs() const;
+  // The workload keys, the most recently recorded first (at most
+  // kPersistedWorkloads), each with its runs oldest first.
+  std::vector<PersistedWorkload> Workloads() const;
+  // Grows with every run recorded.
+  uint64_t version() const { return seq_; }
 
  private:
+  struct Slot {
+    uint32_t seconds = 0;  // at most kMaxRuntimeSeconds
+    uint32_t tag = 0;
+  };
   struct Key {
-    std::vector<int64_t> ring;  // at most per_key
-    size_t next = 0;            // where the next runtime goes once full
-    uint64_t last_seq = 0;      // when it was last recorded
+    std::vector<Slot> ring;  // at most per_key
+    size_t next = 0;         // where the next runtime goes once full
+    uint64_t last_seq = 0;   // when it was last recorded
     Quantiles q;
     Run id;
   };
-  void Add(const std::string& key, const Run& id, int64_t seconds);
+  void Add(const std::string& key, const Run& id, Slot slot);
   const Options options_;
   uint64_t seq_ = 0;
   absl::flat_hash_map<std::string, Key> keys_;

@@ -177,6 +177,11 @@ struct FakeApiServer::Impl {
   Reply HandlePod(http::request<http::string_body>& req, const std::vector<std::string>& p,
                   Stream& s, bool* streamed);
   Reply HandleLease(http::request<http::string_body>& req, const std::vector<std::string>& p);
+  // GET, PUT (409 unless metadata.resourceVersion is the stored one) and
+  // POST (409 if it exists) of a namespaced object; `p` as for leases
+  // ("", "apis", group, version, "namespaces", ns, plural[, name]).
+  Reply HandleNamespaced(http::request<http::string_body>& req, const std::vector<std::string>& p,
+                         const std::string& kind);
 };
 
 FakeApiServer::FakeApiServer(const TestPki& pki, std::string token)
@@ -456,6 +461,12 @@ Reply FakeApiServer::Impl::Handle(http::request<http::string_body>& req, Stream&
   if (p.size() >= 7 && p[1] == "apis" && p[2] == "coordination.k8s.io" && p[6] == "leases") {
     return HandleLease(req, p);
   }
+  if (p.size() >= 6 && p[1] == "api" && p[3] == "namespaces" && p[5] == "configmaps") {
+    // As leases, one index earlier: /api/v1/namespaces/<ns>/configmaps[/<name>].
+    std::vector<std::string> q = p;
+    q.insert(q.begin() + 1, "");
+    return HandleNamespaced(req, q, "configmaps");
+  }
   if (p.size() == 5 && p[1] == "apis" && method == "GET") {
     bool served;
     {
@@ -698,28 +709,34 @@ Reply FakeApiServer::Impl::HandlePod(http::request<http::string_body>& req,
 
 Reply FakeApiServer::Impl::HandleLease(http::request<http::string_body>& req,
                                        const std::vector<std::string>& p) {
+  return HandleNamespaced(req, p, "leases");
+}
+
+Reply FakeApiServer::Impl::HandleNamespaced(http::request<http::string_body>& req,
+                                            const std::vector<std::string>& p,
+                                            const std::string& kind) {
   const std::string method(req.method_string());
   std::lock_guard<std::mutex> lock(mu);
-  auto& leases = store["leases"];
+  auto& leases = store[kind];
   if (p.size() == 7 && method == "POST") {
     Json body = Json::parse(req.body(), nullptr, false);
     if (body.is_discarded()) return StatusReply(400, "BadRequest", "bad JSON");
     std::string key = p[5] + "/" + body["metadata"].value("name", "");
-    if (leases.count(key)) return StatusReply(409, "AlreadyExists", "lease exists");
+    if (leases.count(key)) return StatusReply(409, "AlreadyExists", kind + " exists");
     body["metadata"]["namespace"] = p[5];
     body["metadata"].erase("resourceVersion");
-    return {201, PutLocked("leases", body).dump()};
+    return {201, PutLocked(kind, body).dump()};
   }
-  if (p.size() != 8) return StatusReply(404, "NotFound", "bad lease path");
+  if (p.size() != 8) return StatusReply(404, "NotFound", "bad " + kind + " path");
   std::string key = p[5] + "/" + p[7];
   auto it = leases.find(key);
   if (method == "GET") {
     if (it == leases.end())
-      return StatusReply(404, "NotFound", "leases \"" + p[7] + "\" not found");
+      return StatusReply(404, "NotFound", kind + " \"" + p[7] + "\" not found");
     return {200, it->second.dump()};
   }
   if (method == "PUT") {
-    if (it == leases.end()) return StatusReply(404, "NotFound", "lease not found");
+    if (it == leases.end()) return StatusReply(404, "NotFound", kind + " not found");
     Json body = Json::parse(req.body(), nullptr, false);
     if (body.is_discarded()) return StatusReply(400, "BadRequest", "bad JSON");
     if (body["metadata"].value("resourceVersion", "") !=
@@ -730,7 +747,7 @@ Reply FakeApiServer::Impl::HandleLease(http::request<http::string_body>& req,
     }
     body["metadata"]["namespace"] = p[5];
     body["metadata"]["uid"] = it->second["metadata"]["uid"];
-    return {200, PutLocked("leases", body).dump()};
+    return {200, PutLocked(kind, body).dump()};
   }
   return StatusReply(405, "MethodNotAllowed", method);
 }

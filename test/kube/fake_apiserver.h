@@ -11,7 +11,8 @@
 //    ERROR event with code 410 (as the real server does);
 //  - merge-patch on nodes and pods; pods/binding (409 if already assigned,
 //    or on a UID mismatch); policy/v1 eviction (429 when a disruption budget
-//    forbids it); events; Leases with resourceVersion preconditions (409).
+//    forbids it); events; Leases and ConfigMaps with resourceVersion
+//    preconditions (409) on update.
 //
 // Faults (set by tests at any time): fail the next N requests under a path
 // prefix with a status (5xx/429); delay every response; drop open watches;
@@ -46,7 +47,8 @@ class FakeApiServer {
   uint16_t port() const;
 
   // Store.
-  // "nodes" | "pods"; ADDED or MODIFIED. Resources of API groups:
+  // "nodes" | "pods" | "leases" | "configmaps" (key "ns/name"); ADDED or
+  // MODIFIED. Resources of API groups:
   // "<group>/<plural>" (e.g. "scheduling.x-k8s.io/podgroups", "batch/jobs"),
   // readable with GET once their group/version is served (batch/v1 always
   // is, as on a real API server).
