@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/internal/dom.h"
 
@@ -124,17 +125,7 @@ absl::StatusOr<JobEvent> DecodeJobEvent(std::string_view line) {
     ev.status = DecodeStatus(obj->dump());
     return ev;
   }
-  if (type == "ADDED") {
-    ev.type = WatchEvent::Type::kAdded;
-  } else if (type == "MODIFIED") {
-    ev.type = WatchEvent::Type::kModified;
-  } else if (type == "DELETED") {
-    ev.type = WatchEvent::Type::kDeleted;
-  } else if (type == "BOOKMARK") {
-    ev.type = WatchEvent::Type::kBookmark;
-  } else {
-    return absl::InvalidArgumentError(StrCat("job watch event: unknown type '", type, "'"));
-  }
+  GPUSCHED_ASSIGN_OR_RETURN(ev.type, WatchEventType(type, "job watch event"));
   if (auto m = obj->find("metadata"); m != obj->end() && m->is_object()) {
     ev.resource_version = Str(*m, "resourceVersion");
   }

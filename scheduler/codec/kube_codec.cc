@@ -178,6 +178,15 @@ absl::StatusOr<ListPage> KubeDecoder::DecodeListPage(
   return page;
 }
 
+absl::StatusOr<WatchEvent::Type> WatchEventType(std::string_view type, std::string_view what) {
+  if (type == "ADDED") return WatchEvent::Type::kAdded;
+  if (type == "MODIFIED") return WatchEvent::Type::kModified;
+  if (type == "DELETED") return WatchEvent::Type::kDeleted;
+  if (type == "BOOKMARK") return WatchEvent::Type::kBookmark;
+  if (type == "ERROR") return WatchEvent::Type::kError;
+  return absl::InvalidArgumentError(StrCat(what, ": unknown type '", type, "'"));
+}
+
 absl::StatusOr<WatchEvent> KubeDecoder::DecodeWatchEvent(std::string& line, ObjectKind kind) {
   GPUSCHED_RETURN_IF_ERROR(impl_->Parse(line, "WatchEvent"));
   Object root;
@@ -187,19 +196,7 @@ absl::StatusOr<WatchEvent> KubeDecoder::DecodeWatchEvent(std::string& line, Obje
   WatchEvent ev;
   GPUSCHED_ASSIGN_OR_RETURN(auto type, OptString(root, "type", "WatchEvent"));
   if (!type) return absl::InvalidArgumentError("WatchEvent: no type");
-  if (*type == "ADDED") {
-    ev.type = WatchEvent::Type::kAdded;
-  } else if (*type == "MODIFIED") {
-    ev.type = WatchEvent::Type::kModified;
-  } else if (*type == "DELETED") {
-    ev.type = WatchEvent::Type::kDeleted;
-  } else if (*type == "BOOKMARK") {
-    ev.type = WatchEvent::Type::kBookmark;
-  } else if (*type == "ERROR") {
-    ev.type = WatchEvent::Type::kError;
-  } else {
-    return absl::InvalidArgumentError(StrCat("WatchEvent: unknown type '", *type, "'"));
-  }
+  GPUSCHED_ASSIGN_OR_RETURN(ev.type, WatchEventType(*type, "WatchEvent"));
   auto object = Member(root, "object");
   if (!object) return absl::InvalidArgumentError("WatchEvent: no object");
   Object obj;

@@ -97,6 +97,10 @@ class KubeDecoder {
 
 // Returns the Status in `body`, or code 0 if it is not one.
 KubeStatus DecodeStatus(std::string_view body);
+
+// The type of a watch event ("ADDED", "MODIFIED", "DELETED", "BOOKMARK",
+// "ERROR"); an error naming `what` (the event's kind) for any other.
+absl::StatusOr<WatchEvent::Type> WatchEventType(std::string_view type, std::string_view what);
 // Returns spec.nodeName of a Pod body ("" if unset).
 absl::StatusOr<std::string> DecodePodNodeName(std::string_view body);
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpusched/util/quantity.h"
+#include "gpusched/util/status_macros.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/codec/internal/duplicate_keys.h"
 #include "scheduler/codec/internal/quota_fields.h"
@@ -182,17 +183,7 @@ absl::StatusOr<QuotaObjectEvent> DecodeQuotaObjectEvent(QuotaObjectKind kind,
     ev.status = DecodeStatus(obj.dump());
     return ev;
   }
-  if (type == "ADDED") {
-    ev.type = WatchEvent::Type::kAdded;
-  } else if (type == "MODIFIED") {
-    ev.type = WatchEvent::Type::kModified;
-  } else if (type == "DELETED") {
-    ev.type = WatchEvent::Type::kDeleted;
-  } else if (type == "BOOKMARK") {
-    ev.type = WatchEvent::Type::kBookmark;
-  } else {
-    return absl::InvalidArgumentError(StrCat("watch event: unknown type '", type, "'"));
-  }
+  GPUSCHED_ASSIGN_OR_RETURN(ev.type, WatchEventType(type, "watch event"));
   if (auto m = obj.find("metadata"); m != obj.end() && m->is_object()) {
     ev.resource_version = Str(*m, "resourceVersion");
   }
