@@ -280,9 +280,9 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   r.position = ev.position;
   r.reason = ev.reason;
   if (r.reason.empty() && IsGang(*pod) && !in.gang_reserved) {
-    r.reason = TopologyWaitReason(snapshot, *fw, *pod,
-                                  pod->gang_size - view->gangs->Held(ns, pod->gang),
-                                  in.options->gang.topology_levels);
+    r.reason =
+        TopologyWaitReason(snapshot, *fw, *pod, pod->gang_size - view->gangs->Held(ns, pod->gang),
+                           in.options->gang.topology_levels);
   }
   FillEstimate(*pod, &r);
   AddWhatIfs(*view, copies.units, *pod, *fw, in.now_ms, &r);
