@@ -655,6 +655,9 @@ QUEUE_RUNS_LATEST = [
      "`--topology`, 60 s, quiet machine, pods in a node map"),
     ("5000-nodes-topology-60s-loaded-shared-pods.txt",
      "`--topology`, 60 s, one shared pod per waiting pod, machine loaded by a CI run"),
+    ("5000-nodes-run12-5min-7ddecc4.txt", "12: one shared pod per waiting pod (5 min, quiet)"),
+    ("5000-nodes-run13-5min-7ddecc4.txt", "13: the same build again (5 min, quiet)"),
+    ("5000-nodes-run14-5min-7ddecc4.txt", "14: the same build again (5 min, quiet)"),
 ]
 
 

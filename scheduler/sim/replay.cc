@@ -46,17 +46,28 @@ bool IsGang(const Job& j, int gpus_per_node) {
 enum class Kind { kFifo, kSjf, kSrtf, kLas };
 constexpr double kLasThreshold = 3600 * 8;  // GPU-seconds: one 8-GPU node-hour
 
+// One baseline's state at a sample time: GPUs in use and the mean wait of
+// the waiting jobs, per namespace (index into the replay's names).
+struct WorldSample {
+  double t = 0;
+  std::vector<int64_t> used;
+  std::vector<double> mean_wait;
+};
+
 class World {
  public:
-  // `metrics`, if set, is fed the state after every event time.
+  // `metrics`, if set, is fed the state after every event time. Every
+  // `sample_every` seconds from 0 (0: never) the state is sampled as it was
+  // just before that time's events, the way gpusched's replay samples.
   World(Kind kind, Pool pool, std::vector<JobState> jobs, std::vector<int64_t> guarantee,
-        ShareMetrics* metrics = nullptr)
+        ShareMetrics* metrics = nullptr, double sample_every = 0)
       : kind_(kind),
         pool_(std::move(pool)),
         jobs_(std::move(jobs)),
         guarantee_(std::move(guarantee)),
         used_(guarantee_.size(), 0),
-        metrics_(metrics) {}
+        metrics_(metrics),
+        sample_every_(sample_every) {}
 
   void Run() {
     std::vector<int> arrivals(jobs_.size());
@@ -67,6 +78,9 @@ class World {
     while (next < arrivals.size() || !done_.empty()) {
       double t = next < arrivals.size() ? jobs_[arrivals[next]].submit : 1e300;
       if (!done_.empty()) t = std::min(t, done_.top().time);
+      for (; sample_every_ > 0 && next_sample_ <= t; next_sample_ += sample_every_) {
+        samples_.push_back(Sample(next_sample_));
+      }
       while (!done_.empty() && done_.top().time <= t) {
         Completion c = done_.top();
         done_.pop();
@@ -96,6 +110,7 @@ class World {
   int64_t preemptions() const { return preemptions_; }
   double lost() const { return lost_; }
   int64_t violations() const { return violations_; }
+  const std::vector<WorldSample>& samples() const { return samples_; }
 
  private:
   struct Completion {
@@ -226,6 +241,19 @@ class World {
     metrics_->Observe(t, used_, waiting);
   }
 
+  WorldSample Sample(double t) const {
+    WorldSample out{t, used_, std::vector<double>(used_.size(), 0)};
+    std::vector<int> waiting(used_.size(), 0);
+    for (int id : pending_) {
+      out.mean_wait[jobs_[id].ns] += t - jobs_[id].submit;
+      ++waiting[jobs_[id].ns];
+    }
+    for (size_t n = 0; n < used_.size(); ++n) {
+      if (waiting[n] > 0) out.mean_wait[n] /= waiting[n];
+    }
+    return out;
+  }
+
   std::vector<int> running_list() const {
     std::vector<int> out;
     for (size_t i = 0; i < jobs_.size(); ++i) {
@@ -251,6 +279,8 @@ class World {
   std::vector<int> pending_;
   std::priority_queue<Completion> done_;
   ShareMetrics* metrics_;
+  double sample_every_, next_sample_ = 0;
+  std::vector<WorldSample> samples_;
   double makespan_ = 0, busy_ = 0, lost_ = 0;
   int64_t preemptions_ = 0, violations_ = 0;
 };
@@ -281,6 +311,34 @@ struct Shares {
   std::vector<ShareSpec> ns;  // in pool order
   int64_t capacity = 0;       // GPUs of the pool
 };
+
+// The timeline of a baseline run from its worlds' samples (one world per VC,
+// or one pooled world), all taken at the same times k * sample_every: a
+// world that has finished takes no more samples, and holds and waits for
+// nothing from then on.
+std::vector<TimelinePoint> BaselineTimeline(const std::vector<std::vector<WorldSample>>& worlds,
+                                            const std::vector<std::string>& names,
+                                            int64_t capacity) {
+  size_t points = 0;
+  for (const auto& w : worlds) points = std::max(points, w.size());
+  std::vector<TimelinePoint> out(points);
+  for (size_t k = 0; k < points; ++k) {
+    TimelinePoint& p = out[k];
+    int64_t used = 0;
+    for (const std::string& ns : names) p.used_gpus[ns] = p.queue_wait[ns] = 0;
+    for (const auto& w : worlds) {
+      if (k >= w.size()) continue;
+      p.t = w[k].t;
+      for (size_t n = 0; n < names.size(); ++n) {
+        p.used_gpus[names[n]] += static_cast<double>(w[k].used[n]);
+        p.queue_wait[names[n]] += w[k].mean_wait[n];  // a namespace waits in one world only
+        used += w[k].used[n];
+      }
+    }
+    p.utilisation = capacity > 0 ? static_cast<double>(used) / static_cast<double>(capacity) : 0;
+  }
+  return out;
+}
 
 // The baselines. Per VC (`pooled` false): one World per pool, each job on
 // its own VC's pool (the Helios artifact's protocol). Pooled: one World over
@@ -317,8 +375,10 @@ absl::StatusOr<RawRun> RunBaseline(Kind kind, bool pooled, const std::vector<Job
   if (pooled) {
     ShareMetrics metrics(shares.ns, shares.capacity);
     World w(kind, MakePool(total, o.gpus_per_node), std::move(by_ns[0]),
-            std::vector<int64_t>(names.size(), total), &metrics);  // one queue, no per-VC cap
+            std::vector<int64_t>(names.size(), total), &metrics,
+            o.sample_every);  // one queue, no per-VC cap
     w.Run();
+    raw.timeline = BaselineTimeline({w.samples()}, names, total);
     raw.share_metrics = true;
     raw.guarantee_waits = metrics.GuaranteeWaits();
     raw.util_while_waiting = metrics.UtilisationWhileWaiting();
@@ -330,11 +390,14 @@ absl::StatusOr<RawRun> RunBaseline(Kind kind, bool pooled, const std::vector<Job
     raw.lost = w.lost();
     return raw;
   }
+  std::vector<std::vector<WorldSample>> samples;
   for (size_t n = 0; n < names.size(); ++n) {
     std::vector<int64_t> g(names.size(), 0);
     g[n] = guarantee[n];
-    World w(kind, MakePool(guarantee[n], o.gpus_per_node), std::move(by_ns[n]), g);
+    World w(kind, MakePool(guarantee[n], o.gpus_per_node), std::move(by_ns[n]), g, nullptr,
+            o.sample_every);
     w.Run();
+    samples.push_back(w.samples());
     for (const JobState& s : w.jobs()) raw.finished.push_back(s);
     raw.makespan = std::max(raw.makespan, w.makespan());
     raw.busy += w.busy_gpu_seconds();
@@ -342,6 +405,7 @@ absl::StatusOr<RawRun> RunBaseline(Kind kind, bool pooled, const std::vector<Job
     raw.lost += w.lost();
     raw.violations += w.violations();
   }
+  raw.timeline = BaselineTimeline(samples, names, total);
   return raw;
 }
 

@@ -384,8 +384,7 @@ std::string ReplayReportHtml(const std::vector<ReplayResult>& runs, const Report
   if (!util.empty()) {
     body += Chart({.title = "GPU utilisation over time",
                    .xlabel = "day",
-                   .ylabel = "% of GPUs allocated",
-                   .note = "policies with a timeline"},
+                   .ylabel = "% of GPUs allocated"},
                   util);
   }
   for (const ReplayResult& r : runs) {

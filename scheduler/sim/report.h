@@ -6,9 +6,10 @@
 //    80-130 % arrived, and fragmentation.
 // Charts scale to the page width.
 //  replay: the metrics table of every policy; JCT and queueing-delay CDFs of
-//    every policy; GPU utilisation over time and, per policy with a timeline
-//    (gpusched, kueue-like), GPUs in use per namespace against its guarantee
-//    and the mean wait of queued jobs.
+//    every policy; GPU utilisation over time and, per policy, GPUs in use
+//    per namespace against its guarantee and (where the policy's replay
+//    records it: gpusched and the FIFO/SJF/SRTF/LAS baselines) the mean wait
+//    of queued jobs.
 // Callers: the driver, tests. Pure; thread-safe.
 #ifndef GPUSCHED_SIM_REPORT_H_
 #define GPUSCHED_SIM_REPORT_H_

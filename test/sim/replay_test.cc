@@ -177,5 +177,46 @@ TEST(Replay, SharedPoolBorrowsAndReclaims) {
   EXPECT_EQ(r->per_ns.at("a").max_borrowed, 8);
 }
 
+// Every baseline records a timeline, sampled every 50 s as the state was
+// just before that time's events. FIFO on one node: A runs 0..100, B (at
+// 10) 100..150, C (at 20) 150..160.
+TEST(Replay, BaselinesSampleUsageAndTheWaitOfQueuedJobs) {
+  auto r = RunReplay(Trace(), {{"a", 1}}, {.policy = "fifo", .sample_every = 50});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->timeline.size(), 4u);  // 0, 50, 100, 150; nothing runs after 160
+  const double used[] = {0, 8, 8, 8}, util[] = {0, 1, 1, 1};
+  const double wait[] = {0, (40 + 30) / 2.0, (90 + 80) / 2.0, 130};  // B, C; then C alone
+  for (size_t k = 0; k < 4; ++k) {
+    const TimelinePoint& p = r->timeline[k];
+    EXPECT_DOUBLE_EQ(p.t, 50.0 * static_cast<double>(k));
+    EXPECT_DOUBLE_EQ(p.used_gpus.at("a"), used[k]) << k;
+    EXPECT_DOUBLE_EQ(p.utilisation, util[k]) << k;
+    EXPECT_DOUBLE_EQ(p.queue_wait.at("a"), wait[k]) << k;
+  }
+}
+
+// Per VC each VC is a world of its own: b's ends at 30, and from then on
+// holds nothing, so at 50 the two 8-GPU VCs are half in use.
+TEST(Replay, PerVcTimelinesAddUpOverTheirWorlds) {
+  auto r = RunReplay({J("a", 8, 0, 100), J("b", 8, 0, 30)}, {{"a", 1}, {"b", 1}},
+                     {.policy = "fifo", .sample_every = 50});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->timeline.size(), 3u);  // 0, 50, 100
+  EXPECT_DOUBLE_EQ(r->timeline[1].used_gpus.at("a"), 8);
+  EXPECT_DOUBLE_EQ(r->timeline[1].used_gpus.at("b"), 0);
+  EXPECT_DOUBLE_EQ(r->timeline[1].utilisation, 0.5);
+}
+
+// Every replay policy, baselines included, can be charted over time.
+TEST(Replay, EveryPolicyHasATimeline) {
+  for (const char* p : {"fifo", "sjf", "srtf", "fifo-pool", "sjf-pool", "srtf-pool", "las-pool",
+                        "kueue-like", "kai-like", "gpusched"}) {
+    auto r = RunReplay(Trace(), {{"a", 1}}, {.policy = p, .sample_every = 50});
+    ASSERT_TRUE(r.ok()) << p << ": " << r.status();
+    ASSERT_GE(r->timeline.size(), 3u) << p;
+    EXPECT_DOUBLE_EQ(r->timeline[1].used_gpus.at("a"), 8) << p;  // A runs at 50
+  }
+}
+
 }  // namespace
 }  // namespace gpusched::sim
