@@ -382,10 +382,9 @@ std::string ReplayReportHtml(const std::vector<ReplayResult>& runs, const Report
                  .log_x = true},
                 queue);
   if (!util.empty()) {
-    body += Chart({.title = "GPU utilisation over time",
-                   .xlabel = "day",
-                   .ylabel = "% of GPUs allocated"},
-                  util);
+    body += Chart(
+        {.title = "GPU utilisation over time", .xlabel = "day", .ylabel = "% of GPUs allocated"},
+        util);
   }
   for (const ReplayResult& r : runs) {
     if (r.timeline.empty()) continue;
