@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "gpusched/util/strings.h"
@@ -55,8 +56,18 @@ absl::StatusOr<Page> FetchTls(const Flags& flags, const std::string& url, const 
   return Page{res->status, std::move(res->body)};
 }
 
+// The server's base URL. The URL kube-scheduler is given (its urlPrefix,
+// ".../scheduler", which the server's banner prints) names the verbs; the
+// debug pages are at the server's root, so that suffix is dropped.
+std::string ExtenderBase(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  constexpr std::string_view kVerbs = "/scheduler";
+  if (url.ends_with(kVerbs)) url.resize(url.size() - kVerbs.size());
+  return url;
+}
+
 absl::StatusOr<Page> Fetch(const Flags& flags, const std::string& path) {
-  const std::string url = flags.Get("extender", kDefaultExtender);
+  const std::string url = ExtenderBase(flags.Get("extender", kDefaultExtender));
   if (url.rfind("https://", 0) == 0) return FetchTls(flags, url, path);
   auto client = http::HttpClient::Create(url);
   if (!client.ok()) return client.status();
@@ -125,7 +136,9 @@ int ExplainPod(const Flags& flags, const std::string& target, const std::string&
     std::cerr << "gpusched queue: GET " << path << ": " << page.status().message() << "\n";
     return 1;
   }
-  if (page->status == 404) {
+  // A 404 of the page itself (the pod unknown), not of a server that has
+  // no such page: that one is reported as it came.
+  if (page->status == 404 && page->body.find("no such path") == std::string::npos) {
     std::cerr << "gpusched queue: pod " << pod_ns << "/" << name
               << " is unknown to gpusched (no such pod, or not seen yet)\n";
     return 1;

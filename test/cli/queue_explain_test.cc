@@ -176,6 +176,17 @@ TEST_F(QueueExplainTest, PrintsThePendingPodsPageAsText) {
   EXPECT_LE(ahead, 1800) << out;
 }
 
+// The URL kube-scheduler is given, as the server's banner prints it (the
+// verbs' prefix /scheduler), finds the same page.
+TEST_F(QueueExplainTest, TheVerbsUrlFromTheBannerWorksToo) {
+  for (const std::string& url : {Extender() + "/scheduler", Extender() + "/scheduler/"}) {
+    std::string out;
+    ASSERT_EQ(Queue({"--explain", "team-a/next", "--extender", url}, &out), 0)
+        << url << ": " << out;
+    EXPECT_EQ(MaskTimes(out), kGolden) << out;
+  }
+}
+
 TEST_F(QueueExplainTest, PodWithDashNAndJsonOutput) {
   std::string text, json;
   ASSERT_EQ(Queue({"--explain", "next", "-n", "team-a", "--extender", Extender()}, &text), 0)
@@ -212,6 +223,9 @@ TEST_F(QueueExplainTest, UnknownBoundOrUnreachableExitsOneWithAMessage) {
        "pod team-a/train is not pending: it is bound on node h0"},
       {{"--explain", "team-a/next", "--extender", "http://127.0.0.1:" + std::to_string(FreePort())},
        "GET /debug/pods/team-a/next: "},
+      // A server without the page is not taken for "no such pod".
+      {{"--explain", "team-a/next", "--extender", Extender() + "/elsewhere"},
+       "GET /debug/pods/team-a/next: HTTP 404"},
   };
   for (const Case& c : cases) {
     std::string out;
