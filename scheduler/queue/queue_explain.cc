@@ -202,20 +202,41 @@ void QueueManager::UnitCopies::Add(const Unit& unit) {
 namespace {
 
 // How many nodes `pod` fits on now, and the first node's reason otherwise.
+// How many nodes the pod fits on now and, when none, why: each distinct
+// refusal with how many nodes gave it and one of them, the most common
+// first (at most three, then how many other reasons there were).
 std::pair<int, std::string> Fits(const PodRequest& pod, const ClusterSnapshot& snapshot,
                                  const policy::Framework& fw) {
   policy::PodContext ctx = fw.Prepare(pod, snapshot);
   int fits = 0;
-  std::string first_reason;
+  struct Refusal {
+    int nodes = 0;
+    std::string example;
+  };
+  absl::flat_hash_map<std::string, Refusal> refusals;
   for (const auto& node : snapshot.nodes()) {
     policy::FilterResult f = fw.Filter(ctx, *node);
     if (f.fits() && policy::FitsWithDevices(fw, ctx, *node)) {
       ++fits;
-    } else if (first_reason.empty()) {
-      first_reason = StrCat(node->name, ": ", f.reason);
+      continue;
     }
+    Refusal& r = refusals[f.fits() ? "no set of free devices fits it" : f.reason];
+    if (r.nodes++ == 0) r.example = node->name;
   }
-  return {fits, first_reason};
+  std::vector<std::pair<std::string, Refusal>> order(refusals.begin(), refusals.end());
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.second.nodes != b.second.nodes ? a.second.nodes > b.second.nodes : a.first < b.first;
+  });
+  std::string why;
+  for (size_t i = 0; i < order.size() && i < 3; ++i) {
+    const auto& [reason, r] = order[i];
+    StrAppend(&why, i > 0 ? "; " : "", r.nodes, r.nodes == 1 ? " node (" : " nodes (e.g. ",
+              r.example, "): ", reason);
+  }
+  if (order.size() > 3) {
+    StrAppend(&why, "; ", order.size() - 3, order.size() == 4 ? " other reason" : " other reasons");
+  }
+  return {fits, why};
 }
 
 // The state of a pod that does not wait in a queue, or nullopt.
@@ -286,11 +307,11 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   }
   FillEstimate(*pod, &r);
   AddWhatIfs(*view, copies.units, *pod, *fw, in.now_ms, &r);
-  const auto [fits, first_reason] = Fits(*pod, snapshot, *fw);
+  const auto [fits, no_room] = Fits(*pod, snapshot, *fw);
   if (r.reason.empty()) {
-    r.reason = fits > 0 ? StrCat("admissible now; fits on ", fits, " nodes")
-                        : StrCat("admissible by quota and queue order, but no node has room (",
-                                 first_reason, ")");
+    r.reason = fits > 0
+                   ? StrCat("admissible now; fits on ", fits, fits == 1 ? " node" : " nodes")
+                   : StrCat("admissible by quota and queue order, but no node has room: ", no_room);
   }
   if (fits == 0 && !pod->preempt_never && !ev.behind_earlier) {
     r.preemption = PreviewPreemption(*view, *pod, ev.quota_demand, *fw);

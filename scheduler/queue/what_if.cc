@@ -39,7 +39,8 @@ int FitsCount(const WhatIfInputs& in, const PodRequest& pod, const QuotaLedger& 
 std::string Outcome(bool quota_ok, int fits, const std::string& node) {
   if (!quota_ok) return "it would still wait: its namespace's quota does not admit it now";
   if (fits == 0) return "it would still wait: no node has room for it now";
-  return StrCat("it would start now (fits on ", fits, " nodes, e.g. ", node, ")");
+  return StrCat("it would start now (fits on ", fits, fits == 1 ? " node, " : " nodes, e.g. ", node,
+                ")");
 }
 
 std::string Reclaimed(const WhatIfInputs& in, const std::string& x, int64_t borrowed) {

@@ -61,7 +61,7 @@ TEST_F(WhatIfTest, AnEightGpuPodThatFitsNowhere) {
   EXPECT_THAT(lines, Contains(HasSubstr("if namespace team-b's 12 borrowed GPUs were reclaimed: "
                                         "it would start now")));
   EXPECT_THAT(lines, Contains(HasSubstr("with 4 fewer GPUs (4): it would start now (fits on 1 "
-                                        "nodes, e.g. h1)")));
+                                        "node, h1)")));
   // b1 ends first (1500 s): then h1 has 8 free.
   EXPECT_THAT(lines, Contains("after team-b/b1 ends (estimated 1970-01-01T00:25:00Z): it would "
                               "have room on h1"));
@@ -71,7 +71,7 @@ TEST_F(WhatIfTest, AnotherModel) {
   PodRequest p = PodBuilder("p", "team-a").Gpus(4).Models({"A100"}).Build();
   auto lines = Ask(p);
   EXPECT_THAT(lines, Contains(HasSubstr(std::string("if ") + kH100 +
-                                        " were allowed: it would start now (fits on 1 nodes")));
+                                        " were allowed: it would start now (fits on 1 node,")));
   EXPECT_THAT(lines, Not(Contains(HasSubstr(kA100))));
   EXPECT_THAT(lines, Not(Contains(HasSubstr("with priority"))));  // nothing ahead of it
 }
@@ -83,6 +83,29 @@ TEST_F(WhatIfTest, QuotaStillRefuses) {
   auto lines = Ask(p, 1, 0);
   EXPECT_THAT(lines, Contains(HasSubstr("reclaimed: it would still wait: its namespace's quota "
                                         "does not admit it now")));
+}
+
+// When no node has room, /debug/pods counts each refusal over the nodes,
+// the most common first (at most three), with one node that gave it, then
+// how many other reasons there were. It used to name the first node
+// refused, here the CPU node, and nothing else.
+TEST(ExplainNoRoom, CountsEachRefusalOverTheNodes) {
+  QueueOptions o;
+  testing::Harness h({gpusched::testing::CpuOnly("c0"), Hgx8H100("h0"), Hgx8H100("h1"),
+                      gpusched::testing::Pcie4xT4("t0"), gpusched::testing::Pcie4xT4("t1"),
+                      gpusched::testing::Pcie4xT4("t2")},
+                     {PodBuilder("b0", "team-b").Gpus(4).OnNode("h0", 0x0f).Build(),
+                      PodBuilder("b1", "team-b").Gpus(2).OnNode("h1", 0x03).Build()},
+                     o);
+  const PodRequest p = PodBuilder("p", "team-a").Gpus(8).Models({"H100"}).Build();
+  h.Submit(p);
+  auto explained = h.queue->ExplainPod("team-a", "p");
+  ASSERT_TRUE(explained.has_value());
+  EXPECT_EQ(explained->reason,
+            "admissible by quota and queue order, but no node has room: 3 nodes (e.g. t0): "
+            "gpusched: GPU Tesla-T4 not in requested models [H100]; 1 node (h0): gpusched: 4 of "
+            "8 GPUs free, pod needs 8; 1 node (h1): gpusched: 6 of 8 GPUs free, pod needs 8; 1 "
+            "other reason");
 }
 
 }  // namespace
