@@ -170,7 +170,7 @@ def main():
     ap.add_argument("--days", default="4")
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--loads", default="0.6,0.8,0.95")
-    ap.add_argument("--coverage", default="100", help="% of the pool guarantees cover, e.g. 0,50,100")
+    ap.add_argument("--coverage", default="100", help="%% of the pool guarantees cover, e.g. 0,50,100")
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--out-dir", help="keep the jobs, configs and raw results here "
                                       "(default: a temporary directory, removed at the end)")

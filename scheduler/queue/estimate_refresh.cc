@@ -188,6 +188,8 @@ void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
   in.min_step_s = view->options->estimate_min_step_s;
   in.step_share = view->options->estimate_step_share;
   in.deadline = started + budget;
+  in.reclaim = view->options->reclaim.enabled;
+  in.reclaim_lower_priority_only = view->options->reclaim.only_lower_priority;
   board->starts = EstimateStarts(in);
   runtime_of_ = std::move(runtime_seen_);
   runtime_seen_ = {};

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "gpusched/policy/placement.h"
 #include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/strings.h"
@@ -95,6 +96,15 @@ struct End {
   bool operator>(const End& o) const { return end_s > o.end_s; }
 };
 
+// A pod running in the simulation, as guarantee reclaim sees it.
+struct Running {
+  size_t node = 0;
+  std::string ns;
+  int64_t milli = 0;
+  int32_t priority = 0;
+  int64_t start_s = 0;
+};
+
 class Simulation {
  public:
   explicit Simulation(const StartEstimatorInput& in)
@@ -111,6 +121,10 @@ class Simulation {
   void Order();
   void Step(int64_t t);
   bool TryStart(const EstimateUnit& unit, int64_t t);
+  int32_t TryReclaim(const EstimateUnit& unit, int64_t t);
+  std::vector<std::string> ReclaimCandidates(const PodRequest& head) const;
+  void AddRunning(const std::string& uid, Running r);
+  void RemoveRunning(const std::string& uid);
   void EndUntil(int64_t t);
   void Answer(const EstimateUnit& unit, int64_t start_s, std::string basis);
   std::string ShapeKey(const EstimateUnit& unit) const;
@@ -124,6 +138,10 @@ class Simulation {
   std::vector<int32_t> failed_at_;   // per shape id: the step it last failed in
   std::vector<int32_t> blocked_at_;  // per queue: the step a strict queue was held back in
   std::vector<uint8_t> strict_;      // per queue
+  std::vector<int32_t> head_at_;     // per queue: the step its head was tried in
+  absl::flat_hash_map<std::string, Running> running_;  // by uid
+  absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> running_by_ns_;
+  absl::flat_hash_set<std::string> evicted_;  // by reclaim; their ends are void
   StartEstimates out_;
 };
 
@@ -140,6 +158,7 @@ void Simulation::Init() {
       int64_t end = start + run;
       if (end <= in_.now_s) end = in_.now_s + std::max<int64_t>(60, run / 4);  // overrun
       ends_.push({end, k, p.uid, p.ns, int64_t{p.gpus} * p.milli_per_gpu, est <= 0});
+      AddRunning(p.uid, {k, p.ns, int64_t{p.gpus} * p.milli_per_gpu, p.priority, start});
       out_.running_end[p.uid] = end;
     }
     if (!holders.empty()) nodes_.Set(k, policy::WithoutPods(nodes_.View(k), holders));
@@ -170,6 +189,7 @@ void Simulation::Order() {
   }
   failed_at_.assign(shapes.size(), -1);
   blocked_at_.assign(in_.queues.size(), -1);
+  head_at_.assign(in_.queues.size(), -1);
   strict_.resize(in_.queues.size());
   for (size_t q = 0; q < in_.queues.size(); ++q) {
     // Backfill is simulated as StrictFIFO: what it lets pass ends before
@@ -219,8 +239,86 @@ bool Simulation::TryStart(const EstimateUnit& unit, int64_t t) {
     ledger_.Add(ns, *product, milli);
     started.push_back({t + run, k, m.uid, ns, milli, !unit.runtime.known()});
   }
-  for (End& e : started) ends_.push(std::move(e));
+  for (End& e : started) {
+    AddRunning(e.uid, {e.node, ns, e.milli, unit.members.front()->priority, t});
+    ends_.push(std::move(e));
+  }
   return true;
+}
+
+void Simulation::AddRunning(const std::string& uid, Running r) {
+  running_by_ns_[r.ns].insert(uid);
+  running_[uid] = std::move(r);
+}
+
+void Simulation::RemoveRunning(const std::string& uid) {
+  auto it = running_.find(uid);
+  if (it == running_.end()) return;
+  running_by_ns_[it->second.ns].erase(uid);
+  running_.erase(it);
+}
+
+// The pods guarantee reclaim may take for `head`: those of namespaces above
+// their guarantee (of lower priority only, if so configured), lowest
+// priority and newest first.
+std::vector<std::string> Simulation::ReclaimCandidates(const PodRequest& head) const {
+  std::vector<std::string> out;
+  for (const auto& [ns, uids] : running_by_ns_) {
+    if (ns == head.ns || ledger_.Usage(ns) <= ledger_.Guaranteed(ns)) continue;
+    for (const std::string& uid : uids) {
+      if (in_.reclaim_lower_priority_only && running_.at(uid).priority >= head.priority) continue;
+      out.push_back(uid);
+    }
+  }
+  std::sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) {
+    const Running &x = running_.at(a), &y = running_.at(b);
+    return std::tie(x.priority, y.start_s, a) < std::tie(y.priority, x.start_s, b);
+  });
+  return out;
+}
+
+// Guarantee reclaim for a namespace's head that no node has room for (see
+// the header): borrowers' pods are taken one at a time, cheapest first and
+// never below their namespace's guarantee, until the unit starts
+// reclaim_delay_s later; undone if it never does. Returns the pods taken
+// (0: no start).
+int32_t Simulation::TryReclaim(const EstimateUnit& unit, int64_t t) {
+  const PodRequest& head = *unit.members.front();
+  int64_t demand = 0;
+  for (const auto& m : unit.members) demand += DemandMilli(m->gpu);
+  if (!in_.reclaim || !ledger_.enabled() ||
+      ledger_.Usage(head.ns) + demand > ledger_.Guaranteed(head.ns)) {
+    return 0;
+  }
+  struct Taken {
+    std::string uid;
+    size_t node;
+    NodeInfo before;
+    std::string ns, product;
+    int64_t milli;
+  };
+  std::vector<Taken> taken;
+  int64_t freed = 0;
+  for (const std::string& uid : ReclaimCandidates(head)) {
+    const Running& r = running_.at(uid);
+    if (ledger_.Usage(r.ns) - r.milli < ledger_.Guaranteed(r.ns)) continue;
+    const NodeInfo& n = nodes_.View(r.node);
+    taken.push_back({uid, r.node, n, r.ns, in_.snapshot->product(n), r.milli});
+    nodes_.Set(r.node, policy::WithoutPods(n, {uid}));
+    ledger_.Add(r.ns, taken.back().product, -r.milli);
+    freed += r.milli;
+    if (freed < demand || !TryStart(unit, t + in_.reclaim_delay_s)) continue;
+    for (const Taken& v : taken) {
+      evicted_.insert(v.uid);
+      RemoveRunning(v.uid);
+    }
+    return static_cast<int32_t>(taken.size());
+  }
+  for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
+    nodes_.Set(it->node, std::move(it->before));
+    ledger_.Add(it->ns, it->product, it->milli);
+  }
+  return 0;
 }
 
 void Simulation::Answer(const EstimateUnit& unit, int64_t start_s, std::string basis) {
@@ -233,12 +331,22 @@ void Simulation::Step(int64_t t) {
   still.reserve(waiting_.size());
   for (const Ref& r : waiting_) {
     const EstimateUnit& unit = in_.queues[r.queue].units[r.unit];
+    const bool head = head_at_[r.queue] != step;
+    head_at_[r.queue] = step;
     bool started = false;
     // Capacity only shrinks within a step and quota is per namespace: a unit
     // of the same namespace and shape as one that failed fails too.
     if (nodes_.free_total() > 0 && blocked_at_[r.queue] != step && failed_at_[r.shape] != step) {
       started = TryStart(unit, t);
       if (!started) failed_at_[r.shape] = step;
+    }
+    if (!started && head && blocked_at_[r.queue] != step) {
+      if (const int32_t taken = TryReclaim(unit, t); taken > 0) {
+        Answer(unit, t + in_.reclaim_delay_s,
+               StrCat("after guarantee reclaim takes ", taken, " borrowed pod",
+                      taken == 1 ? "" : "s", " for it"));
+        continue;
+      }
     }
     if (started) {
       Answer(unit, t,
@@ -258,6 +366,8 @@ void Simulation::EndUntil(int64_t t) {
   while (!ends_.empty() && ends_.top().end_s <= t) {
     End e = ends_.top();
     ends_.pop();
+    if (evicted_.erase(e.uid) > 0) continue;  // reclaimed before its end
+    RemoveRunning(e.uid);
     nodes_.Set(e.node, policy::WithoutPods(nodes_.View(e.node), {e.uid}));
     ledger_.Add(e.ns, in_.snapshot->product(nodes_.View(e.node)), -e.milli);
     ++ended_;

@@ -21,9 +21,19 @@
 // an estimate may be early by that much), the simulation stops at
 // `horizon_s`, and at a wall-clock `deadline`; units not started by then get
 // no estimate, with the reason.
-// Not modelled: reclaim and preemption (a unit waits for GPUs to free up,
-// so an estimate is late rather than early when reclaim would help), and a
-// shared-GPU pod is placed only on a device that is wholly free.
+// Guarantee reclaim (when `reclaim` is set, as QueueOptions::reclaim
+// enables it): the first waiting unit of a namespace that its guarantee
+// admits (usage + demand <= guaranteed) but no node has room for takes the
+// GPUs of borrowers' pods (pods of namespaces above their guarantee; of
+// lower priority than the unit only, with `reclaim_lower_priority_only`),
+// lowest priority and newest first, never taking a borrower below its
+// guarantee, and starts `reclaim_delay_s` later (the victims' termination).
+// The evicted pods leave the simulation: the pods their controllers create
+// again are not simulated, so the estimates of units behind them may be
+// early by that much.
+// Not modelled: preemption by priority, cohort loans and fair-share
+// reclaim, and a shared-GPU pod is placed only on a device that is wholly
+// free.
 //
 // Pure: reads only its input. Callers: QueueManager's estimate refresh
 // (off the request path, on a PlanningView) and tests.
@@ -72,6 +82,10 @@ struct StartEstimatorInput {
   int64_t min_step_s = 60;
   double step_share = 0.01;
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  // Guarantee reclaim (see above).
+  bool reclaim = false;
+  bool reclaim_lower_priority_only = true;
+  int64_t reclaim_delay_s = 30;
 };
 
 struct StartEstimate {
