@@ -3,7 +3,9 @@
 // HGX H100 nodes about 90 % busy with pods of known runtimes, and the whole
 // QueueManager::RefreshEstimates (copies under the mutex, history, the
 // simulation) on the same cluster with the pods queued. No time budget: the
-// whole queue is simulated (to the 7-day horizon).
+// whole queue is simulated (to the 7-day horizon). BM_EstimateStarts' third
+// argument turns guarantee reclaim on, with the even namespaces guaranteed
+// more than they hold (their heads reclaim) and the odd ones borrowing.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -71,10 +73,16 @@ QueueOptions Options(int namespaces) {
 
 void BM_EstimateStarts(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0)), waiting = static_cast<int>(state.range(1));
+  const bool reclaim = state.range(2) != 0;
   Scale s = Make(nodes, waiting, 50);
   auto cluster = gpusched::testing::MakeState(s.nodes, s.running);
   auto snapshot = cluster->Snapshot();
   QueueOptions o = Options(50);
+  if (reclaim) {  // an even namespace is guaranteed about twice its 1/50 share
+    for (int i = 0; i < 50; i += 2) {
+      o.quotas.namespaces["ns" + std::to_string(i)].gpus.guaranteed = nodes * 8 / 25;
+    }
+  }
   QuotaLedger ledger(o.quotas, *snapshot);
   auto fw = std::move(*policy::Framework::Create(ScoringConfig{}));
   StartEstimatorInput in{snapshot.get(), fw.get(), &ledger};
@@ -89,6 +97,8 @@ void BM_EstimateStarts(benchmark::State& state) {
   }
   in.running_seconds = [](const PodOnNode&) { return int64_t{3600}; };
   in.now_s = kNowS;
+  in.reclaim = reclaim;
+  in.reclaim_lower_priority_only = false;
   StartEstimates out;
   for (auto _ : state) {
     out = EstimateStarts(in);
@@ -99,10 +109,16 @@ void BM_EstimateStarts(benchmark::State& state) {
   state.counters["steps"] = out.steps;
   state.counters["estimated"] = static_cast<double>(estimated);
   state.counters["running"] = static_cast<double>(s.running.size());
+  int64_t reclaimed = 0;
+  for (const auto& [uid, e] : out.by_uid)
+    reclaimed += e.basis.starts_with("after guarantee") ? 1 : 0;
+  state.counters["by_reclaim"] = static_cast<double>(reclaimed);
 }
 BENCHMARK(BM_EstimateStarts)
-    ->Args({500, 5000})
-    ->Args({5000, 50000})
+    ->Args({500, 5000, 0})
+    ->Args({500, 5000, 1})
+    ->Args({5000, 50000, 0})
+    ->Args({5000, 50000, 1})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime()
     ->UseRealTime();

@@ -108,7 +108,9 @@ struct Running {
 class Simulation {
  public:
   explicit Simulation(const StartEstimatorInput& in)
-      : in_(in), nodes_(*in.snapshot), ledger_(*in.ledger) {}
+      : in_(in), nodes_(*in.snapshot), ledger_(*in.ledger) {
+    std::fill(std::begin(by_need_step_), std::end(by_need_step_), -1);
+  }
   StartEstimates Run();
 
  private:
@@ -121,8 +123,25 @@ class Simulation {
   void Order();
   void Step(int64_t t);
   bool TryStart(const EstimateUnit& unit, int64_t t);
-  int32_t TryReclaim(const EstimateUnit& unit, int64_t t);
-  std::vector<std::string> ReclaimCandidates(const PodRequest& head) const;
+  // Guarantee reclaim: the pods of borrowing namespaces as a step began, per
+  // node, cheapest first (lowest priority, then newest). Made once per step;
+  // which of them a head may take is decided when it asks (Usable).
+  using Victims = absl::flat_hash_map<size_t, std::vector<std::string>>;
+  struct Taken {  // a victim taken, with what undoes it
+    std::string uid;
+    size_t node;
+    NodeInfo before;
+    std::string ns, product;
+    int64_t milli;
+  };
+  static constexpr size_t kReclaimNodes = 8;  // nodes tried per member
+  int32_t TryReclaim(const EstimateUnit& unit, int64_t t, int32_t step);
+  const Victims& StepVictims(int32_t step);
+  const Running* Usable(const std::string& uid, const PodRequest& head) const;
+  std::vector<std::pair<int32_t, size_t>> ReclaimNodes(const policy::PodContext& ctx);
+  bool TakeOnNode(size_t k, const policy::PodContext& ctx, const std::vector<std::string>& uids,
+                  std::vector<Taken>* taken);
+  void Undo(std::vector<Taken>* taken, size_t keep);
   void AddRunning(const std::string& uid, Running r);
   void RemoveRunning(const std::string& uid);
   void EndUntil(int64_t t);
@@ -141,7 +160,13 @@ class Simulation {
   std::vector<int32_t> head_at_;     // per queue: the step its head was tried in
   absl::flat_hash_map<std::string, Running> running_;  // by uid
   absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> running_by_ns_;
-  absl::flat_hash_set<std::string> evicted_;  // by reclaim; their ends are void
+  absl::flat_hash_set<std::string> evicted_;   // by reclaim; their ends are void
+  absl::flat_hash_set<std::string> evicting_;  // taken by the reclaim being tried
+  Victims victims_;
+  int32_t victims_step_ = -1;
+  // Per GPU count: the nodes with victims, fewest needed first (ReclaimNodes).
+  std::vector<std::pair<int32_t, size_t>> by_need_[kMaxGpusPerNode + 1];
+  int32_t by_need_step_[kMaxGpusPerNode + 1];
   StartEstimates out_;
 };
 
@@ -258,31 +283,123 @@ void Simulation::RemoveRunning(const std::string& uid) {
   running_.erase(it);
 }
 
-// The pods guarantee reclaim may take for `head`: those of namespaces above
-// their guarantee (of lower priority only, if so configured), lowest
-// priority and newest first.
-std::vector<std::string> Simulation::ReclaimCandidates(const PodRequest& head) const {
-  std::vector<std::string> out;
+// The pods of namespaces above their guarantee as step `step` began, per
+// node, cheapest first (see Victims).
+const Simulation::Victims& Simulation::StepVictims(int32_t step) {
+  if (victims_step_ == step) return victims_;
+  victims_step_ = step;
+  victims_.clear();
   for (const auto& [ns, uids] : running_by_ns_) {
-    if (ns == head.ns || ledger_.Usage(ns) <= ledger_.Guaranteed(ns)) continue;
-    for (const std::string& uid : uids) {
-      if (in_.reclaim_lower_priority_only && running_.at(uid).priority >= head.priority) continue;
-      out.push_back(uid);
+    if (ledger_.Usage(ns) <= ledger_.Guaranteed(ns)) continue;
+    for (const std::string& uid : uids) victims_[running_.at(uid).node].push_back(uid);
+  }
+  for (auto& [node, uids] : victims_) {
+    std::sort(uids.begin(), uids.end(), [&](const std::string& a, const std::string& b) {
+      const Running &x = running_.at(a), &y = running_.at(b);
+      return std::tie(x.priority, y.start_s, a) < std::tie(y.priority, x.start_s, b);
+    });
+  }
+  return victims_;
+}
+
+// The pod `uid` if reclaim may take it for `head` now: still running, not
+// already taken, of another namespace that borrows now, and of lower
+// priority when so configured.
+const Running* Simulation::Usable(const std::string& uid, const PodRequest& head) const {
+  auto it = running_.find(uid);
+  if (it == running_.end() || evicting_.contains(uid)) return nullptr;
+  const Running& r = it->second;
+  if (r.ns == head.ns || ledger_.Usage(r.ns) <= ledger_.Guaranteed(r.ns)) return nullptr;
+  if (in_.reclaim_lower_priority_only && r.priority >= head.priority) return nullptr;
+  return &r;
+}
+
+// How many of `uids` (in order) must go before node `n` has `need` whole
+// GPUs, counting only those `usable` returns a Running for; -1 if they
+// never make it.
+template <typename Accept>
+int32_t VictimsNeeded(const NodeInfo& n, int32_t need, const std::vector<std::string>& uids,
+                      Accept usable) {
+  int32_t room = static_cast<int32_t>(std::popcount(n.whole_free & n.healthy)), count = 0;
+  for (const std::string& uid : uids) {
+    if (room >= need) break;
+    if (const Running* r = usable(uid); r != nullptr) {
+      room += static_cast<int32_t>(r->milli / 1000);
+      ++count;
     }
   }
-  std::sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) {
-    const Running &x = running_.at(a), &y = running_.at(b);
-    return std::tie(x.priority, y.start_s, a) < std::tie(y.priority, x.start_s, b);
-  });
+  return room >= need && count > 0 ? count : -1;
+}
+
+// The nodes where taking victims could make room for `ctx`'s pod, fewest
+// victims needed first (counting whole GPUs; devices are checked when they
+// are taken), at most kReclaimNodes of them. Nodes are looked at in the
+// order made once per step and GPU count (victims needed by anyone), so a
+// head looks at a few nodes, not every node.
+std::vector<std::pair<int32_t, size_t>> Simulation::ReclaimNodes(const policy::PodContext& ctx) {
+  const int32_t need = std::clamp(ctx.pod->gpu.count, 1, kMaxGpusPerNode);
+  std::vector<std::pair<int32_t, size_t>>& order = by_need_[need];
+  if (by_need_step_[need] != victims_step_) {
+    by_need_step_[need] = victims_step_;
+    order.clear();
+    for (const auto& [k, uids] : victims_) {
+      const int32_t count = VictimsNeeded(nodes_.View(k), need, uids, [&](const std::string& u) {
+        auto it = running_.find(u);
+        return it == running_.end() ? nullptr : &it->second;
+      });
+      if (count > 0) order.emplace_back(count, k);
+    }
+    std::sort(order.begin(), order.end());
+  }
+  std::vector<std::pair<int32_t, size_t>> out;  // (victims needed by this pod, node)
+  size_t looked = 0;
+  for (const auto& [any, k] : order) {
+    if (out.size() >= kReclaimNodes || ++looked > 4 * kReclaimNodes) break;
+    const NodeInfo& n = nodes_.View(k);
+    if (!ctx.ProductAllowed(n.product_id)) continue;
+    const int32_t count = VictimsNeeded(n, need, victims_.at(k),
+                                        [&](const std::string& u) { return Usable(u, *ctx.pod); });
+    if (count > 0) out.emplace_back(count, k);
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 
+// Takes victims on node `k`, cheapest first and never a borrower below its
+// guarantee, until `ctx`'s pod fits there; false (and nothing taken) if it
+// never does.
+bool Simulation::TakeOnNode(size_t k, const policy::PodContext& ctx,
+                            const std::vector<std::string>& uids, std::vector<Taken>* taken) {
+  const size_t before = taken->size();
+  for (const std::string& uid : uids) {
+    const Running* r = Usable(uid, *ctx.pod);
+    if (r == nullptr || ledger_.Usage(r->ns) - r->milli < ledger_.Guaranteed(r->ns)) continue;
+    const NodeInfo& n = nodes_.View(k);
+    taken->push_back({uid, k, n, r->ns, in_.snapshot->product(n), r->milli});
+    evicting_.insert(uid);
+    nodes_.Set(k, policy::WithoutPods(n, {uid}));
+    ledger_.Add(taken->back().ns, taken->back().product, -taken->back().milli);
+    if (policy::FitsWithDevices(*in_.fw, ctx, nodes_.View(k))) return true;
+  }
+  Undo(taken, before);
+  return false;
+}
+
+void Simulation::Undo(std::vector<Taken>* taken, size_t keep) {
+  while (taken->size() > keep) {
+    Taken& v = taken->back();
+    nodes_.Set(v.node, std::move(v.before));
+    ledger_.Add(v.ns, v.product, v.milli);
+    evicting_.erase(v.uid);
+    taken->pop_back();
+  }
+}
+
 // Guarantee reclaim for a namespace's head that no node has room for (see
-// the header): borrowers' pods are taken one at a time, cheapest first and
-// never below their namespace's guarantee, until the unit starts
-// reclaim_delay_s later; undone if it never does. Returns the pods taken
-// (0: no start).
-int32_t Simulation::TryReclaim(const EstimateUnit& unit, int64_t t) {
+// the header): for each member without room, the victims of the node that
+// needs the fewest are taken, then the unit starts reclaim_delay_s later;
+// all undone if it still does not. Returns the pods taken (0: no start).
+int32_t Simulation::TryReclaim(const EstimateUnit& unit, int64_t t, int32_t step) {
   const PodRequest& head = *unit.members.front();
   int64_t demand = 0;
   for (const auto& m : unit.members) demand += DemandMilli(m->gpu);
@@ -290,35 +407,28 @@ int32_t Simulation::TryReclaim(const EstimateUnit& unit, int64_t t) {
       ledger_.Usage(head.ns) + demand > ledger_.Guaranteed(head.ns)) {
     return 0;
   }
-  struct Taken {
-    std::string uid;
-    size_t node;
-    NodeInfo before;
-    std::string ns, product;
-    int64_t milli;
-  };
+  const Victims& victims = StepVictims(step);
+  if (victims.empty()) return 0;
   std::vector<Taken> taken;
-  int64_t freed = 0;
-  for (const std::string& uid : ReclaimCandidates(head)) {
-    const Running& r = running_.at(uid);
-    if (ledger_.Usage(r.ns) - r.milli < ledger_.Guaranteed(r.ns)) continue;
-    const NodeInfo& n = nodes_.View(r.node);
-    taken.push_back({uid, r.node, n, r.ns, in_.snapshot->product(n), r.milli});
-    nodes_.Set(r.node, policy::WithoutPods(n, {uid}));
-    ledger_.Add(r.ns, taken.back().product, -r.milli);
-    freed += r.milli;
-    if (freed < demand || !TryStart(unit, t + in_.reclaim_delay_s)) continue;
-    for (const Taken& v : taken) {
-      evicted_.insert(v.uid);
-      RemoveRunning(v.uid);
+  for (const auto& member : unit.members) {
+    const policy::PodContext ctx = in_.fw->Prepare(*member, *in_.snapshot);
+    if (nodes_.Find(*in_.fw, ctx) != SIZE_MAX) continue;  // room without reclaim
+    bool made = false;
+    for (const auto& [count, k] : ReclaimNodes(ctx)) {
+      if ((made = TakeOnNode(k, ctx, victims.at(k), &taken))) break;
     }
-    return static_cast<int32_t>(taken.size());
+    if (!made) break;
   }
-  for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
-    nodes_.Set(it->node, std::move(it->before));
-    ledger_.Add(it->ns, it->product, it->milli);
+  if (taken.empty() || !TryStart(unit, t + in_.reclaim_delay_s)) {
+    Undo(&taken, 0);
+    return 0;
   }
-  return 0;
+  for (const Taken& v : taken) {
+    evicting_.erase(v.uid);
+    evicted_.insert(v.uid);
+    RemoveRunning(v.uid);
+  }
+  return static_cast<int32_t>(taken.size());
 }
 
 void Simulation::Answer(const EstimateUnit& unit, int64_t start_s, std::string basis) {
@@ -341,7 +451,7 @@ void Simulation::Step(int64_t t) {
       if (!started) failed_at_[r.shape] = step;
     }
     if (!started && head && blocked_at_[r.queue] != step) {
-      if (const int32_t taken = TryReclaim(unit, t); taken > 0) {
+      if (const int32_t taken = TryReclaim(unit, t, step); taken > 0) {
         Answer(unit, t + in_.reclaim_delay_s,
                StrCat("after guarantee reclaim takes ", taken, " borrowed pod",
                       taken == 1 ? "" : "s", " for it"));

@@ -210,8 +210,9 @@ TEST(EstimateStarts, HigherPriorityAcrossNamespacesGoesFirst) {
 // Guarantee reclaim. Two nodes; b (a borrower) holds all 16 GPUs until
 // about T+36,000: b1 on h0 (8, started T-100), b3 and b2 on h1 (4 each,
 // started T-50 and T). a waits for 8 GPUs. With reclaim, a's pod within its
-// guarantee takes b's newest pods until it fits: b2 then b3 free h1, and it
-// starts after the 30 s termination.
+// guarantee takes the fewest of b's pods that make room on one node (b1
+// alone frees h0; h1 would need b2 and b3), and starts after the 30 s
+// termination.
 TEST(EstimateStarts, GuaranteeReclaimTakesBorrowersPodsWithinTheRules) {
   struct Case {
     const char* name;
@@ -227,11 +228,12 @@ TEST(EstimateStarts, GuaranteeReclaimTakesBorrowersPodsWithinTheRules) {
   const int64_t ends = 36'000 - 100;
   const Case cases[] = {
       {"reclaim off", false, false, 8, 0, 0, ends, "when 3 running"},
-      {"any borrower", true, false, 8, 0, 0, 30, "after guarantee reclaim takes 2 borrowed pods"},
+      {"any borrower", true, false, 8, 0, 0, 30, "after guarantee reclaim takes 1 borrowed pod "},
       {"lower priority only, equal priority", true, true, 8, 0, 0, ends, "when 3 running"},
       {"lower priority only, higher priority", true, true, 8, 0, 100, 30,
-       "after guarantee reclaim takes 2 borrowed pods"},
-      // b may lose 4 GPUs only (16 held, 12 guaranteed): not enough.
+       "after guarantee reclaim takes 1 borrowed pod "},
+      // b may lose 4 GPUs only (16 held, 12 guaranteed): not b1's 8, and
+      // b2's 4 on h1 leave b3 there.
       {"never below the borrower's guarantee", true, false, 8, 12, 0, ends, "when 3 running"},
       // a's 8 GPUs are above its guarantee of 4: no reclaim for it.
       {"only within the guarantee", true, false, 4, 0, 0, ends, "when 3 running"},
