@@ -26,8 +26,9 @@
 // admits (usage + demand <= guaranteed) but no node has room for takes the
 // GPUs of borrowers' pods (pods of namespaces above their guarantee; of
 // lower priority than the unit only, with `reclaim_lower_priority_only`),
-// lowest priority and newest first, never taking a borrower below its
-// guarantee, and starts `reclaim_delay_s` later (the victims' termination).
+// per member on the node that needs the fewest of them (lowest priority,
+// then newest first there), never taking a borrower below its guarantee,
+// and starts `reclaim_delay_s` later (the victims' termination).
 // The evicted pods leave the simulation: the pods their controllers create
 // again are not simulated, so the estimates of units behind them may be
 // early by that much.
