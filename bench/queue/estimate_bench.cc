@@ -4,8 +4,10 @@
 // QueueManager::RefreshEstimates (copies under the mutex, history, the
 // simulation) on the same cluster with the pods queued. No time budget: the
 // whole queue is simulated (to the 7-day horizon). BM_EstimateStarts' third
-// argument turns guarantee reclaim on, with the even namespaces guaranteed
-// more than they hold (their heads reclaim) and the odd ones borrowing.
+// argument turns guarantee reclaim and preemption on, with the even
+// namespaces guaranteed more than they hold (their heads reclaim) and the
+// odd ones borrowing (every priority is equal: preemption is looked for and
+// never found, its whole cost).
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -99,6 +101,7 @@ void BM_EstimateStarts(benchmark::State& state) {
   in.now_s = kNowS;
   in.reclaim = reclaim;
   in.reclaim_lower_priority_only = false;
+  in.preempt = reclaim;
   StartEstimates out;
   for (auto _ : state) {
     out = EstimateStarts(in);

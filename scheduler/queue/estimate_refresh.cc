@@ -190,6 +190,7 @@ void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
   in.deadline = started + budget;
   in.reclaim = view->options->reclaim.enabled;
   in.reclaim_lower_priority_only = view->options->reclaim.only_lower_priority;
+  in.preempt = true;  // kube-scheduler preempts for any pod the queue admits
   board->starts = EstimateStarts(in);
   runtime_of_ = std::move(runtime_seen_);
   runtime_seen_ = {};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <memory>
 #include <queue>
 #include <set>
@@ -109,7 +110,7 @@ class Simulation {
  public:
   explicit Simulation(const StartEstimatorInput& in)
       : in_(in), nodes_(*in.snapshot), ledger_(*in.ledger) {
-    std::fill(std::begin(by_need_step_), std::end(by_need_step_), -1);
+    for (RoomCache& c : cache_) std::fill(std::begin(c.by_need_step), std::end(c.by_need_step), -1);
   }
   StartEstimates Run();
 
@@ -123,10 +124,32 @@ class Simulation {
   void Order();
   void Step(int64_t t);
   bool TryStart(const EstimateUnit& unit, int64_t t);
-  // Guarantee reclaim: the pods of borrowing namespaces as a step began, per
-  // node, cheapest first (lowest priority, then newest). Made once per step;
-  // which of them a head may take is decided when it asks (Usable).
-  using Victims = absl::flat_hash_map<size_t, std::vector<std::string>>;
+  // Room taken for a head that no node has room for: by guarantee reclaim
+  // (borrowers' pods) or by preemption (lower-priority pods).
+  enum Rule { kReclaim = 0, kPreempt = 1 };
+  struct Taker {
+    Rule rule;
+    const PodRequest* head;
+    bool borrows;  // the head's unit would take its namespace above its guarantee
+  };
+  // The pods a rule may take from as a step began (reclaim: of borrowing
+  // namespaces; preemption: every pod), per node, cheapest first (lowest
+  // priority, then newest). Made once per step; which of them a head may
+  // take is decided when it asks (Usable).
+  struct Victim {
+    std::string uid;
+    int32_t priority;
+    int64_t start_s;
+    int64_t milli;
+  };
+  using Victims = absl::flat_hash_map<size_t, std::vector<Victim>>;
+  struct RoomCache {
+    Victims victims;
+    int32_t step = -1;
+    // Per GPU count: the nodes with victims, fewest needed first.
+    std::vector<std::pair<int32_t, size_t>> by_need[kMaxGpusPerNode + 1];
+    int32_t by_need_step[kMaxGpusPerNode + 1];
+  };
   struct Taken {  // a victim taken, with what undoes it
     std::string uid;
     size_t node;
@@ -135,16 +158,18 @@ class Simulation {
     int64_t milli;
   };
   static constexpr size_t kReclaimNodes = 8;  // nodes tried per member
-  int32_t TryReclaim(const EstimateUnit& unit, int64_t t, int32_t step);
-  const Victims& StepVictims(int32_t step);
-  const Running* Usable(const std::string& uid, const PodRequest& head) const;
-  std::vector<std::pair<int32_t, size_t>> ReclaimNodes(const policy::PodContext& ctx);
-  bool TakeOnNode(size_t k, const policy::PodContext& ctx, const std::vector<std::string>& uids,
+  int32_t TryTakeRoom(Rule rule, const EstimateUnit& unit, int64_t t, int32_t step);
+  const Victims& StepVictims(Rule rule, int32_t step);
+  const Running* Usable(const Taker& tk, const std::string& uid) const;
+  bool KeepsGuarantee(const Taker& tk, const Running& r) const;
+  std::vector<std::pair<int32_t, size_t>> RoomNodes(const Taker& tk, const policy::PodContext& ctx);
+  bool TakeOnNode(const Taker& tk, size_t k, const policy::PodContext& ctx,
                   std::vector<Taken>* taken);
   void Undo(std::vector<Taken>* taken, size_t keep);
   void AddRunning(const std::string& uid, Running r);
   void RemoveRunning(const std::string& uid);
   void EndUntil(int64_t t);
+  bool TakeRoom(const EstimateUnit& unit, int64_t t, int32_t step);
   void Answer(const EstimateUnit& unit, int64_t start_s, std::string basis);
   std::string ShapeKey(const EstimateUnit& unit) const;
 
@@ -160,13 +185,10 @@ class Simulation {
   std::vector<int32_t> head_at_;     // per queue: the step its head was tried in
   absl::flat_hash_map<std::string, Running> running_;  // by uid
   absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> running_by_ns_;
-  absl::flat_hash_set<std::string> evicted_;   // by reclaim; their ends are void
-  absl::flat_hash_set<std::string> evicting_;  // taken by the reclaim being tried
-  Victims victims_;
-  int32_t victims_step_ = -1;
-  // Per GPU count: the nodes with victims, fewest needed first (ReclaimNodes).
-  std::vector<std::pair<int32_t, size_t>> by_need_[kMaxGpusPerNode + 1];
-  int32_t by_need_step_[kMaxGpusPerNode + 1];
+  std::map<int32_t, int32_t> priorities_;      // of the running pods: how many of each
+  absl::flat_hash_set<std::string> evicted_;   // taken for a head; their ends are void
+  absl::flat_hash_set<std::string> evicting_;  // taken by the attempt being tried
+  RoomCache cache_[2];                         // per Rule
   StartEstimates out_;
 };
 
@@ -273,6 +295,7 @@ bool Simulation::TryStart(const EstimateUnit& unit, int64_t t) {
 
 void Simulation::AddRunning(const std::string& uid, Running r) {
   running_by_ns_[r.ns].insert(uid);
+  ++priorities_[r.priority];
   running_[uid] = std::move(r);
 }
 
@@ -280,51 +303,70 @@ void Simulation::RemoveRunning(const std::string& uid) {
   auto it = running_.find(uid);
   if (it == running_.end()) return;
   running_by_ns_[it->second.ns].erase(uid);
+  if (auto p = priorities_.find(it->second.priority); --p->second == 0) priorities_.erase(p);
   running_.erase(it);
 }
 
-// The pods of namespaces above their guarantee as step `step` began, per
-// node, cheapest first (see Victims).
-const Simulation::Victims& Simulation::StepVictims(int32_t step) {
-  if (victims_step_ == step) return victims_;
-  victims_step_ = step;
-  victims_.clear();
+// The pods `rule` may take from as step `step` began, per node, cheapest
+// first (see Victims).
+const Simulation::Victims& Simulation::StepVictims(Rule rule, int32_t step) {
+  RoomCache& c = cache_[rule];
+  if (c.step == step) return c.victims;
+  c.step = step;
+  c.victims.clear();
   for (const auto& [ns, uids] : running_by_ns_) {
-    if (ledger_.Usage(ns) <= ledger_.Guaranteed(ns)) continue;
-    for (const std::string& uid : uids) victims_[running_.at(uid).node].push_back(uid);
+    if (rule == kReclaim && ledger_.Usage(ns) <= ledger_.Guaranteed(ns)) continue;
+    for (const std::string& uid : uids) {
+      const Running& r = running_.at(uid);
+      c.victims[r.node].push_back({uid, r.priority, r.start_s, r.milli});
+    }
   }
-  for (auto& [node, uids] : victims_) {
-    std::sort(uids.begin(), uids.end(), [&](const std::string& a, const std::string& b) {
-      const Running &x = running_.at(a), &y = running_.at(b);
-      return std::tie(x.priority, y.start_s, a) < std::tie(y.priority, x.start_s, b);
+  for (auto& [node, list] : c.victims) {
+    std::sort(list.begin(), list.end(), [](const Victim& x, const Victim& y) {
+      return std::tie(x.priority, y.start_s, x.uid) < std::tie(y.priority, x.start_s, y.uid);
     });
   }
-  return victims_;
+  return c.victims;
 }
 
-// The pod `uid` if reclaim may take it for `head` now: still running, not
-// already taken, of another namespace that borrows now, and of lower
-// priority when so configured.
-const Running* Simulation::Usable(const std::string& uid, const PodRequest& head) const {
+// The pod `uid` if `tk` may take it now: still running and not already
+// taken; for reclaim, of another namespace that borrows now (and of lower
+// priority when so configured); for preemption, of lower priority, and of a
+// borrowing namespace when it is another's and the head would borrow.
+const Running* Simulation::Usable(const Taker& tk, const std::string& uid) const {
   auto it = running_.find(uid);
   if (it == running_.end() || evicting_.contains(uid)) return nullptr;
   const Running& r = it->second;
-  if (r.ns == head.ns || ledger_.Usage(r.ns) <= ledger_.Guaranteed(r.ns)) return nullptr;
-  if (in_.reclaim_lower_priority_only && r.priority >= head.priority) return nullptr;
+  const bool other = r.ns != tk.head->ns;
+  const bool borrowing = ledger_.Usage(r.ns) > ledger_.Guaranteed(r.ns);
+  if (tk.rule == kReclaim) {
+    if (!other || !borrowing) return nullptr;
+    if (in_.reclaim_lower_priority_only && r.priority >= tk.head->priority) return nullptr;
+    return &r;
+  }
+  if (r.priority >= tk.head->priority || (other && tk.borrows && !borrowing)) return nullptr;
   return &r;
 }
 
-// How many of `uids` (in order) must go before node `n` has `need` whole
-// GPUs, counting only those `usable` returns a Running for; -1 if they
-// never make it.
-template <typename Accept>
-int32_t VictimsNeeded(const NodeInfo& n, int32_t need, const std::vector<std::string>& uids,
+// Whether taking `r` leaves its namespace at or above its guarantee where
+// the rule requires it: always for reclaim; for preemption, when the pod is
+// another namespace's and the head would only borrow.
+bool Simulation::KeepsGuarantee(const Taker& tk, const Running& r) const {
+  if (tk.rule == kPreempt && (r.ns == tk.head->ns || !tk.borrows)) return true;
+  return ledger_.Usage(r.ns) - r.milli >= ledger_.Guaranteed(r.ns);
+}
+
+// How many of `victims` (in order) must go before node `n` has `need`
+// whole GPUs, counting only those `usable` accepts; -1 if they never make
+// it.
+template <typename Victim, typename Accept>
+int32_t VictimsNeeded(const NodeInfo& n, int32_t need, const std::vector<Victim>& victims,
                       Accept usable) {
   int32_t room = static_cast<int32_t>(std::popcount(n.whole_free & n.healthy)), count = 0;
-  for (const std::string& uid : uids) {
+  for (const Victim& v : victims) {
     if (room >= need) break;
-    if (const Running* r = usable(uid); r != nullptr) {
-      room += static_cast<int32_t>(r->milli / 1000);
+    if (usable(v)) {
+      room += static_cast<int32_t>(v.milli / 1000);
       ++count;
     }
   }
@@ -336,17 +378,17 @@ int32_t VictimsNeeded(const NodeInfo& n, int32_t need, const std::vector<std::st
 // are taken), at most kReclaimNodes of them. Nodes are looked at in the
 // order made once per step and GPU count (victims needed by anyone), so a
 // head looks at a few nodes, not every node.
-std::vector<std::pair<int32_t, size_t>> Simulation::ReclaimNodes(const policy::PodContext& ctx) {
+std::vector<std::pair<int32_t, size_t>> Simulation::RoomNodes(const Taker& tk,
+                                                              const policy::PodContext& ctx) {
+  RoomCache& c = cache_[tk.rule];
   const int32_t need = std::clamp(ctx.pod->gpu.count, 1, kMaxGpusPerNode);
-  std::vector<std::pair<int32_t, size_t>>& order = by_need_[need];
-  if (by_need_step_[need] != victims_step_) {
-    by_need_step_[need] = victims_step_;
+  std::vector<std::pair<int32_t, size_t>>& order = c.by_need[need];
+  if (c.by_need_step[need] != c.step) {
+    c.by_need_step[need] = c.step;
     order.clear();
-    for (const auto& [k, uids] : victims_) {
-      const int32_t count = VictimsNeeded(nodes_.View(k), need, uids, [&](const std::string& u) {
-        auto it = running_.find(u);
-        return it == running_.end() ? nullptr : &it->second;
-      });
+    for (const auto& [k, list] : c.victims) {
+      const int32_t count =
+          VictimsNeeded(nodes_.View(k), need, list, [](const Victim&) { return true; });
       if (count > 0) order.emplace_back(count, k);
     }
     std::sort(order.begin(), order.end());
@@ -357,23 +399,24 @@ std::vector<std::pair<int32_t, size_t>> Simulation::ReclaimNodes(const policy::P
     if (out.size() >= kReclaimNodes || ++looked > 4 * kReclaimNodes) break;
     const NodeInfo& n = nodes_.View(k);
     if (!ctx.ProductAllowed(n.product_id)) continue;
-    const int32_t count = VictimsNeeded(n, need, victims_.at(k),
-                                        [&](const std::string& u) { return Usable(u, *ctx.pod); });
+    const int32_t count = VictimsNeeded(
+        n, need, c.victims.at(k), [&](const Victim& v) { return Usable(tk, v.uid) != nullptr; });
     if (count > 0) out.emplace_back(count, k);
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-// Takes victims on node `k`, cheapest first and never a borrower below its
-// guarantee, until `ctx`'s pod fits there; false (and nothing taken) if it
-// never does.
-bool Simulation::TakeOnNode(size_t k, const policy::PodContext& ctx,
-                            const std::vector<std::string>& uids, std::vector<Taken>* taken) {
+// Takes victims on node `k`, cheapest first and within the rule's
+// guarantee floor, until `ctx`'s pod fits there; false (and nothing taken)
+// if it never does.
+bool Simulation::TakeOnNode(const Taker& tk, size_t k, const policy::PodContext& ctx,
+                            std::vector<Taken>* taken) {
   const size_t before = taken->size();
-  for (const std::string& uid : uids) {
-    const Running* r = Usable(uid, *ctx.pod);
-    if (r == nullptr || ledger_.Usage(r->ns) - r->milli < ledger_.Guaranteed(r->ns)) continue;
+  for (const Victim& v : cache_[tk.rule].victims.at(k)) {
+    const std::string& uid = v.uid;
+    const Running* r = Usable(tk, uid);
+    if (r == nullptr || !KeepsGuarantee(tk, *r)) continue;
     const NodeInfo& n = nodes_.View(k);
     taken->push_back({uid, k, n, r->ns, in_.snapshot->product(n), r->milli});
     evicting_.insert(uid);
@@ -395,27 +438,32 @@ void Simulation::Undo(std::vector<Taken>* taken, size_t keep) {
   }
 }
 
-// Guarantee reclaim for a namespace's head that no node has room for (see
-// the header): for each member without room, the victims of the node that
-// needs the fewest are taken, then the unit starts reclaim_delay_s later;
-// all undone if it still does not. Returns the pods taken (0: no start).
-int32_t Simulation::TryReclaim(const EstimateUnit& unit, int64_t t, int32_t step) {
+// Room for a namespace's head that no node has room for, by guarantee
+// reclaim or by preemption (see the header): for each member without room,
+// the victims of the node that needs the fewest are taken, then the unit
+// starts reclaim_delay_s later; all undone if it still does not. Returns the
+// pods taken (0: no start).
+int32_t Simulation::TryTakeRoom(Rule rule, const EstimateUnit& unit, int64_t t, int32_t step) {
   const PodRequest& head = *unit.members.front();
   int64_t demand = 0;
   for (const auto& m : unit.members) demand += DemandMilli(m->gpu);
-  if (!in_.reclaim || !ledger_.enabled() ||
-      ledger_.Usage(head.ns) + demand > ledger_.Guaranteed(head.ns)) {
+  const Taker tk{
+      rule, &head,
+      ledger_.enabled() && ledger_.Usage(head.ns) + demand > ledger_.Guaranteed(head.ns)};
+  const bool allowed = rule == kReclaim ? in_.reclaim && ledger_.enabled() && !tk.borrows
+                                        : in_.preempt && !head.preempt_never;
+  // Preemption needs a pod of lower priority: none runs, nothing to look at.
+  if (rule == kPreempt && (priorities_.empty() || priorities_.begin()->first >= head.priority)) {
     return 0;
   }
-  const Victims& victims = StepVictims(step);
-  if (victims.empty()) return 0;
+  if (!allowed || StepVictims(rule, step).empty()) return 0;
   std::vector<Taken> taken;
   for (const auto& member : unit.members) {
     const policy::PodContext ctx = in_.fw->Prepare(*member, *in_.snapshot);
-    if (nodes_.Find(*in_.fw, ctx) != SIZE_MAX) continue;  // room without reclaim
+    if (nodes_.Find(*in_.fw, ctx) != SIZE_MAX) continue;  // room as it is
     bool made = false;
-    for (const auto& [count, k] : ReclaimNodes(ctx)) {
-      if ((made = TakeOnNode(k, ctx, victims.at(k), &taken))) break;
+    for (const auto& [count, k] : RoomNodes(tk, ctx)) {
+      if ((made = TakeOnNode(tk, k, ctx, &taken))) break;
     }
     if (!made) break;
   }
@@ -429,6 +477,24 @@ int32_t Simulation::TryReclaim(const EstimateUnit& unit, int64_t t, int32_t step
     RemoveRunning(v.uid);
   }
   return static_cast<int32_t>(taken.size());
+}
+
+// Guarantee reclaim, else preemption, for the head `unit`; true (and
+// answered) if it starts by either.
+bool Simulation::TakeRoom(const EstimateUnit& unit, int64_t t, int32_t step) {
+  if (const int32_t taken = TryTakeRoom(kReclaim, unit, t, step); taken > 0) {
+    Answer(unit, t + in_.reclaim_delay_s,
+           StrCat("after guarantee reclaim takes ", taken, " borrowed pod", taken == 1 ? "" : "s",
+                  " for it"));
+    return true;
+  }
+  if (const int32_t taken = TryTakeRoom(kPreempt, unit, t, step); taken > 0) {
+    Answer(unit, t + in_.reclaim_delay_s,
+           StrCat("after preempting ", taken, " lower-priority pod", taken == 1 ? "" : "s",
+                  " for it"));
+    return true;
+  }
+  return false;
 }
 
 void Simulation::Answer(const EstimateUnit& unit, int64_t start_s, std::string basis) {
@@ -450,14 +516,7 @@ void Simulation::Step(int64_t t) {
       started = TryStart(unit, t);
       if (!started) failed_at_[r.shape] = step;
     }
-    if (!started && head && blocked_at_[r.queue] != step) {
-      if (const int32_t taken = TryReclaim(unit, t, step); taken > 0) {
-        Answer(unit, t + in_.reclaim_delay_s,
-               StrCat("after guarantee reclaim takes ", taken, " borrowed pod",
-                      taken == 1 ? "" : "s", " for it"));
-        continue;
-      }
-    }
+    if (!started && head && blocked_at_[r.queue] != step && TakeRoom(unit, t, step)) continue;
     if (started) {
       Answer(unit, t,
              t == in_.now_s ? std::string("now")

@@ -29,12 +29,17 @@
 // per member on the node that needs the fewest of them (lowest priority,
 // then newest first there), never taking a borrower below its guarantee,
 // and starts `reclaim_delay_s` later (the victims' termination).
-// The evicted pods leave the simulation: the pods their controllers create
+// Preemption (when `preempt` is set): a head that reclaim does not start
+// (and whose pod does not say preemptionPolicy: Never) takes pods of lower
+// priority the same way, as the preempt verb allows them (another
+// namespace's only while it borrows and never below its guarantee when the
+// head's unit would itself borrow), and starts `reclaim_delay_s` later.
+// The pods taken leave the simulation: the pods their controllers create
 // again are not simulated, so the estimates of units behind them may be
 // early by that much.
-// Not modelled: preemption by priority, cohort loans and fair-share
-// reclaim, and a shared-GPU pod is placed only on a device that is wholly
-// free.
+// Not modelled: cohort loans and fair-share reclaim, gangs as victims (a
+// member is taken alone), and a shared-GPU pod is placed only on a device
+// that is wholly free.
 //
 // Pure: reads only its input. Callers: QueueManager's estimate refresh
 // (off the request path, on a PlanningView) and tests.
@@ -83,9 +88,11 @@ struct StartEstimatorInput {
   int64_t min_step_s = 60;
   double step_share = 0.01;
   std::optional<std::chrono::steady_clock::time_point> deadline;
-  // Guarantee reclaim (see above).
+  // Guarantee reclaim and preemption (see above); the delay is the victims'
+  // termination, for both.
   bool reclaim = false;
   bool reclaim_lower_priority_only = true;
+  bool preempt = false;
   int64_t reclaim_delay_s = 30;
 };
 

@@ -43,6 +43,7 @@ struct Waiting {
   int64_t runtime;
   int32_t members = 1;
   int32_t priority = 0;
+  bool preempt_never = false;
 };
 
 class Estimator {
@@ -85,6 +86,7 @@ class Estimator {
                            .Priority(w.priority)
                            .Created(kNow - 1000 + static_cast<int64_t>(in.queues.size()))
                            .Build();
+        p.preempt_never = w.preempt_never;
         if (w.members > 1) p.gang = w.name, p.gang_size = w.members;
         unit.members.push_back(std::make_shared<const PodRequest>(std::move(p)));
       }
@@ -95,6 +97,7 @@ class Estimator {
     in.now_s = kNow;
     in.reclaim = reclaim;
     in.reclaim_lower_priority_only = reclaim_lower_priority_only;
+    in.preempt = preempt;
     StartEstimates out = EstimateStarts(in);
     std::map<std::string, int64_t> starts;
     for (const Waiting& w : waiting) {
@@ -108,6 +111,7 @@ class Estimator {
 
   bool reclaim = false;
   bool reclaim_lower_priority_only = true;
+  bool preempt = false;
 
  private:
   std::unique_ptr<ClusterState> state_;
@@ -268,6 +272,43 @@ TEST(EstimateStarts, AReclaimedPodsEndIsVoid) {
   EXPECT_EQ(s["p2"], 1000);
   EXPECT_NE(basis["p2"].find("when 1 running or earlier pods end"), std::string::npos)
       << basis["p2"];
+}
+
+// Preemption. h0 is full until T+36,000 with v (8 GPUs, priority 0, of
+// `victim_ns`). a's pod p (8 GPUs) takes it as the preempt verb would, and
+// starts after the 30 s termination; otherwise it waits for v's end.
+TEST(EstimateStarts, PreemptionTakesLowerPriorityPodsAsThePreemptVerbAllows) {
+  struct Case {
+    const char* name;
+    bool preempt;
+    int32_t priority;
+    bool never;
+    int64_t a_guarantee, b_guarantee;
+    const char* victim_ns;
+    int64_t start;
+  };
+  const int64_t ends = 36'000;
+  const Case cases[] = {
+      {"lower priority", true, 100, false, 8, 0, "b", 30},
+      {"equal priority", true, 0, false, 8, 0, "b", ends},
+      {"preemption off", false, 100, false, 8, 0, "b", ends},
+      {"preemptionPolicy: Never", true, 100, true, 8, 0, "b", ends},
+      // p would borrow: another namespace's pod only while that one borrows.
+      {"borrowing head, victim within its guarantee", true, 100, false, 0, 8, "b", ends},
+      {"borrowing head, victim borrows", true, 100, false, 0, 0, "b", 30},
+      {"own namespace's lower-priority pod", true, 100, false, 0, 0, "a", 30},
+  };
+  for (const Case& c : cases) {
+    Estimator e(1, {{"v", c.victim_ns, "h0", 0xff, 0, ends, 0}},
+                Quotas({{"a", Quota(c.a_guarantee, 16)}, {"b", Quota(c.b_guarantee, 16)}}));
+    e.preempt = c.preempt;
+    std::map<std::string, std::string> basis;
+    auto s = e.Starts({{"p", "a", 8, 3600, 1, c.priority, c.never}}, &basis);
+    EXPECT_EQ(s["p"], c.start) << c.name << ": " << basis["p"];
+    if (c.start == 30) {
+      EXPECT_EQ(basis["p"], "after preempting 1 lower-priority pod for it") << c.name;
+    }
+  }
 }
 
 }  // namespace
