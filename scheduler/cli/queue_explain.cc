@@ -38,6 +38,7 @@ absl::StatusOr<Page> FetchTls(const Flags& flags, const std::string& url, const 
   if (auto s = kube::ParseServerUrl(url, &cfg); !s.ok()) {
     return absl::InvalidArgumentError(StrCat("--extender: ", s.message()));
   }
+  const std::string host = cfg.host;
   for (auto [flag, pem] :
        {std::pair{"extender-ca", &cfg.ca_pem}, std::pair{"extender-cert", &cfg.client_cert_pem},
         std::pair{"extender-key", &cfg.client_key_pem}}) {
@@ -49,11 +50,25 @@ absl::StatusOr<Page> FetchTls(const Flags& flags, const std::string& url, const 
   if (cfg.client_cert_pem.empty() != cfg.client_key_pem.empty()) {
     return absl::InvalidArgumentError("--extender-cert and --extender-key go together");
   }
-  auto client = kube::KubeHttpClient::Create(std::move(cfg), kube::ClientOptions{});
+  kube::ClientOptions options;
+  options.peer = "the extender";
+  auto client = kube::KubeHttpClient::Create(std::move(cfg), options);
   if (!client.ok()) return client.status();
   auto res = (*client)->Do("GET", path, "", "", std::chrono::seconds(30));
-  if (!res.ok()) return res.status();
-  return Page{res->status, std::move(res->body)};
+  if (res.ok()) return Page{res->status, std::move(res->body)};
+  const std::string error(res.status().message());
+  if (error.find("certificate verify failed") != std::string::npos) {
+    return absl::UnavailableError(
+        StrCat(error, " (the extender's certificate is not signed by ",
+               flags.Has("extender-ca") ? "the --extender-ca CA" : "a CA this system trusts",
+               ", or does not name ", host, ")"));
+  }
+  if (error.find("certificate required") != std::string::npos) {
+    return absl::UnavailableError(StrCat(
+        error,
+        " (the extender requires a client certificate: --extender-cert and --extender-key)"));
+  }
+  return res.status();
 }
 
 // The server's base URL. The URL kube-scheduler is given (its urlPrefix,

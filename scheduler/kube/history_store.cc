@@ -1,5 +1,6 @@
 #include "scheduler/kube/history_store.h"
 
+#include <algorithm>
 #include <iostream>
 #include <utility>
 
@@ -72,7 +73,8 @@ void HistoryStore::Start() {
           return;
         }
       }
-      absl::Status st = WriteOnce();
+      // A round in flight when Stop comes delays it by at most this.
+      absl::Status st = Write(Clock::now() + 2 * options_.request_timeout);
       if (!st.ok()) {
         std::cerr << "gpusched: runtime history: write failed, retried in "
                   << options_.period.count() / 1000 << "s: " << st.message() << "\n";
@@ -82,15 +84,32 @@ void HistoryStore::Start() {
 }
 
 void HistoryStore::Stop() {
+  bool ran = false;
   {
     absl::MutexLock l(&mu_);
+    ran = !stopping_ && thread_.joinable();
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
+  if (!ran) return;
+  absl::Status st = Write(Clock::now() + options_.stop_timeout);
+  if (!st.ok()) {
+    std::cerr << "gpusched: runtime history: the write at stop failed (" << st.message()
+              << "): runs recorded since the last write are known again only from their "
+                 "finished pods\n";
+  }
 }
 
-absl::StatusOr<int> HistoryStore::Fetch() {
-  auto res = client_->Do("GET", Path(), "", "application/json", options_.request_timeout);
+absl::StatusOr<std::chrono::milliseconds> HistoryStore::Timeout(Clock::time_point deadline) const {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (left.count() <= 0) return absl::DeadlineExceededError("out of time");
+  return std::min(left, options_.request_timeout);
+}
+
+absl::StatusOr<int> HistoryStore::Fetch(Clock::time_point deadline) {
+  auto timeout = Timeout(deadline);
+  if (!timeout.ok()) return timeout.status();
+  auto res = client_->Do("GET", Path(), "", "application/json", *timeout);
   if (!res.ok()) return res.status();
   if (res->status != 200 && res->status != 404) {
     return absl::UnavailableError(
@@ -102,13 +121,15 @@ absl::StatusOr<int> HistoryStore::Fetch() {
   return res->status;
 }
 
-absl::StatusOr<int> HistoryStore::Put(const std::vector<queue::PersistedWorkload>& history) {
+absl::StatusOr<int> HistoryStore::Put(const std::vector<queue::PersistedWorkload>& history,
+                                      Clock::time_point deadline) {
+  auto timeout = Timeout(deadline);
+  if (!timeout.ok()) return timeout.status();
   codec::HistoryEncoding enc = codec::EncodeHistoryConfigMap(
       options_.ns, options_.name, exists_ ? rv_ : "", history, options_.max_bytes);
   const std::string target =
       exists_ ? Path() : StrCat("/api/v1/namespaces/", options_.ns, "/configmaps");
-  auto res = client_->Do(exists_ ? "PUT" : "POST", target, enc.body, "application/json",
-                         options_.request_timeout);
+  auto res = client_->Do(exists_ ? "PUT" : "POST", target, enc.body, "application/json", *timeout);
   if (!res.ok()) return res.status();
   if (res->status == 200 || res->status == 201) {
     exists_ = true;
@@ -120,6 +141,11 @@ absl::StatusOr<int> HistoryStore::Put(const std::vector<queue::PersistedWorkload
 }
 
 absl::Status HistoryStore::WriteOnce() {
+  // Three rounds of a read and a write, each request its own timeout.
+  return Write(Clock::now() + 6 * options_.request_timeout);
+}
+
+absl::Status HistoryStore::Write(Clock::time_point deadline) {
   if (inputs_.may_write && !inputs_.may_write()) return absl::OkStatus();
   uint64_t version = 0;
   std::vector<queue::PersistedWorkload> history = inputs_.history(&version);
@@ -127,10 +153,10 @@ absl::Status HistoryStore::WriteOnce() {
   if (written_any_ ? version == written_version_ : history.empty()) return absl::OkStatus();
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (!fetched_) {
-      auto f = Fetch();
+      auto f = Fetch(deadline);
       if (!f.ok()) return f.status();
     }
-    auto st = Put(history);
+    auto st = Put(history, deadline);
     if (!st.ok()) return st.status();
     if (*st == 200 || *st == 201) {
       written_any_ = true;

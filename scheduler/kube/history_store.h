@@ -14,9 +14,14 @@
 //    409 (someone else wrote it) reads it again and retries with the new
 //    version; a 404 creates it. At most `max_bytes` of history text (the
 //    least recently run workloads are left out).
+//  - Stop writes once more (the same rules) when the writer thread ran, so
+//    the runs recorded since the last round outlive the process. That write
+//    gets `stop_timeout` in all, retries included; a failure is logged and
+//    Stop returns. A periodic round in flight is given 2 x request_timeout
+//    in all, so it delays Stop by no more than that.
 //
 // Thread-safe. Start spawns the writer thread; Stop (or the destructor)
-// joins it. Created by serve's kube wiring.
+// joins it and writes the last round. Created by serve's kube wiring.
 #ifndef GPUSCHED_KUBE_HISTORY_STORE_H_
 #define GPUSCHED_KUBE_HISTORY_STORE_H_
 
@@ -41,6 +46,7 @@ struct HistoryStoreOptions {
   std::chrono::milliseconds period{60000};
   size_t max_bytes = 512 * 1024;
   std::chrono::milliseconds request_timeout{10000};
+  std::chrono::milliseconds stop_timeout{3000};  // the write at Stop, in all
 };
 
 class HistoryStore {
@@ -60,6 +66,8 @@ class HistoryStore {
   // The history the ConfigMap holds (empty if none or unusable; logged).
   std::vector<queue::PersistedWorkload> Load() ABSL_LOCKS_EXCLUDED(mu_);
   void Start() ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the writer thread and, if it ran, writes once more (bounded by
+  // stop_timeout). Later calls do nothing.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
   // One round now (tests): OK if written or nothing to write.
   absl::Status WriteOnce() ABSL_LOCKS_EXCLUDED(mu_);
@@ -67,12 +75,18 @@ class HistoryStore {
   size_t last_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  using Clock = std::chrono::steady_clock;
   std::string Path() const;
+  // One round whose requests all end by `deadline`.
+  absl::Status Write(Clock::time_point deadline) ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
+  // The timeout of the next request: request_timeout, cut to what is left
+  // before `deadline`; DeadlineExceeded when nothing is.
+  absl::StatusOr<std::chrono::milliseconds> Timeout(Clock::time_point deadline) const;
   // GET: 200 (and `rv_` set), 404, or an error.
-  absl::StatusOr<int> Fetch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<int> Fetch(Clock::time_point deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // One create or update of `history`; the HTTP status.
-  absl::StatusOr<int> Put(const std::vector<queue::PersistedWorkload>& history)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<int> Put(const std::vector<queue::PersistedWorkload>& history,
+                          Clock::time_point deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   KubeHttpClient* client_;
   const HistoryStoreOptions options_;

@@ -119,7 +119,7 @@ absl::StatusOr<std::unique_ptr<KubeHttpClient>> KubeHttpClient::Create(KubeConfi
     } else {
       tls->ctx.add_certificate_authority(asio::buffer(config.ca_pem), ec);
     }
-    if (ec) return absl::InvalidArgumentError(StrCat("API server CA: ", ec.message()));
+    if (ec) return absl::InvalidArgumentError(StrCat(options.peer, " CA: ", ec.message()));
   }
   if (!config.client_cert_pem.empty()) {
     tls->ctx.use_certificate_chain(asio::buffer(config.client_cert_pem), ec);
@@ -168,7 +168,7 @@ absl::StatusOr<std::unique_ptr<KubeHttpClient::Conn>> KubeHttpClient::Connect(
   }
   ec = c->Run(timeout,
               [&](auto h) { c->stream.async_handshake(asio::ssl::stream_base::client, h); });
-  if (ec) return Transport("TLS handshake with the API server", ec);
+  if (ec) return Transport(StrCat("TLS handshake with ", options_.peer), ec);
   return c;
 }
 

@@ -35,6 +35,7 @@ struct ClientOptions {
   std::chrono::milliseconds timeout{10000};  // whole request, unless overridden
   int max_idle_connections = 8;
   std::string user_agent = "gpusched";
+  std::string peer = "the API server";  // who the server is, in errors
 };
 
 struct HttpResult {

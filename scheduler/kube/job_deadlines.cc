@@ -21,24 +21,45 @@ bool SameDeadline(const codec::JobDeadline& a, const codec::JobDeadline& b) {
 }  // namespace
 
 JobDeadlines::JobDeadlines(KubeHttpClient* client, JobDeadlinesOptions options, Metrics* metrics)
-    : client_(client), options_(std::move(options)), metrics_(metrics) {}
+    : options_(std::move(options)),
+      metrics_(metrics),
+      reflector_(client, {kJobsPath, "jobs", "gpusched: kube: "}, options_, metrics,
+                 ReflectorHooks()) {}
 
 JobDeadlines::~JobDeadlines() { Stop(); }
 
-void JobDeadlines::Start(OnChange on_change) {
-  if (thread_.joinable()) return;
-  on_change_ = std::move(on_change);
-  thread_ = std::thread([this] { Run(); });
+Reflector<codec::JobDeadline>::Hooks JobDeadlines::ReflectorHooks() {
+  using Page = ReflectorPage<codec::JobDeadline>;
+  using Event = ReflectorEvent<codec::JobDeadline>;
+  Reflector<codec::JobDeadline>::Hooks h;
+  h.decode_page = [](std::string_view body) -> absl::StatusOr<Page> {
+    auto page = codec::DecodeJobList(body);
+    if (!page.ok()) return page.status();
+    return Page{std::move(page->jobs), std::move(page->continue_token),
+                std::move(page->resource_version)};
+  };
+  h.decode_event = [](std::string_view line) -> absl::StatusOr<Event> {
+    auto ev = codec::DecodeJobEvent(line);
+    if (!ev.ok()) return ev.status();
+    return Event{ev->type, std::move(ev->resource_version), std::move(ev->job),
+                 std::move(ev->status)};
+  };
+  h.replace = [this](std::vector<codec::JobDeadline> jobs) { Replace(std::move(jobs)); };
+  h.apply = [this](codec::WatchEvent::Type type, codec::JobDeadline job) {
+    Apply(job, type == codec::WatchEvent::Type::kDeleted);
+  };
+  h.refused = [this](int status) { Refused(status); };
+  return h;
 }
 
-void JobDeadlines::Stop() {
-  {
-    absl::MutexLock l(&mu_);
-    stopping_ = true;
-  }
-  canceller_.Cancel();
-  if (thread_.joinable()) thread_.join();
+void JobDeadlines::Start(OnChange on_change) {
+  if (started_) return;
+  started_ = true;
+  on_change_ = std::move(on_change);
+  reflector_.Start();
 }
+
+void JobDeadlines::Stop() { reflector_.Stop(); }
 
 void JobDeadlines::Fill(const std::string& job_name, const std::string& job_uid,
                         PodRequest& pod) const {
@@ -64,62 +85,18 @@ bool JobDeadlines::refused() const {
   return refused_;
 }
 
-bool JobDeadlines::Sleep(std::chrono::milliseconds d) {
-  absl::MutexLock l(&mu_);
-  return !mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(d));
-}
-
-void JobDeadlines::Run() {
-  auto backoff = options_.backoff_initial;
-  while (true) {
-    {
-      absl::MutexLock l(&mu_);
-      if (stopping_) return;
-    }
-    Jobs jobs;
-    std::string rv;
-    const int status = List(&jobs, &rv);
-    if (status == 403 || status == 404 || status == 401) {
-      Refused(status, "list");
-      if (!Sleep(options_.forbidden_retry)) return;
-      continue;
-    }
-    if (status != 200) {
-      if (!Sleep(backoff)) return;
-      backoff = std::min(backoff * 2, options_.backoff_max);
-      continue;
-    }
-    Replace(std::move(jobs));
-    backoff = options_.backoff_initial;
-    while (true) {
-      const int code = Watch(&rv);
-      {
-        absl::MutexLock l(&mu_);
-        if (stopping_) return;
-      }
-      if (code == 410 || code == 403 || code == 404 || code == 401) break;  // relist
-      if (code == 0) {
-        backoff = options_.backoff_initial;
-        continue;
-      }
-      if (!Sleep(backoff)) return;
-      backoff = std::min(backoff * 2, options_.backoff_max);
-    }
-  }
-}
-
-void JobDeadlines::Refused(int status, const std::string& why) {
+void JobDeadlines::Refused(int status) {
   absl::flat_hash_set<std::string> gone;
   {
     absl::MutexLock l(&mu_);
     if (!refused_) {
-      std::cerr << "gpusched: kube: " << why << " batch/v1 jobs: HTTP " << status
+      std::cerr << "gpusched: kube: list batch/v1 jobs: HTTP " << status
                 << (status == 403 ? " (the RBAC grants no list/watch on jobs)" : "")
                 << "; Jobs' activeDeadlineSeconds are not used in runtime estimates (they fall "
                    "back to the next source); asked again every "
-                << (options_.forbidden_retry.count() >= 1000
-                        ? StrCat(options_.forbidden_retry.count() / 1000, "s")
-                        : StrCat(options_.forbidden_retry.count(), "ms"))
+                << (options_.refused_retry.count() >= 1000
+                        ? StrCat(options_.refused_retry.count() / 1000, "s")
+                        : StrCat(options_.refused_retry.count(), "ms"))
                 << "\n";
     }
     refused_ = true;
@@ -153,36 +130,9 @@ void JobDeadlines::Keep(codec::JobDeadline job, Jobs* jobs) {
   (*jobs)[key] = std::move(job);
 }
 
-int JobDeadlines::List(Jobs* jobs, std::string* rv) {
-  std::string token;
-  do {
-    std::string target = StrCat(kJobsPath, "?limit=", options_.page_size);
-    if (!token.empty()) StrAppend(&target, "&continue=", token);
-    auto res = client_->Do("GET", target, "", "application/json", options_.request_timeout);
-    if (!res.ok() || res->status != 200) {
-      const int status = res.ok() ? res->status : 0;
-      if (status != 403 && status != 404 && status != 401) {
-        std::cerr << "gpusched: kube: list jobs: "
-                  << (res.ok()
-                          ? StrCat("HTTP ", status, " ", codec::DecodeStatus(res->body).message)
-                          : std::string(FromAbsl(res.status().message())))
-                  << "; retrying\n";
-      }
-      return status;
-    }
-    auto page = codec::DecodeJobList(res->body);
-    if (!page.ok()) {
-      std::cerr << "gpusched: kube: list jobs: " << page.status().message() << "; retrying\n";
-      return 0;
-    }
-    for (codec::JobDeadline& j : page->jobs) Keep(std::move(j), jobs);
-    token = page->continue_token;
-    *rv = page->resource_version;
-  } while (!token.empty());
-  return 200;
-}
-
-void JobDeadlines::Replace(Jobs jobs) {
+void JobDeadlines::Replace(std::vector<codec::JobDeadline> listed) {
+  Jobs jobs;
+  for (codec::JobDeadline& j : listed) Keep(std::move(j), &jobs);
   absl::flat_hash_set<std::string> changed;
   {
     absl::MutexLock l(&mu_);
@@ -226,54 +176,6 @@ void JobDeadlines::Apply(const codec::JobDeadline& job, bool deleted) {
     }
   }
   if (changed && on_change_) on_change_({key});
-}
-
-int JobDeadlines::Watch(std::string* rv) {
-  const std::string target =
-      StrCat(kJobsPath, "?watch=1&allowWatchBookmarks=true&resourceVersion=", *rv,
-             "&timeoutSeconds=", options_.watch_timeout_seconds);
-  int failure = 0;
-  std::string error;
-  auto on_line = [&](std::string& line) {
-    auto ev = codec::DecodeJobEvent(line);
-    if (!ev.ok()) {
-      error = std::string(FromAbsl(ev.status().message()));
-      return false;
-    }
-    if (ev->type == codec::WatchEvent::Type::kError) {
-      failure = ev->status.code == 410 ? 410 : -1;
-      error = StrCat("HTTP ", ev->status.code, " ", ev->status.message);
-      return false;
-    }
-    if (!ev->resource_version.empty()) *rv = ev->resource_version;
-    if (ev->type == codec::WatchEvent::Type::kBookmark) return true;
-    if (metrics_ != nullptr) {
-      metrics_->Inc("gpusched_kube_watch_events_total", "Watch events applied.",
-                    {{"resource", "jobs"}});
-    }
-    Apply(ev->job, ev->type == codec::WatchEvent::Type::kDeleted);
-    return true;
-  };
-  std::string error_body;
-  auto status = client_->Stream(target, std::chrono::seconds(options_.watch_timeout_seconds + 30),
-                                on_line, &error_body, &canceller_);
-  if (!status.ok()) {
-    if (status.status().code() == absl::StatusCode::kCancelled) return 0;
-    std::cerr << "gpusched: kube: jobs watch: " << status.status().message() << "; retrying\n";
-    return -1;
-  }
-  if (*status == 410 || *status == 403 || *status == 404 || *status == 401) return *status;
-  if (*status != 200) {
-    std::cerr << "gpusched: kube: jobs watch: HTTP " << *status << " "
-              << codec::DecodeStatus(error_body).message << "; retrying\n";
-    return -1;
-  }
-  if (failure == 410) return 410;
-  if (!error.empty()) {
-    std::cerr << "gpusched: kube: jobs watch: " << error << "; retrying\n";
-    return -1;
-  }
-  return 0;
 }
 
 }  // namespace gpusched::kube

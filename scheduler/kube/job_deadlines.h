@@ -4,13 +4,13 @@
 // Job's status.startTime plus that (scheduler/queue/runtime_estimates.h).
 // The source calls Fill on every pod before it enters ClusterState.
 //
-//  - Reflector semantics: a paginated list replaces the Jobs, a watch
-//    continues from the list's resourceVersion with bookmarks; 410 Gone
-//    relists; errors back off exponentially.
+//  - A Reflector (reflector.h) lists and watches them: a paginated list
+//    replaces the Jobs, a watch continues from the list's resourceVersion
+//    with bookmarks; 410 Gone relists; errors back off exponentially.
 //  - Jobs are optional: when the API refuses them (403: the RBAC does not
 //    grant list/watch on jobs; 404), that is logged once, Fill fills
 //    nothing (estimates fall back to the next source) and the list is tried
-//    again every `forbidden_retry`.
+//    again every `refused_retry`.
 //  - A Job that cannot be read (a field of the wrong type, a deadline that
 //    is not positive) is skipped with its reason logged (once per Job and
 //    reason): its pods get no deadline from it, nothing else changes.
@@ -29,7 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -38,17 +38,12 @@
 #include "gpusched/util/metrics.h"
 #include "scheduler/codec/job_codec.h"
 #include "scheduler/kube/http_client.h"
+#include "scheduler/kube/reflector.h"
 
 namespace gpusched::kube {
 
-struct JobDeadlinesOptions {
-  int watch_timeout_seconds = 300;
-  std::chrono::milliseconds backoff_initial{250};
-  std::chrono::milliseconds backoff_max{30000};
-  std::chrono::milliseconds forbidden_retry{300000};
-  std::chrono::milliseconds request_timeout{10000};
-  int64_t page_size = 500;
-};
+// refused_retry: how soon a refused list (403/404) is asked again.
+using JobDeadlinesOptions = ReflectorOptions;
 
 class JobDeadlines {
  public:
@@ -59,6 +54,7 @@ class JobDeadlines {
   JobDeadlines(const JobDeadlines&) = delete;
   JobDeadlines& operator=(const JobDeadlines&) = delete;
 
+  // Start once; Stop may be called more than once.
   void Start(OnChange on_change) ABSL_LOCKS_EXCLUDED(mu_);
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -74,35 +70,27 @@ class JobDeadlines {
 
  private:
   using Jobs = absl::flat_hash_map<std::string, codec::JobDeadline>;  // "ns/name" ->
-  void Run();
-  // Lists every page into `*jobs`; the HTTP status of a failure (0: a
-  // transport or decode error), or 200.
-  int List(Jobs* jobs, std::string* rv);
-  // Watches from `*rv` until the stream ends; the HTTP status of the
-  // failure (0: ended normally, -1: an error logged, 403, 404, 410).
-  int Watch(std::string* rv);
+  Reflector<codec::JobDeadline>::Hooks ReflectorHooks();
   // Keeps `job` if it sets a usable deadline (logs it if skipped).
-  void Keep(codec::JobDeadline job, Jobs* jobs);
-  void Replace(Jobs jobs) ABSL_LOCKS_EXCLUDED(mu_);
+  void Keep(codec::JobDeadline job, Jobs* jobs) ABSL_LOCKS_EXCLUDED(log_mu_);
+  // A complete list.
+  void Replace(std::vector<codec::JobDeadline> listed) ABSL_LOCKS_EXCLUDED(mu_);
   // One watch event's Job (`deleted`: it is gone).
   void Apply(const codec::JobDeadline& job, bool deleted) ABSL_LOCKS_EXCLUDED(mu_);
-  void Refused(int status, const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
-  bool Sleep(std::chrono::milliseconds d) ABSL_LOCKS_EXCLUDED(mu_);
+  void Refused(int status) ABSL_LOCKS_EXCLUDED(mu_);
 
-  KubeHttpClient* client_;
   const JobDeadlinesOptions options_;
   Metrics* metrics_;
   OnChange on_change_;
-  std::thread thread_;
+  bool started_ = false;  // Start's caller only
 
   mutable absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool listed_ ABSL_GUARDED_BY(mu_) = false;
   bool refused_ ABSL_GUARDED_BY(mu_) = false;
   Jobs jobs_ ABSL_GUARDED_BY(mu_);
-  StreamCanceller canceller_;
   absl::Mutex log_mu_;
   absl::flat_hash_map<std::string, std::string> skipped_ ABSL_GUARDED_BY(log_mu_);  // key -> why
+  Reflector<codec::JobDeadline> reflector_;  // last: stops before the rest goes
 };
 
 }  // namespace gpusched::kube

@@ -61,35 +61,57 @@ void LogVerdicts(const std::optional<queue::ResolvedQuotas>& before,
 
 QuotaObjectWatcher::QuotaObjectWatcher(KubeHttpClient* client, QuotaObjectsOptions options,
                                        Metrics* metrics)
-    : client_(client), options_(std::move(options)), metrics_(metrics) {}
+    : client_(client), options_(std::move(options)), metrics_(metrics) {
+  for (size_t i = 0; i < kKinds.size(); ++i) reflectors_[i] = NewReflector(client, kKinds[i]);
+}
 
 QuotaObjectWatcher::~QuotaObjectWatcher() { Stop(); }
+
+std::unique_ptr<Reflector<queue::QuotaObject>> QuotaObjectWatcher::NewReflector(
+    KubeHttpClient* client, QuotaObjectKind kind) {
+  using Page = ReflectorPage<queue::QuotaObject>;
+  using Event = ReflectorEvent<queue::QuotaObject>;
+  const codec::QuotaObjectApi& api = codec::QuotaObjectApiOf(kind);
+  Reflector<queue::QuotaObject>::Hooks h;
+  h.gate = [this, kind] { return Gate(kind); };
+  h.decode_page = [kind](std::string_view body) -> absl::StatusOr<Page> {
+    auto page = codec::DecodeQuotaObjectList(kind, body);
+    if (!page.ok()) return page.status();
+    return Page{std::move(page->items), std::move(page->continue_token),
+                std::move(page->resource_version)};
+  };
+  h.decode_event = [kind](std::string_view line) -> absl::StatusOr<Event> {
+    auto ev = codec::DecodeQuotaObjectEvent(kind, line);
+    if (!ev.ok()) return ev.status();
+    return Event{ev->type, std::move(ev->resource_version), std::move(ev->object),
+                 std::move(ev->status)};
+  };
+  h.replace = [this, kind](std::vector<queue::QuotaObject> items) {
+    Replace(kind, std::move(items));
+  };
+  h.apply = [this, kind](codec::WatchEvent::Type type, queue::QuotaObject object) {
+    Apply(kind, type, std::move(object));
+  };
+  return std::make_unique<Reflector<queue::QuotaObject>>(
+      client,
+      ReflectorResource{StrCat(GroupPath(kind), "/", api.plural), std::string(api.plural),
+                        "gpusched: quotas: "},
+      options_, metrics_, std::move(h));
+}
 
 QuotaObjectWatcher::KindState& QuotaObjectWatcher::State(QuotaObjectKind kind) {
   return kinds_[kind == QuotaObjectKind::kGpuQuota ? 0 : 1];
 }
 
 void QuotaObjectWatcher::Start(OnChange on_change) {
-  if (threads_[0].joinable()) return;
+  if (started_) return;
+  started_ = true;
   on_change_ = std::move(on_change);
-  {
-    absl::MutexLock l(&mu_);
-    stopping_ = false;
-  }
-  for (size_t i = 0; i < kKinds.size(); ++i) {
-    threads_[i] = std::thread([this, kind = kKinds[i]] { Run(kind); });
-  }
+  for (auto& r : reflectors_) r->Start();
 }
 
 void QuotaObjectWatcher::Stop() {
-  {
-    absl::MutexLock l(&mu_);
-    stopping_ = true;
-    for (KindState& k : kinds_) k.canceller.Cancel();
-  }
-  for (std::thread& t : threads_) {
-    if (t.joinable()) t.join();
-  }
+  for (auto& r : reflectors_) r->Stop();
 }
 
 bool QuotaObjectWatcher::settled() const {
@@ -111,52 +133,13 @@ std::optional<queue::ResolvedQuotas> QuotaObjectWatcher::Current() const {
   return current_;
 }
 
-bool QuotaObjectWatcher::Sleep(std::chrono::milliseconds d) {
-  absl::MutexLock l(&mu_);
-  return !mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(d));
-}
-
-void QuotaObjectWatcher::Run(QuotaObjectKind kind) {
-  auto backoff = options_.backoff_initial;
-  auto fail = [&]() {
-    const bool go_on = Sleep(backoff);
-    backoff = std::min(backoff * 2, options_.backoff_max);
-    return go_on;
-  };
-  while (true) {
-    {
-      absl::MutexLock l(&mu_);
-      if (stopping_) return;
-    }
-    const Served served = Discover(kind);
-    if (served == Served::kUnknown) {
-      if (!fail()) return;
-      continue;
-    }
-    SetServed(kind, served);
-    Publish();
-    if (served == Served::kNo) {
-      if (!Sleep(options_.discovery_retry)) return;
-      continue;
-    }
-    std::string rv;
-    if (!List(kind, &rv)) {
-      if (!fail()) return;
-      continue;
-    }
-    Publish();
-    backoff = options_.backoff_initial;
-    while (true) {
-      const int code = Watch(kind, &rv);
-      {
-        absl::MutexLock l(&mu_);
-        if (stopping_) return;
-      }
-      if (code == 404 || code == 410) break;  // CRD gone: discover; expired: relist
-      if (code != 0 && !fail()) return;
-      if (code == 0) backoff = options_.backoff_initial;
-    }
-  }
+ReflectorGate QuotaObjectWatcher::Gate(QuotaObjectKind kind) {
+  const Served served = Discover(kind);
+  if (served == Served::kUnknown) return {ReflectorGate::Next::kBackoff};
+  SetServed(kind, served);
+  Publish();
+  if (served == Served::kNo) return {ReflectorGate::Next::kWait, options_.discovery_retry};
+  return {ReflectorGate::Next::kList};
 }
 
 QuotaObjectWatcher::Served QuotaObjectWatcher::Discover(QuotaObjectKind kind) {
@@ -185,110 +168,37 @@ void QuotaObjectWatcher::SetServed(QuotaObjectKind kind, Served served) {
   }
 }
 
-bool QuotaObjectWatcher::List(QuotaObjectKind kind, std::string* rv) {
-  const codec::QuotaObjectApi& api = codec::QuotaObjectApiOf(kind);
-  std::vector<queue::QuotaObject> items;
-  std::string token;
-  do {
-    std::string target = StrCat(GroupPath(kind), "/", api.plural, "?limit=", options_.page_size);
-    if (!token.empty()) StrAppend(&target, "&continue=", token);
-    auto res = client_->Do("GET", target, "", "application/json", options_.request_timeout);
-    if (!res.ok() || res->status != 200) {
-      std::cerr << "gpusched: quotas: list " << api.plural << ": "
-                << (res.ok()
-                        ? StrCat("HTTP ", res->status, " ", codec::DecodeStatus(res->body).message)
-                        : std::string(res.status().message()))
-                << "\n";
-      return false;
-    }
-    auto page = codec::DecodeQuotaObjectList(kind, res->body);
-    if (!page.ok()) {
-      std::cerr << "gpusched: quotas: list " << api.plural << ": " << page.status().message()
-                << "\n";
-      return false;
-    }
-    for (auto& o : page->items) items.push_back(std::move(o));
-    token = page->continue_token;
-    *rv = page->resource_version;
-  } while (!token.empty());
-  absl::MutexLock l(&mu_);
-  KindState& k = State(kind);
-  std::map<std::string, queue::QuotaObject> next;
-  for (auto& o : items) {
-    auto prev = k.objects.find(KeyOf(o));
-    queue::KeepLastValid(prev == k.objects.end() ? nullptr : &prev->second, o);
-    next[KeyOf(o)] = std::move(o);
-  }
-  k.objects = std::move(next);
-  k.listed = true;
-  return true;
-}
-
-int QuotaObjectWatcher::Watch(QuotaObjectKind kind, std::string* rv) {
-  const codec::QuotaObjectApi& api = codec::QuotaObjectApiOf(kind);
-  const std::string target = StrCat(GroupPath(kind), "/", api.plural,
-                                    "?watch=1&allowWatchBookmarks=true&resourceVersion=", *rv,
-                                    "&timeoutSeconds=", options_.watch_timeout_seconds);
-  int failure = 0;
-  std::string error;
-  auto on_line = [&](std::string& line) {
-    auto ev = codec::DecodeQuotaObjectEvent(kind, line);
-    if (!ev.ok()) {
-      error = std::string(ev.status().message());
-      return false;
-    }
-    if (ev->type == codec::WatchEvent::Type::kError) {
-      failure = ev->status.code == 410 ? 410 : -1;
-      error = StrCat("HTTP ", ev->status.code, " ", ev->status.message);
-      return false;
-    }
-    if (!ev->resource_version.empty()) *rv = ev->resource_version;
-    if (ev->type == codec::WatchEvent::Type::kBookmark) return true;
-    {
-      absl::MutexLock l(&mu_);
-      KindState& k = State(kind);
-      const std::string key = KeyOf(ev->object);
-      auto prev = k.objects.find(key);
-      if (ev->type == codec::WatchEvent::Type::kDeleted) {
-        if (prev != k.objects.end()) k.objects.erase(prev);
-      } else {
-        queue::KeepLastValid(prev == k.objects.end() ? nullptr : &prev->second, ev->object);
-        k.objects[key] = std::move(ev->object);
-      }
-    }
-    if (metrics_ != nullptr) {
-      metrics_->Inc("gpusched_kube_watch_events_total", "Watch events applied.",
-                    {{"resource", std::string(api.plural)}});
-    }
-    Publish();
-    return true;
-  };
-  std::string error_body;
-  StreamCanceller* canceller;
+void QuotaObjectWatcher::Replace(QuotaObjectKind kind, std::vector<queue::QuotaObject> items) {
   {
     absl::MutexLock l(&mu_);
-    canceller = &State(kind).canceller;
+    KindState& k = State(kind);
+    std::map<std::string, queue::QuotaObject> next;
+    for (auto& o : items) {
+      auto prev = k.objects.find(KeyOf(o));
+      queue::KeepLastValid(prev == k.objects.end() ? nullptr : &prev->second, o);
+      next[KeyOf(o)] = std::move(o);
+    }
+    k.objects = std::move(next);
+    k.listed = true;
   }
-  auto status = client_->Stream(target, std::chrono::seconds(options_.watch_timeout_seconds + 30),
-                                on_line, &error_body, canceller);
-  if (!status.ok()) {
-    if (status.status().code() == absl::StatusCode::kCancelled) return 0;
-    std::cerr << "gpusched: quotas: watch " << api.plural << ": " << status.status().message()
-              << "\n";
-    return -1;
+  Publish();
+}
+
+void QuotaObjectWatcher::Apply(QuotaObjectKind kind, codec::WatchEvent::Type type,
+                               queue::QuotaObject object) {
+  {
+    absl::MutexLock l(&mu_);
+    KindState& k = State(kind);
+    const std::string key = KeyOf(object);
+    auto prev = k.objects.find(key);
+    if (type == codec::WatchEvent::Type::kDeleted) {
+      if (prev != k.objects.end()) k.objects.erase(prev);
+    } else {
+      queue::KeepLastValid(prev == k.objects.end() ? nullptr : &prev->second, object);
+      k.objects[key] = std::move(object);
+    }
   }
-  if (*status == 404 || *status == 410) return *status;
-  if (*status != 200) {
-    std::cerr << "gpusched: quotas: watch " << api.plural << ": HTTP " << *status << " "
-              << codec::DecodeStatus(error_body).message << "\n";
-    return -1;
-  }
-  if (failure == 410) return 410;
-  if (!error.empty()) {
-    std::cerr << "gpusched: quotas: watch " << api.plural << ": " << error << "\n";
-    return -1;
-  }
-  return 0;
+  Publish();
 }
 
 void QuotaObjectWatcher::Publish() {

@@ -10,17 +10,18 @@
 //    file's quotas apply. Discovery is asked again every `discovery_retry`,
 //    and a watch that answers 404 (the CRD was removed) goes back to it.
 //    ElasticQuotas are read only while the GPUQuota CRD is installed.
-//  - Reflector semantics per kind: a paginated list replaces that kind's
-//    objects, a watch continues from the list's resourceVersion with
-//    bookmarks; 410 Gone relists; errors back off exponentially.
+//  - A Reflector (reflector.h) per kind, discovery as its gate: a
+//    paginated list replaces that kind's objects, a watch continues from
+//    the list's resourceVersion with bookmarks; 410 Gone relists; errors
+//    back off exponentially.
 //  - `on_change` runs on a watch thread, with no lock held, only when the
 //    resolution changed, never concurrently with itself.
 //  - settled(): both kinds have been discovered and, where served, listed
 //    once. Until then the extender is not ready, so no pod is admitted
 //    under the file's quotas moments before the objects replace them.
 //
-// Thread-safe. Start spawns one thread per kind; Stop (or the destructor)
-// joins them.
+// Thread-safe. Start (once) spawns one thread per kind; Stop (or the
+// destructor) joins them.
 #ifndef GPUSCHED_KUBE_QUOTA_OBJECTS_H_
 #define GPUSCHED_KUBE_QUOTA_OBJECTS_H_
 
@@ -28,24 +29,24 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "gpusched/util/metrics.h"
 #include "scheduler/kube/http_client.h"
+#include "scheduler/kube/reflector.h"
 #include "scheduler/queue/quota_objects.h"
 
 namespace gpusched::kube {
 
-struct QuotaObjectsOptions {
+// The reflectors' options (refused_retry unused: a refused list backs
+// off), and how often discovery is asked again while the CRD is not
+// installed.
+struct QuotaObjectsOptions : ReflectorOptions {
   std::chrono::milliseconds discovery_retry{30000};
-  int watch_timeout_seconds = 300;
-  std::chrono::milliseconds backoff_initial{250};
-  std::chrono::milliseconds backoff_max{30000};
-  std::chrono::milliseconds request_timeout{10000};
-  int64_t page_size = 500;
 };
 
 class QuotaObjectWatcher {
@@ -75,36 +76,37 @@ class QuotaObjectWatcher {
     Served served = Served::kUnknown;
     bool listed = false;
     std::map<std::string, queue::QuotaObject> objects;  // "ns/name" ->
-    StreamCanceller canceller;
   };
 
-  void Run(queue::QuotaObjectKind kind);
+  std::unique_ptr<Reflector<queue::QuotaObject>> NewReflector(KubeHttpClient* client,
+                                                              queue::QuotaObjectKind kind);
+  // Before each list: discovery (and its publication).
+  ReflectorGate Gate(queue::QuotaObjectKind kind) ABSL_LOCKS_EXCLUDED(mu_);
   // One discovery; kUnknown on a transport or server error.
   Served Discover(queue::QuotaObjectKind kind);
-  // Lists every page; false (and `*gone`, on 410) if it did not complete.
-  bool List(queue::QuotaObjectKind kind, std::string* rv);
-  // Watches from `*rv` until the stream ends; returns the HTTP status of
-  // the failure (0: ended normally or an error logged, 404, 410).
-  int Watch(queue::QuotaObjectKind kind, std::string* rv);
+  void Replace(queue::QuotaObjectKind kind, std::vector<queue::QuotaObject> items)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Apply(queue::QuotaObjectKind kind, codec::WatchEvent::Type type, queue::QuotaObject object)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void SetServed(queue::QuotaObjectKind kind, Served served) ABSL_LOCKS_EXCLUDED(mu_);
   void Publish() ABSL_LOCKS_EXCLUDED(mu_, publish_mu_);
-  bool Sleep(std::chrono::milliseconds d) ABSL_LOCKS_EXCLUDED(mu_);
   KindState& State(queue::QuotaObjectKind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   KubeHttpClient* client_;
   const QuotaObjectsOptions options_;
   Metrics* metrics_;
   OnChange on_change_;
-  std::array<std::thread, 2> threads_;
+  bool started_ = false;  // Start's caller only
 
   mutable absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::array<KindState, 2> kinds_ ABSL_GUARDED_BY(mu_);
   std::optional<queue::ResolvedQuotas> current_ ABSL_GUARDED_BY(mu_);
   bool applied_ ABSL_GUARDED_BY(mu_) = false;  // current_ set by a Publish
   mutable absl::Mutex publish_mu_;             // one on_change at a time, in order
   bool published_ ABSL_GUARDED_BY(publish_mu_) = false;
   std::optional<queue::ResolvedQuotas> last_ ABSL_GUARDED_BY(publish_mu_);
+  // Last: they stop before the rest goes.
+  std::array<std::unique_ptr<Reflector<queue::QuotaObject>>, 2> reflectors_;
 };
 
 }  // namespace gpusched::kube

@@ -2,7 +2,9 @@
 // running `gpusched serve` over loopback and prints it (golden text with
 // the clock's times masked, and the page itself with -o json); a pod the
 // extender does not know, a bound pod and an unreachable extender each give
-// a message and exit 1. Also DecodePodExplanation on malformed pages.
+// a message and exit 1. The same over HTTPS with mutual TLS, where a wrong
+// CA or a missing client certificate is refused with a clear error. Also
+// DecodePodExplanation on malformed pages.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -10,13 +12,17 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "scheduler/codec/queue_codec.h"
+#include "test/kube/test_pki.h"
 #include "test/testing/child_process.h"
 
 namespace gpusched::testing {
@@ -104,6 +110,15 @@ std::string MaskTimes(const std::string& text) {
 class QueueExplainTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    StartServe({}, [] {
+      return Http(port_, "GET", "/debug/pods/team-a/next").body.find("runtimeEstimateSource") !=
+             std::string::npos;
+    });
+  }
+  // Starts serve on Cluster() with `flags` added; waits (up to 30 s) until
+  // `ready` says the first estimate refresh has run.
+  static void StartServe(const std::vector<std::string>& flags,
+                         const std::function<bool()>& ready) {
     if (!fs::exists(GPUSCHED_BINARY)) return;
     std::string tmpl = (fs::temp_directory_path() / "gpusched-explain-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
@@ -118,18 +133,16 @@ class QueueExplainTest : public ::testing::Test {
     std::ofstream(dir_ / "policy.json") << config.dump(2);
     std::ofstream(dir_ / "cluster.json") << Cluster().dump();
     port_ = FreePort();
-    serve_ = new Child(
-        GPUSCHED_BINARY,
-        {"serve", "--config", (dir_ / "policy.json").string(), "--cluster",
-         (dir_ / "cluster.json").string(), "--listen", "127.0.0.1:" + std::to_string(port_)},
-        (dir_ / "serve.log").string());
-    // Ready, and the first estimate refresh has run.
-    ready_ = WaitFor(
-        [] {
-          return Http(port_, "GET", "/debug/pods/team-a/next").body.find("runtimeEstimateSource") !=
-                 std::string::npos;
-        },
-        std::chrono::milliseconds(30000));
+    std::vector<std::string> args = {"serve",
+                                     "--config",
+                                     (dir_ / "policy.json").string(),
+                                     "--cluster",
+                                     (dir_ / "cluster.json").string(),
+                                     "--listen",
+                                     "127.0.0.1:" + std::to_string(port_)};
+    args.insert(args.end(), flags.begin(), flags.end());
+    serve_ = new Child(GPUSCHED_BINARY, args, (dir_ / "serve.log").string());
+    ready_ = WaitFor(ready, std::chrono::milliseconds(30000));
   }
   static void TearDownTestSuite() {
     delete serve_;
@@ -269,6 +282,91 @@ TEST(DecodePodExplanation, MalformedPagesNameTheField) {
   EXPECT_EQ(ok->what_if, std::vector<std::string>{"w"});
   ASSERT_EQ(ok->preemption.size(), 1u);
   EXPECT_EQ(ok->preemption[0].victims, std::vector<std::string>{"a/v"});
+}
+
+// The same page over HTTPS with mutual TLS: `serve --tls-cert --tls-key
+// --tls-client-ca` and `queue --explain --extender https://...` with the
+// extender's CA and a client certificate (a throw-away PKI).
+class QueueExplainTlsTest : public QueueExplainTest {
+ protected:
+  static void SetUpTestSuite() {
+    const TestPki pki = MakeTestPki();
+    pem_dir_ = fs::temp_directory_path() / ("gpusched-explain-pki-" + std::to_string(getpid()));
+    fs::create_directories(pem_dir_);
+    for (const auto& [name, text] :
+         {std::pair{"ca.pem", pki.ca_pem}, std::pair{"other-ca.pem", pki.other_ca_pem},
+          std::pair{"server.pem", pki.server_cert_pem},
+          std::pair{"server-key.pem", pki.server_key_pem},
+          std::pair{"client.pem", pki.client_cert_pem},
+          std::pair{"client-key.pem", pki.client_key_pem}}) {
+      std::ofstream(pem_dir_ / name) << text;
+    }
+    StartServe({"--tls-cert", Pem("server.pem"), "--tls-key", Pem("server-key.pem"),
+                "--tls-client-ca", Pem("ca.pem")},
+               [] {
+                 std::string out;
+                 const bool done = Queue(Explain("ca.pem", true), &out) == 0 &&
+                                   out.find("from annotation") != std::string::npos;
+                 if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+                 return done;
+               });
+  }
+  static void TearDownTestSuite() {
+    QueueExplainTest::TearDownTestSuite();
+    std::error_code ec;
+    fs::remove_all(pem_dir_, ec);
+  }
+  static std::string Pem(const std::string& name) { return (pem_dir_ / name).string(); }
+  // `queue --explain team-a/next` over https, trusting `ca`, with or
+  // without the client certificate.
+  static std::vector<std::string> Explain(const std::string& ca, bool client_cert) {
+    std::vector<std::string> args = {"--explain", "team-a/next", "--extender",
+                                     "https://127.0.0.1:" + std::to_string(port_)};
+    if (!ca.empty()) args.insert(args.end(), {"--extender-ca", Pem(ca)});
+    if (client_cert) {
+      args.insert(args.end(),
+                  {"--extender-cert", Pem("client.pem"), "--extender-key", Pem("client-key.pem")});
+    }
+    return args;
+  }
+
+  static inline fs::path pem_dir_;
+};
+
+TEST_F(QueueExplainTlsTest, ReadsThePageOverMutualTls) {
+  std::string out;
+  ASSERT_EQ(Queue(Explain("ca.pem", true), &out), 0) << out;
+  EXPECT_EQ(MaskTimes(out), kGolden) << out;
+}
+
+TEST_F(QueueExplainTlsTest, AWrongCaOrNoClientCertificateIsRefusedWithAClearError) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"another CA", Explain("other-ca.pem", true),
+       "TLS handshake with the extender: certificate verify failed"},
+      {"another CA names the flag", Explain("other-ca.pem", true),
+       "the extender's certificate is not signed by the --extender-ca CA"},
+      {"the system's CAs", Explain("", true), "not signed by a CA this system trusts"},
+      {"no client certificate", Explain("ca.pem", false),
+       "certificate required (the extender requires a client certificate: --extender-cert and "
+       "--extender-key)"},
+      {"a CA file that is not there", Explain("missing.pem", true), "--extender-ca: cannot read"},
+  };
+  for (const Case& c : cases) {
+    std::string out;
+    EXPECT_EQ(Queue(c.args, &out), 1) << c.name << ": " << out;
+    EXPECT_NE(out.find(c.message), std::string::npos) << c.name << ": " << out;
+    EXPECT_EQ(out.find("Pod:"), std::string::npos) << c.name << ": " << out;
+  }
+  std::vector<std::string> half = Explain("ca.pem", false);
+  half.insert(half.end(), {"--extender-cert", Pem("client.pem")});
+  std::string out;
+  EXPECT_EQ(Queue(half, &out), 1) << out;
+  EXPECT_NE(out.find("--extender-cert and --extender-key go together"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -7,11 +7,8 @@
 
 #include <atomic>
 
-#include "gpusched/policy/framework.h"
 #include "scheduler/kube/gang_objects.h"
-#include "scheduler/kube/kube_source.h"
-#include "scheduler/queue/queue_manager.h"
-#include "test/kube/kube_test_util.h"
+#include "test/kube/api_harness.h"
 #include "test/testing/builders.h"
 
 namespace gpusched::testing {
@@ -44,18 +41,8 @@ PodRequest OwnedPod(const std::string& ns, GangOwnerKind kind, const std::string
   return p;
 }
 
-class GangSourcesTest : public ::testing::Test {
+class GangSourcesTest : public FakeApiTest {
  protected:
-  void SetUp() override {
-    api_ = std::make_unique<FakeApiServer>(Pki(), kToken);
-    api_->SetBookmarkIntervalMs(200);
-    api_->Start();
-    client_ = ClientFor(*api_, Pki());
-  }
-  static const TestPki& Pki() {
-    static const TestPki pki = MakeTestPki();
-    return pki;
-  }
   std::unique_ptr<kube::GangSizes> NewSizes(std::function<void()> on_change = nullptr) {
     kube::GangSizesOptions o;
     o.retry = std::chrono::milliseconds(30);
@@ -79,10 +66,30 @@ class GangSourcesTest : public ::testing::Test {
     return out;
   }
 
-  std::unique_ptr<FakeApiServer> api_;
-  std::unique_ptr<kube::KubeHttpClient> client_;
-  Metrics metrics_;
+  // The source with gang sizes read from objects, synced, and a queue.
+  void StartAll() {
+    src_ = NewSource(client_.get(), &metrics_);
+    sizes_ = NewSizes([src = src_.get()] { src->RefillGangs(); });
+    src_->set_gang_sizes(sizes_.get());
+    ASSERT_TRUE(StartSynced(*src_, state_));
+    framework_ = DefaultFramework();
+    queue_ = NewQueue(&state_, framework_);
+    queue_->Resync();
+  }
+  void TearDown() override {
+    if (sizes_) sizes_->Stop();
+    if (src_) src_->Stop();
+  }
+  std::string Admit(const std::string& ns, const std::string& name) {
+    return AdmitReason(*queue_, state_, *framework_, ns, name);
+  }
+
   std::atomic<int> changes_{0};
+  ClusterState state_{ShippedTemplates()};
+  std::unique_ptr<kube::KubeClusterSource> src_;
+  std::unique_ptr<kube::GangSizes> sizes_;
+  std::shared_ptr<const policy::Framework> framework_;
+  std::unique_ptr<queue::QueueManager> queue_;
 };
 
 TEST_F(GangSourcesTest, SizesFromEachOwnerKind) {
@@ -228,56 +235,33 @@ TEST_F(GangSourcesTest, PodGroupGangAdmittedAllOrNothingThroughTheSource) {
   for (int i = 0; i < 3; ++i) {
     api_->Put("pods", PodGroupPod("train", "llm-worker-" + std::to_string(i), 8, "llm"));
   }
-  ClusterState state(ShippedTemplates());
-  kube::SourceOptions so;
-  so.watch_timeout_seconds = 2;
-  so.backoff_initial = std::chrono::milliseconds(20);
-  kube::KubeClusterSource src(client_.get(), so, &metrics_);
-  auto sizes = NewSizes([&src] { src.RefillGangs(); });
-  src.set_gang_sizes(sizes.get());
-  ASSERT_TRUE(src.Start(&state, nullptr).ok());
-  ASSERT_TRUE(WaitFor([&] { return src.synced(); }));
-
-  auto fw = policy::Framework::Create(ScoringConfig{});
-  ASSERT_TRUE(fw.ok());
-  std::shared_ptr<const policy::Framework> framework(std::move(*fw));
-  queue::QueueDeps deps;
-  deps.state = &state;
-  deps.framework = [framework] { return framework; };
-  queue::QueueManager q(std::move(deps), queue::QueueOptions{});
-  q.Resync();
-  auto admit = [&](int i) {
-    auto p = state.FindPodByName("train", "llm-worker-" + std::to_string(i));
-    EXPECT_TRUE(p.has_value());
-    return p ? q.Admit(*p, state.Snapshot(), *framework).reason : std::string("missing");
-  };
+  StartAll();
+  auto admit = [&](int i) { return Admit("train", "llm-worker-" + std::to_string(i)); };
 
   // Before the PodGroup exists the members' size is unknown.
-  auto m0 = state.FindPodByName("train", "llm-worker-0");
+  auto m0 = state_.FindPodByName("train", "llm-worker-0");
   ASSERT_TRUE(m0.has_value());
   EXPECT_EQ(m0->gang, "pg/llm");
   EXPECT_EQ(m0->gang_size, kGangSizeUnknown);
 
   api_->Put(kPodGroups, PodGroup("train", "llm", 3));
   ASSERT_TRUE(WaitFor([&] {
-    auto p = state.FindPodByName("train", "llm-worker-2");
+    auto p = state_.FindPodByName("train", "llm-worker-2");
     return p && p->gang_size == 3;
   }));
   for (int i = 0; i < 3; ++i) {
     const std::string why = admit(i);
     EXPECT_NE(why.find("gang pg/llm needs 3 x"), std::string::npos) << why;
   }
-  EXPECT_TRUE(ReservationHolders(state).empty());
+  EXPECT_TRUE(ReservationHolders(state_).empty());
 
   // The busy pods leave: the whole gang is reserved and every member passes.
   api_->Delete("pods", "other/busy-0");
   api_->Delete("pods", "other/busy-1");
-  ASSERT_TRUE(WaitFor([&] { return state.Snapshot()->Find("gpu-1")->free_count() == 8; }));
-  ASSERT_TRUE(WaitFor([&] { return state.Snapshot()->Find("gpu-0")->free_count() == 8; }));
+  ASSERT_TRUE(WaitFor([&] { return state_.Snapshot()->Find("gpu-1")->free_count() == 8; }));
+  ASSERT_TRUE(WaitFor([&] { return state_.Snapshot()->Find("gpu-0")->free_count() == 8; }));
   for (int i = 0; i < 3; ++i) EXPECT_EQ(admit(i), "") << i;
-  EXPECT_EQ(ReservationHolders(state).size(), 3u);
-  sizes->Stop();
-  src.Stop();
+  EXPECT_EQ(ReservationHolders(state_).size(), 3u);
 }
 
 TEST_F(GangSourcesTest, SizeOnThePodNeedsNoApiRead) {
@@ -290,52 +274,27 @@ TEST_F(GangSourcesTest, SizeOnThePodNeedsNoApiRead) {
     p["metadata"]["annotations"] = {{"kueue.x-k8s.io/pod-group-total-count", "3"}};
     api_->Put("pods", p);
   }
-  ClusterState state(ShippedTemplates());
-  kube::SourceOptions so;
-  so.watch_timeout_seconds = 2;
-  kube::KubeClusterSource src(client_.get(), so, &metrics_);
-  auto sizes = NewSizes([&src] { src.RefillGangs(); });
-  src.set_gang_sizes(sizes.get());
-  ASSERT_TRUE(src.Start(&state, nullptr).ok());
-  ASSERT_TRUE(WaitFor([&] { return src.synced(); }));
-  auto fw = policy::Framework::Create(ScoringConfig{});
-  ASSERT_TRUE(fw.ok());
-  std::shared_ptr<const policy::Framework> framework(std::move(*fw));
-  queue::QueueDeps deps;
-  deps.state = &state;
-  deps.framework = [framework] { return framework; };
-  queue::QueueManager q(std::move(deps), queue::QueueOptions{});
-  q.Resync();
+  StartAll();
   for (int i = 0; i < 3; ++i) {
-    auto p = state.FindPodByName("serve", "grp-" + std::to_string(i));
+    auto p = state_.FindPodByName("serve", "grp-" + std::to_string(i));
     ASSERT_TRUE(p.has_value());
     EXPECT_EQ(p->gang, "kueue/grp");
     EXPECT_EQ(p->gang_size, 3);
     // Two of three nodes free: no member starts alone.
-    const std::string why = q.Admit(*p, state.Snapshot(), *framework).reason;
+    const std::string why = Admit("serve", "grp-" + std::to_string(i));
     EXPECT_NE(why.find("gang kueue/grp needs 3 x"), std::string::npos) << why;
   }
   EXPECT_EQ(api_->requests("GET /apis/"), 0);
-  sizes->Stop();
-  src.Stop();
 }
 
 TEST_F(GangSourcesTest, SourceWithoutCrdSchedulesDeclaredPodsAlone) {
   api_->Put("nodes", NodeJson("gpu-0", 8));
   api_->Put("pods", PodGroupPod("train", "solo", 8, "nowhere"));
-  ClusterState state(ShippedTemplates());
-  kube::SourceOptions so;
-  so.watch_timeout_seconds = 2;
-  kube::KubeClusterSource src(client_.get(), so, &metrics_);
-  auto sizes = NewSizes([&src] { src.RefillGangs(); });
-  src.set_gang_sizes(sizes.get());
-  ASSERT_TRUE(src.Start(&state, nullptr).ok());
+  StartAll();
   ASSERT_TRUE(WaitFor([&] {
-    auto p = state.FindPodByName("train", "solo");
+    auto p = state_.FindPodByName("train", "solo");
     return p && p->gang.empty() && p->gang_size == 0;
   }));
-  sizes->Stop();
-  src.Stop();
 }
 
 }  // namespace

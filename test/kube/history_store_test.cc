@@ -9,11 +9,10 @@
 
 #include <gtest/gtest.h>
 
-#include "gpusched/policy/framework.h"
+#include <atomic>
+
 #include "scheduler/codec/history_codec.h"
-#include "scheduler/kube/kube_source.h"
-#include "scheduler/queue/queue_manager.h"
-#include "test/kube/kube_test_util.h"
+#include "test/kube/api_harness.h"
 #include "test/testing/builders.h"
 
 namespace gpusched::testing {
@@ -109,7 +108,7 @@ TEST(HistoryCodec, RefusesContentsItDidNotWriteNamingTheField) {
   EXPECT_FALSE(codec::DecodeHistoryConfigMap("{\"data\":").ok());
 }
 
-class HistoryStoreTest : public ::testing::Test {
+class HistoryStoreTest : public FakeApiTest {
  protected:
   // One scheduler process: its source, queue and history store.
   struct World {
@@ -123,35 +122,20 @@ class HistoryStoreTest : public ::testing::Test {
     }
   };
   void SetUp() override {
-    api_ = std::make_unique<FakeApiServer>(Pki(), kToken);
-    api_->Start();
-    client_ = ClientFor(*api_, Pki());
+    FakeApiTest::SetUp();
     api_->Put("nodes", NodeJson("gpu-0", 8));
-    auto fw = policy::Framework::Create(ScoringConfig{});
-    ASSERT_TRUE(fw.ok());
-    framework_ = std::shared_ptr<const policy::Framework>(std::move(*fw));
-  }
-  static const TestPki& Pki() {
-    static const TestPki pki = MakeTestPki();
-    return pki;
   }
   // Starts a process as serve does: the store's Load goes into the queue.
-  std::unique_ptr<World> Start() {
+  std::unique_ptr<World> Start(kube::HistoryStoreOptions options = {}) {
     auto w = std::make_unique<World>();
-    kube::SourceOptions so;
-    so.watch_timeout_seconds = 2;
-    w->src = std::make_unique<kube::KubeClusterSource>(client_.get(), so, &metrics_);
-    EXPECT_TRUE(w->src->Start(&w->state, nullptr).ok());
-    EXPECT_TRUE(WaitFor([&] { return w->src->synced(); }));
-    queue::QueueDeps deps;
-    deps.state = &w->state;
-    deps.framework = [f = framework_] { return f; };
-    deps.now_ms = [] { return int64_t{1767230000} * 1000; };
-    w->queue = std::make_unique<queue::QueueManager>(std::move(deps), queue::QueueOptions{});
+    w->src = NewSource(client_.get(), &metrics_);
+    EXPECT_TRUE(StartSynced(*w->src, w->state));
+    w->queue = NewQueue(&w->state, DefaultFramework(),
+                        {.now_ms = [] { return int64_t{1767230000} * 1000; }});
     kube::HistoryStore::Inputs in;
     in.history = [q = w->queue.get()](uint64_t* v) { return q->HistoryToPersist(v); };
-    in.may_write = [this] { return leader_; };
-    w->store = std::make_unique<kube::HistoryStore>(client_.get(), kube::HistoryStoreOptions{},
+    in.may_write = [this] { return leader_.load(); };
+    w->store = std::make_unique<kube::HistoryStore>(client_.get(), std::move(options),
                                                     std::move(in), &metrics_);
     w->queue->LoadHistory(w->store->Load());
     return w;
@@ -168,11 +152,17 @@ class HistoryStoreTest : public ::testing::Test {
            api_->requests("POST /api/v1/namespaces/gpusched-system/configmaps");
   }
 
-  std::unique_ptr<FakeApiServer> api_;
-  std::unique_ptr<kube::KubeHttpClient> client_;
-  std::shared_ptr<const policy::Framework> framework_;
-  Metrics metrics_;
-  bool leader_ = true;
+  int64_t Counter(const std::string& name) { return metrics_.CounterValue(name, {}); }
+  void PutConfigMap(Json data) {
+    api_->Put(
+        "configmaps",
+        {{"apiVersion", "v1"},
+         {"kind", "ConfigMap"},
+         {"metadata", {{"name", "gpusched-runtime-history"}, {"namespace", "gpusched-system"}}},
+         {"data", std::move(data)}});
+  }
+
+  std::atomic<bool> leader_{true};
 };
 
 TEST_F(HistoryStoreTest, HistoryOutlivesTheFinishedPodsItCameFrom) {
@@ -260,6 +250,113 @@ TEST_F(HistoryStoreTest, AConflictIsRetriedWithTheNewResourceVersion) {
   ASSERT_EQ(cm->history.size(), 2u);
   EXPECT_EQ(cm->history[0].workload, "eval");  // the most recent first
   EXPECT_EQ(cm->history[1].workload, "train");
+}
+
+TEST_F(HistoryStoreTest, MetricsCountIgnoredConfigMapsAndWrites) {
+  constexpr char kLoadErrors[] = "gpusched_runtime_history_load_errors_total";
+  constexpr char kWrites[] = "gpusched_runtime_history_writes_total";
+  api_->Put("pods", FinishedPod("train-0", "train", 120));
+  // What the ConfigMap holds at start, and whether it counts as ignored.
+  struct Case {
+    std::string name;
+    Json data;  // null: no ConfigMap
+    int64_t load_errors;
+  };
+  const Case cases[] = {
+      {"none", nullptr, 0},
+      {"valid", {{"version", "1"}, {"history", "team-a eval 1 50.00000001\n"}}, 0},
+      {"bad run", {{"version", "1"}, {"history", "team-a train 1 100.zz\n"}}, 1},
+      {"truncated", {{"version", "1"}, {"history", "team-a train 1 100.0000"}}, 1},
+      {"another version", {{"version", "2"}, {"history", ""}}, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    api_->Delete("configmaps", kConfigMap);
+    if (!c.data.is_null()) PutConfigMap(c.data);
+    const int64_t errors = Counter(kLoadErrors);
+    ::testing::internal::CaptureStderr();
+    auto w = Start();
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(Counter(kLoadErrors), errors + c.load_errors);
+    w->queue->RefreshEstimates();
+    // A follower's round, the leader's write, then a round with nothing new.
+    const int64_t writes = Counter(kWrites);
+    leader_ = false;
+    ASSERT_TRUE(w->store->WriteOnce().ok());
+    EXPECT_EQ(Counter(kWrites), writes);
+    leader_ = true;
+    ASSERT_TRUE(w->store->WriteOnce().ok());
+    EXPECT_EQ(Counter(kWrites), writes + 1);
+    ASSERT_TRUE(w->store->WriteOnce().ok());
+    EXPECT_EQ(Counter(kWrites), writes + 1);
+  }
+  // A write retried after a 409 is one write.
+  auto w = Start();
+  Json other = *api_->Get("configmaps", kConfigMap);
+  other["metadata"].erase("resourceVersion");
+  api_->Put("configmaps", other);
+  w->queue->LoadHistory({Workload("eval", {70})});
+  const int64_t writes = Counter(kWrites);
+  ASSERT_TRUE(w->store->WriteOnce().ok());
+  EXPECT_EQ(Counter(kWrites), writes + 1);
+}
+
+TEST_F(HistoryStoreTest, TheLeaderWritesTheRunsSinceItsLastRoundWhenItStops) {
+  for (int i = 0; i < 3; ++i) {
+    api_->Put("pods", FinishedPod("train-" + std::to_string(i), "train", 100 * (i + 1)));
+  }
+  kube::HistoryStoreOptions slow;
+  slow.period = std::chrono::hours(1);  // no periodic round in this test
+  auto a = Start(slow);
+  a->store->Start();
+  a->queue->RefreshEstimates();  // the runs are recorded
+  EXPECT_EQ(Writes(), 0);
+  a->store->Stop();
+  EXPECT_EQ(Writes(), 1);
+  auto cm = api_->Get("configmaps", kConfigMap);
+  ASSERT_TRUE(cm.has_value());
+  auto saved = codec::DecodeHistoryConfigMap(cm->dump());
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_EQ(saved->history.size(), 1u);
+  EXPECT_EQ(saved->history[0].workload, "train");
+  EXPECT_EQ(saved->history[0].runs.size(), 3u);
+  a->store->Stop();  // once only
+  EXPECT_EQ(Writes(), 1);
+  a.reset();
+
+  // A follower, or a store whose writer never ran, writes nothing at stop.
+  api_->Delete("configmaps", kConfigMap);
+  auto b = Start(slow);
+  b->queue->RefreshEstimates();
+  b->store->Stop();
+  leader_ = false;
+  auto c = Start(slow);
+  c->store->Start();
+  c->queue->RefreshEstimates();
+  c->store->Stop();
+  EXPECT_EQ(Writes(), 1);
+  EXPECT_FALSE(api_->Get("configmaps", kConfigMap).has_value());
+}
+
+TEST_F(HistoryStoreTest, TheWriteAtStopGivesUpAfterItsTimeout) {
+  api_->Put("pods", FinishedPod("train-0", "train", 120));
+  kube::HistoryStoreOptions o;
+  o.period = std::chrono::hours(1);
+  o.stop_timeout = std::chrono::milliseconds(200);
+  auto w = Start(o);
+  w->store->Start();
+  w->queue->RefreshEstimates();
+  api_->SetDelayMs(3000);  // the API stops answering in time
+  ::testing::internal::CaptureStderr();
+  const auto start = std::chrono::steady_clock::now();
+  w->store->Stop();
+  const auto took = std::chrono::steady_clock::now() - start;
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  api_->SetDelayMs(0);
+  // Well before the API would have answered.
+  EXPECT_LT(took, std::chrono::milliseconds(2000));
+  EXPECT_NE(log.find("runtime history: the write at stop failed"), std::string::npos) << log;
+  EXPECT_EQ(Writes(), 0);
 }
 
 }  // namespace

@@ -10,11 +10,8 @@
 
 #include <atomic>
 
-#include "gpusched/policy/framework.h"
 #include "scheduler/codec/job_codec.h"
-#include "scheduler/kube/kube_source.h"
-#include "scheduler/queue/queue_manager.h"
-#include "test/kube/kube_test_util.h"
+#include "test/kube/api_harness.h"
 #include "test/testing/builders.h"
 
 namespace gpusched::testing {
@@ -158,49 +155,31 @@ TEST(JobCodec, APodsControllingJob) {
   }
 }
 
-class JobDeadlinesTest : public ::testing::Test {
+class JobDeadlinesTest : public FakeApiTest {
  protected:
   void SetUp() override {
-    api_ = std::make_unique<FakeApiServer>(Pki(), kToken);
-    api_->SetBookmarkIntervalMs(200);
-    api_->Start();
-    client_ = ClientFor(*api_, Pki());
+    FakeApiTest::SetUp();
     api_->Put("nodes", NodeJson("gpu-0", 8));
   }
   void TearDown() override {
     if (jobs_) jobs_->Stop();
     if (src_) src_->Stop();
   }
-  static const TestPki& Pki() {
-    static const TestPki pki = MakeTestPki();
-    return pki;
-  }
   // The source with Jobs' deadlines, and a queue whose clock says kNow.
   void StartAll() {
-    kube::SourceOptions so;
-    so.watch_timeout_seconds = 2;
-    so.backoff_initial = std::chrono::milliseconds(20);
-    src_ = std::make_unique<kube::KubeClusterSource>(client_.get(), so, &metrics_);
+    src_ = NewSource(client_.get(), &metrics_);
     kube::JobDeadlinesOptions jo;
     jo.watch_timeout_seconds = 2;
     jo.backoff_initial = std::chrono::milliseconds(20);
-    jo.forbidden_retry = std::chrono::milliseconds(50);
+    jo.refused_retry = std::chrono::milliseconds(50);
     jobs_ = std::make_unique<kube::JobDeadlines>(client_.get(), jo, &metrics_);
     src_->set_job_deadlines(jobs_.get());
     jobs_->Start([this](const absl::flat_hash_set<std::string>& jobs) {
       ++changes_;
       src_->RefillJobs(jobs);
     });
-    ASSERT_TRUE(src_->Start(&state_, nullptr).ok());
-    ASSERT_TRUE(WaitFor([&] { return src_->synced(); }));
-    auto fw = policy::Framework::Create(ScoringConfig{});
-    ASSERT_TRUE(fw.ok());
-    std::shared_ptr<const policy::Framework> framework(std::move(*fw));
-    queue::QueueDeps deps;
-    deps.state = &state_;
-    deps.framework = [framework] { return framework; };
-    deps.now_ms = [] { return kNow * 1000; };
-    queue_ = std::make_unique<queue::QueueManager>(std::move(deps), queue::QueueOptions{});
+    ASSERT_TRUE(StartSynced(*src_, state_));
+    queue_ = NewQueue(&state_, DefaultFramework(), {.now_ms = [] { return kNow * 1000; }});
   }
   // The pod's runtime estimate after a refresh.
   queue::PodReport Estimate(const std::string& ns, const std::string& name) {
@@ -210,6 +189,9 @@ class JobDeadlinesTest : public ::testing::Test {
     EXPECT_TRUE(r.has_value()) << ns << "/" << name;
     return r.value_or(queue::PodReport{});
   }
+  int64_t DecodeErrors() {
+    return metrics_.CounterValue("gpusched_kube_decode_errors_total", {{"resource", "jobs"}});
+  }
   // Waits until the state shows `name` with the Job deadline `deadline_s`.
   bool StateDeadline(const std::string& name, int64_t deadline_s) {
     return WaitFor([&] {
@@ -218,9 +200,6 @@ class JobDeadlinesTest : public ::testing::Test {
     });
   }
 
-  std::unique_ptr<FakeApiServer> api_;
-  std::unique_ptr<kube::KubeHttpClient> client_;
-  Metrics metrics_;
   ClusterState state_{ShippedTemplates()};
   std::unique_ptr<kube::KubeClusterSource> src_;
   std::unique_ptr<kube::JobDeadlines> jobs_;
@@ -315,10 +294,16 @@ TEST_F(JobDeadlinesTest, AMalformedJobIsSkippedWithItsReasonAndBlocksNothing) {
   queue::PodReport r = Estimate("train", "b");
   EXPECT_EQ(r.runtime_source, "annotation");
   EXPECT_EQ(r.runtime_seconds, 1800);
+  // Each undecodable version counts once, from the list and from a watch
+  // event (a Job that decodes does not).
+  EXPECT_EQ(DecodeErrors(), 1);
+  api_->Put(kJobs, JobJson("train", "bad", -5));
+  EXPECT_TRUE(WaitFor([&] { return DecodeErrors() == 2; })) << DecodeErrors();
   // Fixed, it counts.
   api_->Put(kJobs, JobJson("train", "bad", 1200));
   ASSERT_TRUE(StateDeadline("b", 1200));
   EXPECT_EQ(Estimate("train", "b").runtime_seconds, 200);
+  EXPECT_EQ(DecodeErrors(), 2);
 }
 
 TEST_F(JobDeadlinesTest, JobsForbiddenByRbacChangeNothingElseAndAreLoggedOnce) {

@@ -23,7 +23,7 @@
 #include "scheduler/kube/quota_status.h"
 #include "scheduler/queue/queue_wiring.h"
 #include "scheduler/queue/quota_ledger.h"
-#include "test/kube/kube_test_util.h"
+#include "test/kube/api_harness.h"
 #include "test/kube/queue_invariants.h"
 #include "test/testing/builders.h"
 
@@ -680,18 +680,10 @@ TEST(GpuQuotaCrd, RejectsAtApplyWhatTheDecoderRejects) {
 
 // ---- through the fake API server ----------------------------------------------
 
-class QuotaObjectsApiTest : public ::testing::Test {
+class QuotaObjectsApiTest : public FakeApiTest {
  protected:
-  static const TestPki& Pki() {
-    static const TestPki pki = MakeTestPki();
-    return pki;
-  }
-
   void SetUp() override {
-    api_ = std::make_unique<FakeApiServer>(Pki(), kToken);
-    api_->SetBookmarkIntervalMs(200);
-    api_->Start();
-    client_ = ClientFor(*api_, Pki());
+    FakeApiTest::SetUp();
     for (int i = 0; i < 4; ++i) api_->Put("nodes", NodeJson("gpu-" + std::to_string(i), 8));
     file_.quotas.enabled = true;
     file_.quotas.default_quota = Q(0, 1);
@@ -708,21 +700,10 @@ class QuotaObjectsApiTest : public ::testing::Test {
   // Source, queue, applier and watcher (started); waits until synced.
   void Start() {
     state_ = std::make_unique<ClusterState>(ShippedTemplates());
-    kube::SourceOptions so;
-    so.watch_timeout_seconds = 2;
-    so.backoff_initial = std::chrono::milliseconds(20);
-    source_ = std::make_unique<kube::KubeClusterSource>(client_.get(), so, &metrics_);
-    ASSERT_TRUE(source_->Start(state_.get(), nullptr).ok());
-    ASSERT_TRUE(WaitFor([&] { return source_->synced(); }));
-    auto fw = policy::Framework::Create(ScoringConfig{});
-    ASSERT_TRUE(fw.ok());
-    framework_ = std::shared_ptr<const policy::Framework>(std::move(*fw));
-    queue::QueueDeps deps;
-    deps.state = state_.get();
-    deps.writer = &evictions_;
-    deps.framework = [f = framework_] { return f; };
-    deps.log = [](const std::string&) {};
-    queue_ = std::make_unique<queue::QueueManager>(std::move(deps), queue::QueueOptions{});
+    source_ = NewSource(client_.get(), &metrics_);
+    ASSERT_TRUE(StartSynced(*source_, *state_));
+    framework_ = DefaultFramework();
+    queue_ = NewQueue(state_.get(), framework_, {.writer = &evictions_, .quiet = true});
     applier_ = std::make_unique<queue::QueueConfigApplier>(queue_.get(), file_, "policy.json",
                                                            [this](const std::string& line) {
                                                              std::lock_guard<std::mutex> l(log_mu_);
@@ -750,9 +731,7 @@ class QuotaObjectsApiTest : public ::testing::Test {
 
   // Why `ns/name` may not start now ("" = admitted).
   std::string Admit(const std::string& ns, const std::string& name) {
-    auto p = state_->FindPodByName(ns, name);
-    if (!p) return "missing";
-    return queue_->Admit(*p, state_->Snapshot(), *framework_).reason;
+    return AdmitReason(*queue_, *state_, *framework_, ns, name);
   }
   bool WaitAdmit(const std::string& ns, const std::string& name, bool admitted) {
     return WaitFor([&] { return Admit(ns, name).empty() == admitted; });
@@ -785,9 +764,6 @@ class QuotaObjectsApiTest : public ::testing::Test {
     std::vector<std::string> evicted;
   };
 
-  std::unique_ptr<FakeApiServer> api_;
-  std::unique_ptr<kube::KubeHttpClient> client_;
-  Metrics metrics_;
   SchedulerConfig file_;
   RecordingWriter evictions_;
   std::unique_ptr<ClusterState> state_;

@@ -8,11 +8,8 @@
 #include <atomic>
 #include <set>
 
-#include "gpusched/policy/framework.h"
 #include "scheduler/kube/gang_objects.h"
-#include "scheduler/kube/kube_source.h"
-#include "scheduler/queue/queue_manager.h"
-#include "test/kube/kube_test_util.h"
+#include "test/kube/api_harness.h"
 #include "test/testing/builders.h"
 
 namespace gpusched::testing {
@@ -47,27 +44,17 @@ Json Member(const std::string& how, int i) {
   return p;
 }
 
-class TopologySourcesTest : public ::testing::TestWithParam<std::string> {
- protected:
-  static const TestPki& Pki() {
-    static const TestPki pki = MakeTestPki();
-    return pki;
-  }
-};
+using TopologySourcesTest = FakeApiTestBase<::testing::TestWithParam<std::string>>;
 
 TEST_P(TopologySourcesTest, GangWaitsForOneCliqueThenIsReservedInIt) {
   const std::string how = GetParam();
-  FakeApiServer api(Pki(), kToken);
-  api.SetBookmarkIntervalMs(200);
-  api.Start();
-  auto client = ClientFor(api, Pki());
-  for (int i = 0; i < 4; ++i) api.Put("nodes", CliqueNode(i));
+  for (int i = 0; i < 4; ++i) api_->Put("nodes", CliqueNode(i));
   // One node busy per clique: two free nodes, in different cliques.
-  api.Put("pods", PodJson("other", "busy-0", 8, "gpu-0", "0,1,2,3,4,5,6,7", "Running"));
-  api.Put("pods", PodJson("other", "busy-2", 8, "gpu-2", "0,1,2,3,4,5,6,7", "Running"));
+  api_->Put("pods", PodJson("other", "busy-0", 8, "gpu-0", "0,1,2,3,4,5,6,7", "Running"));
+  api_->Put("pods", PodJson("other", "busy-2", 8, "gpu-2", "0,1,2,3,4,5,6,7", "Running"));
   if (how == "volcano") {
-    api.ServeApiGroup(kVolcanoApi);
-    api.Put(
+    api_->ServeApiGroup(kVolcanoApi);
+    api_->Put(
         "scheduling.volcano.sh/podgroups",
         {{"apiVersion", kVolcanoApi},
          {"kind", "PodGroup"},
@@ -75,41 +62,29 @@ TEST_P(TopologySourcesTest, GangWaitsForOneCliqueThenIsReservedInIt) {
          {"spec",
           {{"minMember", 2}, {"networkTopology", {{"mode", "hard"}, {"highestTierAllowed", 1}}}}}});
   }
-  for (int i = 0; i < 2; ++i) api.Put("pods", Member(how, i));
+  for (int i = 0; i < 2; ++i) api_->Put("pods", Member(how, i));
 
   ClusterState state(ShippedTemplates());
-  Metrics metrics;
-  kube::SourceOptions so;
-  so.watch_timeout_seconds = 2;
-  so.backoff_initial = std::chrono::milliseconds(20);
-  kube::KubeClusterSource src(client.get(), so, &metrics);
+  auto src = NewSource(client_.get(), &metrics_);
   kube::GangSizesOptions go;
   go.retry = std::chrono::milliseconds(30);
   go.refresh = std::chrono::milliseconds(100);
-  kube::GangSizes sizes(client.get(), go, &metrics);
-  sizes.Start([&src] { src.RefillGangs(); });
-  src.set_gang_sizes(&sizes);
-  ASSERT_TRUE(src.Start(&state, nullptr).ok());
-  ASSERT_TRUE(WaitFor([&] { return src.synced(); }));
+  kube::GangSizes sizes(client_.get(), go, &metrics_);
+  sizes.Start([&src] { src->RefillGangs(); });
+  src->set_gang_sizes(&sizes);
+  ASSERT_TRUE(StartSynced(*src, state));
   ASSERT_TRUE(WaitFor([&] {
     auto p = state.FindPodByName("train", "w-1");
     return p && p->gang_size == 2;
   }));
 
-  auto fw = policy::Framework::Create(ScoringConfig{});
-  ASSERT_TRUE(fw.ok());
-  std::shared_ptr<const policy::Framework> framework(std::move(*fw));
-  queue::QueueDeps deps;
-  deps.state = &state;
-  deps.framework = [framework] { return framework; };
-  queue::QueueOptions options;
-  options.gang.topology_levels = {kClique, "kubernetes.io/hostname"};
-  queue::QueueManager q(std::move(deps), options);
-  q.Resync();
+  const auto framework = DefaultFramework();
+  QueueSetup setup;
+  setup.options.gang.topology_levels = {kClique, "kubernetes.io/hostname"};
+  auto q = NewQueue(&state, framework, std::move(setup));
+  q->Resync();
   auto admit = [&](int i) {
-    auto p = state.FindPodByName("train", "w-" + std::to_string(i));
-    EXPECT_TRUE(p.has_value());
-    return p ? q.Admit(*p, state.Snapshot(), *framework).reason : std::string("missing");
+    return AdmitReason(*q, state, *framework, "train", "w-" + std::to_string(i));
   };
   for (int i = 0; i < 2; ++i) {
     const std::string why = admit(i);
@@ -121,7 +96,7 @@ TEST_P(TopologySourcesTest, GangWaitsForOneCliqueThenIsReservedInIt) {
   EXPECT_TRUE(ReservationHolders(state).empty());
 
   // Clique a frees up: the gang is reserved there, and only there.
-  api.Delete("pods", "other/busy-0");
+  api_->Delete("pods", "other/busy-0");
   ASSERT_TRUE(WaitFor([&] { return state.Snapshot()->Find("gpu-0")->free_count() == 8; }));
   for (int i = 0; i < 2; ++i) EXPECT_EQ(admit(i), "") << how << " " << i;
   std::set<std::string> nodes;
@@ -132,7 +107,7 @@ TEST_P(TopologySourcesTest, GangWaitsForOneCliqueThenIsReservedInIt) {
   }
   EXPECT_EQ(nodes, (std::set<std::string>{"gpu-0", "gpu-1"})) << how;
   sizes.Stop();
-  src.Stop();
+  src->Stop();
 }
 
 INSTANTIATE_TEST_SUITE_P(EachUpstreamRequest, TopologySourcesTest,
