@@ -167,7 +167,7 @@ void KubeClusterSource::InstallList(codec::ListPage nodes, std::vector<codec::Li
     absl::flat_hash_map<std::string, PodRequest> still;
     api_node_.clear();
     api_node_.reserve(count);
-    pod_job_.clear();
+    pod_job_.Clear();
     for (codec::ListPage& page : pods) {
       for (auto& item : page.pods) {
         if (gang_sizes_ != nullptr) gang_sizes_->Fill(item.pod);
@@ -360,7 +360,7 @@ std::optional<ClusterState::PodUpdate> KubeClusterSource::PodUpdateLocked(codec:
     if (ev.type == codec::WatchEvent::Type::kDeleted && !ev.uid.empty()) {
       assumed_.erase(ev.uid);
       api_node_.erase(ev.uid);
-      pod_job_.erase(ev.uid);
+      pod_job_.Erase(ev.uid);
       return ClusterState::PodUpdate{ev.uid, std::nullopt};
     }
     std::cerr << "gpusched: kube: pod " << ev.ns << "/" << ev.name
@@ -377,7 +377,7 @@ std::optional<ClusterState::PodUpdate> KubeClusterSource::PodUpdateLocked(codec:
   if (ev.type == codec::WatchEvent::Type::kDeleted) {
     assumed_.erase(pod.uid);
     api_node_.erase(pod.uid);
-    pod_job_.erase(pod.uid);
+    pod_job_.Erase(pod.uid);
     return ClusterState::PodUpdate{pod.uid, std::nullopt};
   }
   api_node_[pod.uid] = pod.node_name;
@@ -501,11 +501,11 @@ void KubeClusterSource::FillJobLocked(codec::PodItem& item) {
   if (jobs_ == nullptr) return;
   PodRequest& pod = item.pod;
   if (item.job_name.empty()) {
-    pod_job_.erase(pod.uid);
+    pod_job_.Erase(pod.uid);
     return;
   }
   jobs_->Fill(item.job_name, item.job_uid, pod);
-  pod_job_[pod.uid] = {StrCat(pod.ns, "/", item.job_name), item.job_name, item.job_uid};
+  pod_job_.Set(pod.uid, pod.ns, item.job_name, item.job_uid);
 }
 
 void KubeClusterSource::RefillJobs(const absl::flat_hash_set<std::string>& jobs) {
@@ -513,16 +513,16 @@ void KubeClusterSource::RefillJobs(const absl::flat_hash_set<std::string>& jobs)
   absl::MutexLock lock(&mu_);
   if (state_ == nullptr) return;
   bool changed = false;
-  for (const auto& [uid, ref] : pod_job_) {
-    if (!jobs.contains(ref.key)) continue;
-    std::optional<PodRequest> p = state_->FindPod(uid);
-    if (!p.has_value()) continue;
-    PodRequest q = *p;
-    jobs_->Fill(ref.name, ref.uid, q);
-    if (q.job_deadline_s == p->job_deadline_s && q.job_start_unix == p->job_start_unix) continue;
-    state_->UpsertPod(std::move(q));
-    changed = true;
-  }
+  pod_job_.ForEachPodOf(
+      jobs, [&](const std::string& uid, std::string_view name, std::string_view job_uid) {
+        std::optional<PodRequest> p = state_->FindPod(uid);
+        if (!p.has_value()) return;
+        PodRequest q = *p;
+        jobs_->Fill(std::string(name), std::string(job_uid), q);
+        if (q.job_deadline_s == p->job_deadline_s && q.job_start_unix == p->job_start_unix) return;
+        state_->UpsertPod(std::move(q));
+        changed = true;
+      });
   if (changed) state_->Commit();
 }
 

@@ -47,6 +47,7 @@
 #include "scheduler/kube/gang_objects.h"
 #include "scheduler/kube/http_client.h"
 #include "scheduler/kube/job_deadlines.h"
+#include "scheduler/kube/pod_jobs.h"
 
 namespace gpusched::kube {
 
@@ -165,12 +166,8 @@ class KubeClusterSource final : public ClusterSource {
   mutable absl::Mutex mu_;  // serialises pod updates against assumptions
   absl::flat_hash_map<std::string, PodRequest> assumed_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::string> api_node_ ABSL_GUARDED_BY(mu_);  // uid -> nodeName
-  struct JobRef {
-    std::string key;  // "namespace/name"
-    std::string name, uid;
-  };
-  // Pods a Job controls (uid ->), while jobs_ is set.
-  absl::flat_hash_map<std::string, JobRef> pod_job_ ABSL_GUARDED_BY(mu_);
+  // Pods a Job controls, while jobs_ is set.
+  PodJobs pod_job_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex report_mu_;
   absl::flat_hash_set<std::string> reported_ ABSL_GUARDED_BY(report_mu_);

@@ -1,0 +1,83 @@
+// PodJobs, the source's map from a pod to the Job that controls it: which
+// pods a set of changed Jobs names (by namespace and name, each pod with
+// its Job's name and uid), after pods are added, moved to another Job,
+// removed, or the map is cleared; Kubernetes uids and uids of any other
+// shape alike.
+#include "scheduler/kube/pod_jobs.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gpusched::kube {
+namespace {
+
+constexpr char kUidA[] = "0f8c1b2a-3d4e-4f50-8a6b-7c8d9e0f1a2b";
+constexpr char kUidB[] = "e3b0c442-98fc-4c14-9afb-f4c8996fb924";
+constexpr char kJobUid[] = "5d41402a-bc4b-4a76-b971-9d911017c592";
+
+// "pod_uid job_name job_uid" of every pod of `jobs`, sorted.
+std::set<std::string> PodsOf(const PodJobs& map, const std::vector<std::string>& jobs) {
+  absl::flat_hash_set<std::string> keys(jobs.begin(), jobs.end());
+  std::set<std::string> out;
+  map.ForEachPodOf(keys, [&](const std::string& pod, std::string_view name, std::string_view uid) {
+    out.insert(pod + " " + std::string(name) + " " + std::string(uid));
+  });
+  return out;
+}
+
+TEST(PodJobs, NamesThePodsOfTheJobsAsked) {
+  PodJobs map;
+  map.Set(kUidA, "train", "llm", kJobUid);
+  map.Set(kUidB, "train", "llm", kJobUid);
+  map.Set("pod-c", "train", "eval", "");  // not a Kubernetes uid; the Job named by label only
+  map.Set("pod-d", "other", "llm", "uid-x");
+  EXPECT_EQ(map.size(), 4u);
+  struct Case {
+    std::string name;
+    std::vector<std::string> jobs;
+    std::set<std::string> pods;
+  };
+  const std::string a = std::string(kUidA) + " llm " + kJobUid;
+  const std::string b = std::string(kUidB) + " llm " + kJobUid;
+  const Case cases[] = {
+      {"one Job, two pods", {"train/llm"}, {a, b}},
+      {"same name, other namespace", {"other/llm"}, {"pod-d llm uid-x"}},
+      {"no uid", {"train/eval"}, {"pod-c eval "}},
+      {"two Jobs", {"train/eval", "other/llm"}, {"pod-c eval ", "pod-d llm uid-x"}},
+      {"a Job with no pods", {"train/none"}, {}},
+      {"a name alone is no key", {"llm"}, {}},
+      {"nothing asked", {}, {}},
+  };
+  for (const Case& c : cases) EXPECT_EQ(PodsOf(map, c.jobs), c.pods) << c.name;
+}
+
+TEST(PodJobs, FollowsPodsThatMoveOrGoAndAClear) {
+  PodJobs map;
+  map.Set(kUidA, "train", "llm", kJobUid);
+  map.Set(kUidB, "train", "llm", kJobUid);
+  // The pod is now another Job's (a uid reused cannot happen in the API, but
+  // a pod whose controller changed replaces its entry).
+  map.Set(kUidB, "train", "eval", "uid-e");
+  EXPECT_EQ(map.size(), 2u);
+  EXPECT_EQ(PodsOf(map, {"train/llm"}),
+            (std::set<std::string>{std::string(kUidA) + " llm " + kJobUid}));
+  EXPECT_EQ(PodsOf(map, {"train/eval"}),
+            (std::set<std::string>{std::string(kUidB) + " eval uid-e"}));
+  map.Erase(kUidA);
+  map.Erase("never-there");
+  EXPECT_EQ(map.size(), 1u);
+  EXPECT_TRUE(PodsOf(map, {"train/llm"}).empty());
+  // The Job comes back with a new pod after its last pod went.
+  map.Set("pod-z", "train", "llm", kJobUid);
+  EXPECT_EQ(PodsOf(map, {"train/llm"}),
+            (std::set<std::string>{std::string("pod-z llm ") + kJobUid}));
+  map.Clear();
+  EXPECT_EQ(map.size(), 0u);
+  EXPECT_TRUE(PodsOf(map, {"train/llm", "train/eval"}).empty());
+}
+
+}  // namespace
+}  // namespace gpusched::kube
