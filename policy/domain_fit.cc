@@ -25,12 +25,14 @@ int64_t LevelScore(int64_t healthy, int64_t free) {
   return 50 + 50 * (healthy - free) / healthy;
 }
 
+using Domains = std::shared_ptr<const TopologyDomains>;
+
 // Per level, each domain's score.
 std::vector<std::vector<int64_t>> LevelScores(const ClusterSnapshot& snapshot,
-                                              const std::vector<TopologyDomains>& domains) {
+                                              const std::vector<Domains>& domains) {
   std::vector<std::vector<int64_t>> out(domains.size());
   for (size_t l = 0; l < domains.size(); ++l) {
-    for (const std::vector<int32_t>& members : domains[l].nodes) {
+    for (const std::vector<int32_t>& members : domains[l]->nodes) {
       int64_t healthy = 0, free = 0;
       for (int32_t k : members) {
         const NodeHot& hot = snapshot.hot(k);
@@ -46,14 +48,14 @@ std::vector<std::vector<int64_t>> LevelScores(const ClusterSnapshot& snapshot,
 
 std::shared_ptr<const DomainScores> Build(const ClusterSnapshot& snapshot,
                                           const std::vector<std::string>& levels) {
-  std::vector<TopologyDomains> domains;
-  for (const std::string& level : levels) domains.push_back(DomainsAt(snapshot, level));
+  std::vector<Domains> domains;  // computed once per snapshot labels epoch
+  for (const std::string& level : levels) domains.push_back(CachedDomainsAt(snapshot, level));
   const std::vector<std::vector<int64_t>> scores = LevelScores(snapshot, domains);
   auto out = std::make_shared<DomainScores>();
   out->by_name.resize(levels.size());
   for (size_t l = 0; l < levels.size(); ++l) {
     for (size_t d = 0; d < scores[l].size(); ++d) {
-      out->by_name[l].emplace(domains[l].names[d], scores[l][d]);
+      out->by_name[l].emplace(domains[l]->names[d], scores[l][d]);
     }
   }
   const auto& nodes = snapshot.nodes();
@@ -61,7 +63,7 @@ std::shared_ptr<const DomainScores> Build(const ClusterSnapshot& snapshot,
   for (size_t k = 0; k < nodes.size(); ++k) {
     int64_t sum = 0;
     for (size_t l = 0; l < levels.size(); ++l) {
-      const int32_t d = domains[l].domain_of[k];
+      const int32_t d = domains[l]->domain_of[k];
       sum += d < 0 ? kMaxNodeScore : scores[l][d];
     }
     out->by_labels.emplace(nodes[k]->labels.get(), sum / static_cast<int64_t>(levels.size()));

@@ -10,8 +10,20 @@
 // BM_TopologyGangReserve: the whole decision through the extender: a
 // member's filter request that admits the gang, places it and commits the
 // 64 reservation holders.
+//
+// The domains per request, before and after their cache (one run compares
+// both): BM_DomainsAtPerRequest recomputes the grouping of 5,000 nodes by
+// one label, as every gang placement did; BM_CachedDomainsAtPerRequest
+// reads it from the snapshot's labels epoch, as it does now.
+// BM_TopologyNoRoomPlacement: the queue-scale shape (bench/queue/
+// queue_scale --topology): 5,000 nodes in blocks of 64 and racks of 16, 7 of
+// 8 GPUs busy on each, and a gang of 8 x 8 GPUs that requires (arg 0) or
+// prefers (arg 1) one rack and fits nowhere: what each of its filters
+// spends on the placement that fails.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -101,6 +113,74 @@ void BM_TopologyGangReserve(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_TopologyGangReserve)->Unit(benchmark::kMillisecond);
+
+void BM_DomainsAtPerRequest(benchmark::State& state) {
+  auto cluster = ::gpusched::testing::MakeState(Nodes(), Busy());
+  const auto snapshot = cluster->Snapshot();
+  for (auto _ : state) {
+    TopologyDomains d = DomainsAt(*snapshot, kClique);
+    if (d.names.size() != kDomains) state.SkipWithError("wrong domains");
+    benchmark::DoNotOptimize(d);
+  }
+}
+BENCHMARK(BM_DomainsAtPerRequest)->Unit(benchmark::kMicrosecond);
+
+void BM_CachedDomainsAtPerRequest(benchmark::State& state) {
+  auto cluster = ::gpusched::testing::MakeState(Nodes(), Busy());
+  const auto snapshot = cluster->Snapshot();
+  for (auto _ : state) {
+    auto d = CachedDomainsAt(*snapshot, kClique);
+    if (d->names.size() != kDomains) state.SkipWithError("wrong domains");
+    benchmark::DoNotOptimize(d);
+  }
+}
+BENCHMARK(BM_CachedDomainsAtPerRequest)->Unit(benchmark::kMicrosecond);
+
+constexpr char kBlock[] = "cloud.provider.com/topology-block";
+constexpr char kRack[] = "cloud.provider.com/topology-rack";
+
+// queue_scale --topology's cluster: 5,000 nodes, block of 64, rack of 16,
+// GPUs 0-6 of every node busy.
+std::unique_ptr<ClusterState> ScaleCluster() {
+  std::vector<NodeSpec> nodes;
+  std::vector<PodRequest> pods;
+  for (int i = 0; i < kDomains * kPerDomain; ++i) {
+    NodeLabels labels = {{kBlock, "block-" + std::to_string(i / 64)},
+                         {kRack, "rack-" + std::to_string(i / 16)}};
+    std::sort(labels.begin(), labels.end());
+    NodeSpec n = ::gpusched::testing::Hgx8H100("h" + std::to_string(i));
+    n.labels = std::make_shared<const NodeLabels>(std::move(labels));
+    nodes.push_back(std::move(n));
+    for (int d = 0; d < 7; ++d) {
+      pods.push_back(::gpusched::testing::PodBuilder(
+                         "run-" + std::to_string(i) + "-" + std::to_string(d), "other")
+                         .Gpus(1)
+                         .OnNode("h" + std::to_string(i), DeviceMask{1} << d)
+                         .Build());
+    }
+  }
+  return ::gpusched::testing::MakeState(nodes, pods);
+}
+
+void BM_TopologyNoRoomPlacement(benchmark::State& state) {
+  auto cluster = ScaleCluster();
+  const auto snapshot = cluster->Snapshot();
+  auto fw = policy::Framework::Create(ScoringConfig{});
+  PodRequest member = ::gpusched::testing::PodBuilder("m0", "team-a").Gpus(8).Gang("g", 8).Build();
+  const TopologyRule rule =
+      state.range(0) == 0 ? TopologyRule::kRequired : TopologyRule::kPreferred;
+  member.topology_request = {rule, kRack, 0, "bench", ""};
+  const ResolvedTopology topology = ResolveTopology(member, {kBlock, kRack});
+  const QuotaConfig no_quotas;
+  const QuotaLedger ledger(no_quotas, *snapshot);
+  for (auto _ : state) {
+    TopologyPlacement p =
+        PlaceInDomains(*snapshot, **fw, member, ledger, 8, /*by_scan=*/false, topology);
+    if (!p.picks.empty()) state.SkipWithError("the gang should not fit");
+    benchmark::DoNotOptimize(p);
+  }
+}
+BENCHMARK(BM_TopologyNoRoomPlacement)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace gpusched::queue

@@ -13,7 +13,10 @@ ClusterSnapshot::ClusterSnapshot(uint64_t generation,
                                  std::vector<std::shared_ptr<const NodeInfo>> nodes,
                                  std::shared_ptr<const NodeIndex> index,
                                  std::shared_ptr<const std::vector<std::string>> products)
-    : generation_(generation), index_(std::move(index)), products_(std::move(products)) {
+    : generation_(generation),
+      index_(std::move(index)),
+      products_(std::move(products)),
+      labels_epoch_(std::make_shared<LabelsEpoch>()) {
   nodes_.reserve(nodes.size());
   chunks_.reserve((nodes.size() + kChunk - 1) / kChunk);
   for (size_t first = 0; first < nodes.size(); first += kChunk) {
@@ -37,6 +40,12 @@ std::shared_ptr<const ClusterSnapshot> ClusterSnapshot::Patched(
   s->products_ = std::move(products);
   s->nodes_ = base.nodes_;
   s->chunks_ = base.chunks_;
+  s->labels_epoch_ = base.labels_epoch_;
+  auto same_labels = [](const NodeLabels* a, const NodeLabels* b) {
+    if (a == b) return true;
+    const NodeLabels none;
+    return (a != nullptr ? *a : none) == (b != nullptr ? *b : none);
+  };
   // Each chunk a change touches is copied once, then written in place.
   std::vector<std::shared_ptr<Chunk>> copied(s->chunks_.size());
   for (auto& [i, node] : changed) {
@@ -44,6 +53,9 @@ std::shared_ptr<const ClusterSnapshot> ClusterSnapshot::Patched(
     if (copied[c] == nullptr) {
       copied[c] = std::make_shared<Chunk>(*base.chunks_[c]);
       s->chunks_[c] = copied[c];
+    }
+    if (!same_labels(base.nodes_[i]->labels.get(), node->labels.get())) {
+      s->labels_epoch_ = std::make_shared<LabelsEpoch>();
     }
     s->nodes_[i] = node.get();
     copied[c]->hot[i & (kChunk - 1)] = HotOf(*node);

@@ -1,6 +1,7 @@
 #include "gpusched/model/topology_domains.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/container/flat_hash_map.h"
 #include "gpusched/util/strings.h"
@@ -32,12 +33,48 @@ TopologyDomains DomainsAt(const ClusterSnapshot& snapshot, std::string_view leve
   return out;
 }
 
+std::shared_ptr<const TopologyDomains> CachedDomainsAt(const ClusterSnapshot& snapshot,
+                                                       std::string_view level) {
+  auto& slot = snapshot.labels_epoch().domains;
+  std::shared_ptr<const DomainMemo> memo = slot.load(std::memory_order_acquire);
+  auto find = [&](const DomainMemo* m) -> std::shared_ptr<const TopologyDomains> {
+    if (m == nullptr) return nullptr;
+    for (const auto& d : m->levels) {
+      if (d->level == level) return d;
+    }
+    return nullptr;
+  };
+  if (auto hit = find(memo.get())) return hit;
+  auto computed = std::make_shared<const TopologyDomains>(DomainsAt(snapshot, level));
+  for (;;) {
+    auto next = std::make_shared<DomainMemo>();
+    if (memo != nullptr) next->levels = memo->levels;
+    next->levels.push_back(computed);
+    std::shared_ptr<const DomainMemo> publish = std::move(next);
+    if (slot.compare_exchange_weak(memo, publish, std::memory_order_acq_rel)) return computed;
+    // Another reader published meanwhile (`memo` is its memo now).
+    if (auto hit = find(memo.get())) return hit;
+  }
+}
+
 namespace {
 
 std::string LevelList(const std::vector<std::string>& levels) {
   std::string s = "[";
   for (size_t i = 0; i < levels.size(); ++i) StrAppend(&s, i ? ", " : "", levels[i]);
   return s + "]";
+}
+
+// The levels a preferred request climbs to: those listed before its own
+// (larger), the next larger first. The node level, unlisted, is below all.
+std::vector<std::string> Climb(const ResolvedTopology& t, const std::vector<std::string>& levels) {
+  std::vector<std::string> out;
+  if (t.rule != TopologyRule::kPreferred) return out;
+  auto own = std::find(levels.begin(), levels.end(), t.level);
+  for (auto it = std::make_reverse_iterator(own); it != levels.rend(); ++it) {
+    if (*it != kHostnameLevel) out.push_back(*it);
+  }
+  return out;
 }
 
 // One source's request resolved on its own.
@@ -62,6 +99,7 @@ ResolvedTopology ResolveOne(const TopologyRequest& r, const std::vector<std::str
       return out;
     }
     out.level = tiers[r.tier - 1];
+    out.climb = Climb(out, levels);
     return out;
   }
   if (std::find(levels.begin(), levels.end(), r.level) == levels.end() &&
@@ -71,6 +109,7 @@ ResolvedTopology ResolveOne(const TopologyRequest& r, const std::vector<std::str
     return out;
   }
   out.level = r.level;
+  out.climb = Climb(out, levels);
   return out;
 }
 

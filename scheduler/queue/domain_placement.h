@@ -8,8 +8,11 @@
 //    while a smaller one can hold it. Members already running pin the
 //    domain to theirs. No domain fits: no picks, and `why` names the level
 //    and the best domain.
-//  - Preferred: one domain as above if one fits; else the fewest domains
-//    (most room first) that together hold the gang; else anywhere.
+//  - Preferred: one domain as above if one fits; else one domain of the
+//    next larger configured level, and so on up to the first level (level
+//    climbing, as Kueue TAS does for podset-preferred-topology); else the
+//    fewest domains of the largest level tried (most room first) that
+//    together hold the gang; else anywhere.
 //  - Inside the chosen domain(s) members go where they score best, as
 //    PlaceMembers places them.
 //
@@ -38,9 +41,25 @@ struct DomainRoom {
   int64_t healthy_gpus = 0;  // healthy GPUs on its schedulable nodes, free or not
 };
 
-// Room per domain for `missing` copies of `pod`: each node counts the
-// copies that pass the filter and fit its devices, CPU and memory one after
-// another (quota not counted). Indexed like domains.names.
+// Room per node for `missing` copies of `pod` (indexed like
+// snapshot.nodes()): the copies that pass the filter and fit the node's
+// devices, CPU and memory one after another (quota not counted), at most
+// `missing`; and its whole free and healthy GPUs (0 when unschedulable).
+// What every level's room is summed from.
+struct NodeRooms {
+  std::vector<int32_t> copies;
+  std::vector<int32_t> free_gpus;
+  std::vector<int32_t> healthy_gpus;
+};
+NodeRooms RoomPerNode(const ClusterSnapshot& snapshot, const policy::Framework& fw,
+                      const PodRequest& pod, int32_t missing);
+
+// The room per domain of `domains` (indexed like domains.names), summed
+// from `nodes`.
+std::vector<DomainRoom> RoomIn(const NodeRooms& nodes, const TopologyDomains& domains,
+                               int32_t missing);
+
+// RoomIn(RoomPerNode(...), domains, missing).
 std::vector<DomainRoom> RoomPerDomain(const ClusterSnapshot& snapshot, const policy::Framework& fw,
                                       const PodRequest& pod, const TopologyDomains& domains,
                                       int32_t missing);
@@ -60,12 +79,17 @@ struct TopologyPlacement {
   std::vector<std::pair<std::string, DeviceMask>> picks;  // (node, devices) per member
   // The domain the members went to, or "" (several, or anywhere).
   std::string domain;
+  // The level of `domain`, or of the domains spanned ("" anywhere): a
+  // preferred gang's own level or one it climbed to.
+  std::string level;
   int32_t domains_used = 0;
   std::string why;  // no picks for a required gang: why (without "gpusched: ")
 };
 
 // Places `missing` members of `pod`'s gang (see above). `topology` must be
-// kRequired or kPreferred without error.
+// kRequired or kPreferred without error; a preferred one climbs through
+// `topology.climb`. Domains come from CachedDomainsAt (computed once per
+// snapshot labels epoch).
 TopologyPlacement PlaceInDomains(const ClusterSnapshot& snapshot, const policy::Framework& fw,
                                  const PodRequest& pod, const QuotaLedger& ledger, int32_t missing,
                                  bool by_scan, const ResolvedTopology& topology);

@@ -198,14 +198,51 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
                                                              bool reclaim, int64_t quota_demand) {
   const ResolvedTopology topology = ResolveTopology(member, in.options->gang.topology_levels);
   if (!topology.error.empty()) return std::nullopt;  // never partly: the gang waits
-  if (topology.rule != TopologyRule::kRequired) {
+  if (topology.rule == TopologyRule::kNone) {
     return PlanGangOn(in, member, missing, snapshot, fw, reclaim, quota_demand, nullptr);
   }
-  const TopologyDomains domains = DomainsAt(snapshot, topology.level);
-  const std::vector<int32_t> held = HeldDomains(snapshot, member, domains, missing);
-  if (held.size() > 1 || (held.size() == 1 && held[0] < 0)) return std::nullopt;
+  const bool required = topology.rule == TopologyRule::kRequired;
+  // A preferred gang climbs as its placement does (domain_placement.h): its
+  // own level, then each larger one; the first level with a plan wins.
+  std::vector<std::string> levels = {topology.level};
+  if (!required) levels.insert(levels.end(), topology.climb.begin(), topology.climb.end());
+  const NodeRooms per_node = RoomPerNode(snapshot, fw, member, 0);  // GPUs only
+  for (const std::string& level : levels) {
+    const std::shared_ptr<const TopologyDomains> domains = CachedDomainsAt(snapshot, level);
+    const std::vector<int32_t> held = HeldDomains(snapshot, member, *domains, missing);
+    if (held.size() > 1 || (held.size() == 1 && held[0] < 0)) {
+      if (required) return std::nullopt;
+      continue;  // its running members already span this level's domains
+    }
+    std::optional<GangPlan> best = PlanInOneDomain(in, member, missing, snapshot, fw, reclaim,
+                                                   quota_demand, *domains, per_node, held);
+    if (best.has_value()) {
+      best->where = StrCat("the victims free one ", level, " (", best->where, ") for all ", missing,
+                           " members");
+      if (level != topology.level) {
+        StrAppend(&best->where, "; no single ", topology.level, " could be freed for them");
+      }
+      return best;
+    }
+    if (required) return std::nullopt;
+  }
+  // Preferred, and no domain of any level tried can be freed for the gang:
+  // the members go where victims cost least, as without topology.
+  auto plan = PlanGangOn(in, member, missing, snapshot, fw, reclaim, quota_demand, nullptr);
+  if (plan.has_value()) {
+    plan->where = StrCat("no single ", levels.back(), " could be freed for all ", missing,
+                         " members: they go where victims cost least");
+  }
+  return plan;
+}
+
+std::optional<QueueManager::GangPlan> QueueManager::PlanInOneDomain(
+    const PlanInputs& in, const PodRequest& member, int32_t missing,
+    const ClusterSnapshot& snapshot, const policy::Framework& fw, bool reclaim,
+    int64_t quota_demand, const TopologyDomains& domains, const NodeRooms& per_node,
+    const std::vector<int32_t>& held) {
   // Every domain whose GPUs could hold the gang, best fit first.
-  const std::vector<DomainRoom> rooms = RoomPerDomain(snapshot, fw, member, domains, 0);
+  const std::vector<DomainRoom> rooms = RoomIn(per_node, domains, 0);
   const int64_t need = int64_t{member.gpu.shared() ? 1 : member.gpu.count} * missing;
   std::vector<int32_t> order;
   for (const DomainRoom& r : rooms) {
@@ -231,6 +268,7 @@ std::optional<QueueManager::GangPlan> QueueManager::PlanGang(const PlanInputs& i
         PlanGangOn(in, member, missing, snapshot, fw, reclaim, quota_demand, &domains.nodes[d]);
     if (plan.has_value() && (!best.has_value() || cost(*plan) < cost(*best))) {
       best = std::move(plan);
+      best->where = domains.names[d];
     }
   }
   return best;

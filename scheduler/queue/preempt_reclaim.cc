@@ -428,6 +428,10 @@ PreemptionOutcome QueueManager::PreemptGang(const PreemptionArgs& args,
     if (!PlanCurrentLocked({work.view->stamp, work.queue_version, work.pod.uid, false, &victims}))
       return {};
     plan->at_ms = Now();
+    if (!plan->where.empty()) {
+      Log(StrCat("gpusched: gang ", key, " preempts as one plan of ", victims.size(),
+                 " victims: ", plan->where));
+    }
     current = &(gang_plans_[key] = std::move(*plan));
   }
   return AnswerFromGangPlanLocked(*current, work.pod, args, snapshot);
@@ -631,6 +635,7 @@ void QueueManager::PlanReclaim(const PlanInputs& batch_in, const ClusterSnapshot
     for (const GangStep& step : plan->steps) {
       for (std::string& uid : step.plan.AllUids()) job->victims.push_back(std::move(uid));
     }
+    if (!job->victims.empty()) job->where = std::move(plan->where);
     return;
   }
   policy::PodContext ctx = fw.Prepare(job->pod, snapshot);
@@ -765,7 +770,8 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLock
     if (!PlanCurrentLocked(
             {planned, queue_version, job.pod.uid, /*heads_queue=*/true, &job.victims}))
       continue;
-    const std::string reason = ReclaimReasonLocked(job, now);
+    std::string reason = ReclaimReasonLocked(job, now);
+    if (!job.where.empty()) StrAppend(&reason, "; ", job.where);
     for (const std::string& uid : job.victims) {
       if (auto pod = MarkEvictedLocked(uid)) out.emplace_back(std::move(*pod), reason);
     }

@@ -176,6 +176,8 @@ struct Victim {
   int32_t priority = 0;
 };
 
+struct NodeRooms;  // domain_placement.h
+
 class QueueManager final : public PodGate {
  public:
   QueueManager(QueueDeps deps, QueueOptions options);
@@ -332,6 +334,9 @@ class QueueManager final : public PodGate {
   struct GangPlan {
     int64_t at_ms = 0;
     std::vector<GangStep> steps;
+    // With a topology request: what the plan achieves for it ("the victims
+    // free one <level> (<domain>) for all N members", or why it could not).
+    std::string where;
   };
   // Victim gangs' other members, evicted once one of `trigger` is going.
   struct GangFollowup {
@@ -378,6 +383,8 @@ class QueueManager final : public PodGate {
     // Non-empty: a fair-share reclaim (reclaim.fairShare); victims only in
     // these namespaces, each kept at or above its floor (PlanInputs::floors).
     absl::flat_hash_map<std::string, int64_t> floors;
+    // A gang's plan with a topology request: what it achieves (GangPlan::where).
+    std::string where;
   };
   // What every planner reads (the preempt verb, the tick's reclaim batch,
   // the debug pages): an immutable copy of the queue's planning state,
@@ -696,11 +703,24 @@ class QueueManager final : public PodGate {
   // quota for the whole gang. A gang that requires a topology domain
   // (domain_placement.h) is planned inside one domain: each domain that
   // could hold it, in best-fit order, and the cheapest plan (Cheaper over
-  // its steps) wins. Pure.
+  // its steps) wins. A gang that prefers one is planned the same way at its
+  // level, then at each larger level (the first level with a plan wins),
+  // and only when no single domain can be freed as without topology. Pure.
   static std::optional<GangPlan> PlanGang(const PlanInputs& in, const PodRequest& member,
                                           int32_t missing, const ClusterSnapshot& snapshot,
                                           const policy::Framework& fw, bool reclaim,
                                           int64_t quota_demand);
+  // The cheapest plan inside one domain of `domains` (its `where`: the
+  // domain's name), each domain whose healthy GPUs could hold the gang tried
+  // in best-fit order; only the running members' domain when `held` names
+  // one.
+  static std::optional<GangPlan> PlanInOneDomain(const PlanInputs& in, const PodRequest& member,
+                                                 int32_t missing, const ClusterSnapshot& snapshot,
+                                                 const policy::Framework& fw, bool reclaim,
+                                                 int64_t quota_demand,
+                                                 const TopologyDomains& domains,
+                                                 const NodeRooms& per_node,
+                                                 const std::vector<int32_t>& held);
   // PlanGang on the nodes `only` (null: all).
   static std::optional<GangPlan> PlanGangOn(const PlanInputs& in, const PodRequest& member,
                                             int32_t missing, const ClusterSnapshot& snapshot,

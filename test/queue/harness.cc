@@ -1,5 +1,7 @@
 #include "test/queue/harness.h"
 
+#include <iostream>
+
 namespace gpusched::queue::testing {
 
 std::vector<NodeSpec> H100s(int n) {
@@ -51,6 +53,13 @@ void Harness::Restart() {
   deps.writer = &writer;
   deps.framework = [svc = service.get()] { return svc->framework(); };
   deps.now_ms = [this] { return now_ms; };
+  deps.log = [this](const std::string& line) {
+    if (capture_log) {
+      log.push_back(line);
+    } else {
+      std::cerr << line << "\n";
+    }
+  };
   deps.after_unlocked_placement = [this](const auto& picks) {
     if (after_unlocked_placement) after_unlocked_placement(picks);
   };

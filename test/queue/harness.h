@@ -20,10 +20,11 @@ namespace gpusched::queue::testing {
 class StateWriter final : public ClusterWriter {
  public:
   explicit StateWriter(ClusterState** state) : state_(state) {}
-  absl::Status Evict(const PodRequest& pod, const std::string&) override {
+  absl::Status Evict(const PodRequest& pod, const std::string& reason) override {
     (*state_)->RemovePod(pod.uid);
     (*state_)->Commit();
     evicted.push_back(pod.uid);
+    reasons.push_back(reason);
     calls.push_back("evict " + pod.uid);
     return absl::OkStatus();
   }
@@ -32,7 +33,8 @@ class StateWriter final : public ClusterWriter {
     return true;
   }
   std::vector<std::string> evicted;
-  std::vector<std::string> calls;  // Evict and AwaitSent, in order
+  std::vector<std::string> reasons;  // per eviction, as `evicted`
+  std::vector<std::string> calls;    // Evict and AwaitSent, in order
 
  private:
   ClusterState** state_;
@@ -65,6 +67,10 @@ struct Harness {
   // commit (QueueDeps::after_unlocked_placement), when set.
   std::function<void(const std::vector<std::pair<std::string, DeviceMask>>&)>
       after_unlocked_placement;
+  // The queue's log lines go to `log` while set (single-threaded tests
+  // only), else to stderr.
+  bool capture_log = false;
+  std::vector<std::string> log;
 };
 
 // `n` HGX H100 nodes named h0, h1, ...

@@ -15,6 +15,7 @@
 #ifndef GPUSCHED_MODEL_SNAPSHOT_H_
 #define GPUSCHED_MODEL_SNAPSHOT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,6 +57,17 @@ struct alignas(64) NodeHot {  // one cache line
   }
 };
 static_assert(sizeof(NodeHot) == 64, "NodeHot is meant to fill exactly one cache line");
+
+struct DomainMemo;  // gpusched/model/topology_domains.h
+
+// What is computed from the node set and the nodes' labels alone, shared by
+// every snapshot with the same node set and labels: a change of pods,
+// devices or any other node field keeps it. Its one slot holds the
+// topology domains computed so far (CachedDomainsAt), replaced whole through
+// the atomic pointer, never changed in place. Thread-safe.
+struct LabelsEpoch {
+  std::atomic<std::shared_ptr<const DomainMemo>> domains;
+};
 
 class ClusterSnapshot {
  public:
@@ -103,6 +115,11 @@ class ClusterSnapshot {
   // The node set itself: while held, no other node set can have its
   // identity (a cache keyed by node_set_identity holds this).
   std::shared_ptr<const void> node_set() const { return index_; }
+  // Shared with the snapshots it was patched from, and those patched from
+  // it, while the node set and every node's labels stay the same (equal
+  // contents count as the same); a new one otherwise. A cache: written
+  // only through its atomic slot, which is why a const snapshot hands it out.
+  LabelsEpoch& labels_epoch() const { return *labels_epoch_; }
   // A hint that hot(index) is read soon (loops over request order, where
   // indices are random, prefetch a few nodes ahead).
   void PrefetchHot(int32_t index) const { __builtin_prefetch(&hot(index)); }
@@ -137,6 +154,7 @@ class ClusterSnapshot {
   std::vector<std::shared_ptr<const Chunk>> chunks_;  // node i in chunks_[i / kChunk]
   std::shared_ptr<const NodeIndex> index_;
   std::shared_ptr<const std::vector<std::string>> products_;
+  std::shared_ptr<LabelsEpoch> labels_epoch_;
 };
 
 // True if `entry` (e.g. "A100") matches `product` (e.g.

@@ -5,11 +5,13 @@
 // topology request resolved against those levels.
 //
 // Callers: the queue's gang placement and preemption (scheduler/queue), the
-// simulator. Pure functions over their arguments, no lock; thread-safe.
+// simulator. Pure functions over their arguments, no lock (CachedDomainsAt:
+// one atomic pointer per snapshot epoch); thread-safe.
 #ifndef GPUSCHED_MODEL_TOPOLOGY_DOMAINS_H_
 #define GPUSCHED_MODEL_TOPOLOGY_DOMAINS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +40,19 @@ struct TopologyDomains {
 // O(nodes); reads only the snapshot.
 TopologyDomains DomainsAt(const ClusterSnapshot& snapshot, std::string_view level);
 
+// The levels computed so far for one LabelsEpoch (snapshot.h). Immutable.
+struct DomainMemo {
+  std::vector<std::shared_ptr<const TopologyDomains>> levels;
+};
+
+// DomainsAt, computed once per labels epoch and level: every snapshot that
+// shares the epoch (same node set, same labels; pods and devices may
+// differ) gets the same object. No lock: a reader loads the epoch's memo;
+// a miss computes the level and publishes a new memo with it
+// (compare-and-swap; two racing misses compute equal results).
+std::shared_ptr<const TopologyDomains> CachedDomainsAt(const ClusterSnapshot& snapshot,
+                                                       std::string_view level);
+
 // A gang member's topology request, resolved.
 struct ResolvedTopology {
   // kNone: place as without topology (no request, Kueue's unconstrained, or
@@ -48,6 +63,10 @@ struct ResolvedTopology {
   // Not empty: the request cannot be honoured (why, naming the source); the
   // gang must not be placed.
   std::string error;
+  // kPreferred: the configured levels larger than `level`, the next larger
+  // first, up to the first of gang.topologyLevels: where the gang climbs
+  // when no domain of `level` can hold it (docs/queue.md). Empty otherwise.
+  std::vector<std::string> climb;
   bool operator==(const ResolvedTopology&) const = default;
 };
 
