@@ -1,9 +1,11 @@
 // QueueManager: gang reservations. Devices for every missing member of a gang
 // are found on hypothetical copies of the nodes, without the queue mutex
-// (ReserveForGang: placed on a copy of the ledger, committed while the
-// placement is still valid, PlacementValidLocked), and then held in
-// ClusterState by placeholder pods (PodRequest::reservation) until the
-// members bind or the reservation expires (gang.reservationSeconds).
+// (ReserveForGang: placed on a PlanningView, recorded by the commit rule,
+// PlanCurrentLocked, like every plan), and then held in ClusterState by
+// placeholder pods (PodRequest::reservation) until the members bind or the
+// reservation expires (gang.reservationSeconds). Nothing is placed under
+// the mutex: a placement the cluster changed under is placed again, at most
+// kGangPlacements times per filter.
 #include <algorithm>
 #include <bit>
 #include <iostream>
@@ -61,13 +63,13 @@ QueueManager::Slot* QueueManager::ClaimSlotForBindLocked(const PodRequest& pod,
   return nullptr;
 }
 
-void QueueManager::PlaceGang(const ClusterSnapshot& snapshot, const policy::Framework& fw,
-                             GangPlacement* place) {
+void QueueManager::PlaceGang(const policy::Framework& fw, GangPlacement* place) {
+  const ClusterSnapshot& snapshot = *place->view->snapshot;
+  const QuotaLedger& ledger = *place->view->ledger;
   if (place->topology.rule == TopologyRule::kNone) {
-    place->picks =
-        PlaceMembers(snapshot, fw, place->pod, *place->ledger, place->missing, place->by_scan);
+    place->picks = PlaceMembers(snapshot, fw, place->pod, ledger, place->missing, place->by_scan);
   } else {
-    TopologyPlacement t = PlaceInDomains(snapshot, fw, place->pod, *place->ledger, place->missing,
+    TopologyPlacement t = PlaceInDomains(snapshot, fw, place->pod, ledger, place->missing,
                                          place->by_scan, place->topology);
     place->picks = std::move(t.picks);
     place->topology_why = std::move(t.why);
@@ -93,20 +95,6 @@ ResolvedTopology QueueManager::GangTopologyLocked(const PodRequest& pod) const {
   }
   return mine;
 }
-
-namespace {
-
-// Whether two versions of a gang member ask for the same placement.
-bool SamePlacementInputs(const PodRequest& a, const PodRequest& b) {
-  return a.uid == b.uid && a.gang_size == b.gang_size && a.gpu.count == b.gpu.count &&
-         a.gpu.milli_per_gpu == b.gpu.milli_per_gpu &&
-         a.gpu.min_memory_mib == b.gpu.min_memory_mib && a.gpu.models == b.gpu.models &&
-         a.gpu.topology == b.gpu.topology && a.cpu_milli == b.cpu_milli &&
-         a.memory_mib == b.memory_mib && a.priority == b.priority &&
-         a.topology_request == b.topology_request && a.group_topology == b.group_topology;
-}
-
-}  // namespace
 
 std::string QueueManager::ClaimOrPrepareLocked(const PodRequest& pod, GangPlacement* place) {
   *place = GangPlacement{};
@@ -140,43 +128,27 @@ std::string QueueManager::ClaimOrPrepareLocked(const PodRequest& pod, GangPlacem
     return StrCat("gpusched: gang ", pod.gang, ": ", topology.error,
                   "; no member is placed until this is fixed");
   }
+  std::string why = GangQuotaLocked(pod, missing);
+  if (!why.empty()) return why;
   place->pod = pod;
   place->missing = missing;
   place->topology = std::move(topology);
-  // Placed without the mutex: the ledger reads the shared options, never the
-  // live ones a reload overwrites meanwhile.
-  place->options = shared_options_;
-  place->ledger = LedgerLocked();
-  place->ledger->RebindConfig(place->options->quotas);
-  place->usage_generation = usage_.generation();
-  place->config_version = config_version_;
+  // Placed without the mutex, on the view: the newest snapshot, a ledger
+  // bound to the shared options (never the live ones a reload overwrites).
+  place->view = PlanningViewLocked();
+  place->queue_version = queue_version_;
   place->by_scan = options_.recompute_from_scratch;
   return "";
 }
 
-bool QueueManager::PlacementValidLocked(const GangPlacement& place, const PodRequest& pod,
-                                        const ClusterSnapshot& current, bool exact) {
-  if (!place.placed || place.config_version != config_version_ ||
-      !SamePlacementInputs(place.pod, pod) || reservations_.contains(GangKey(pod.ns, pod.gang)) ||
-      pod.gang_size - HeldGangMembersLocked(pod) != place.missing) {
-    return false;
-  }
-  const QuotaLedger& now = LedgerLocked();
-  if (now.claims() != place.ledger->claims()) return false;
-  if (place.usage_generation == usage_.generation()) return true;  // nothing it read changed
-  if (exact) return false;
-  // Usage moved meanwhile: the picks stand if each still passes the
-  // per-model quota as usage is now (their devices are checked by Assume).
-  QuotaLedger ledger = now;
-  const int64_t demand = DemandMilli(pod.gpu);
-  for (const auto& [name, devices] : place.picks) {
-    const NodeInfo* node = current.Find(name);
-    if (node == nullptr) return false;
-    const std::string& product = current.product(*node);
-    if (!ledger.CheckModels(pod.ns, product, demand).empty()) return false;
-    ledger.Add(pod.ns, product, demand);
-  }
-  return true;
+std::string QueueManager::GangQuotaLocked(const PodRequest& pod, int32_t missing) {
+  if (!options_.quotas.enabled) return "";
+  const QuotaLedger& ledger = LedgerLocked();
+  const int64_t demand = DemandMilli(pod.gpu) * missing;
+  QuotaVerdict v = ledger.Check(pod.ns, demand);
+  if (v.ok) return "";
+  return StrCat(QuotaMessage(pod.ns, ledger.Quota(pod.ns).cohort, v), "; gang ", pod.gang,
+                " needs ", FormatGpus(demand));
 }
 
 std::string QueueManager::CommitGangLocked(const GangPlacement& place, bool* conflict) {
@@ -188,19 +160,6 @@ std::string QueueManager::CommitGangLocked(const GangPlacement& place, bool* con
   if (placed < place.missing) {
     return StrCat("gpusched: gang ", pod.gang, " needs ", place.missing, " x ",
                   FormatGpus(DemandMilli(pod.gpu)), " GPUs at once; only ", placed, " fit now");
-  }
-  // The namespace's quota, as usage is now: the admission that let this
-  // gang through ran under an earlier hold of the mutex, and another unit
-  // of the namespace (one a BestEffortFIFO queue let pass) may have taken
-  // its room since.
-  if (options_.quotas.enabled) {
-    const QuotaLedger& ledger = LedgerLocked();
-    const int64_t demand = DemandMilli(pod.gpu) * placed;
-    QuotaVerdict v = ledger.Check(pod.ns, demand);
-    if (!v.ok) {
-      return StrCat(QuotaMessage(pod.ns, ledger.Quota(pod.ns).cohort, v), "; gang ", pod.gang,
-                    " needs ", FormatGpus(demand));
-    }
   }
   Reservation r;
   r.ns = pod.ns;
@@ -232,49 +191,52 @@ std::string QueueManager::CommitGangLocked(const GangPlacement& place, bool* con
   return "";
 }
 
-std::string QueueManager::ReserveForGang(const std::string& uid, const ClusterSnapshot& snapshot,
-                                         const policy::Framework& fw, const std::string& position,
-                                         std::string* reserved_node) {
+bool QueueManager::ReserveStepLocked(const PodRequest& pod, int placements, GangPlacement* place,
+                                     std::string* why) {
+  if (place->placed) {
+    if (PlanCurrentLocked(place->Basis())) {
+      bool conflict = false;
+      *why = CommitGangLocked(*place, &conflict);
+      if (!conflict) return true;  // reserved, or refused as placed
+    }
+    // The cluster changed under the placement (devices taken, or a fact it
+    // rests on moved): prepared and placed again on the cluster as it is.
+  }
+  *why = ClaimOrPrepareLocked(pod, place);
+  if (!why->empty() || place->missing == 0) return true;
+  if (placements < kGangPlacements) return false;
+  *why = StrCat("gpusched: gang ", pod.gang, ": the cluster changed under each of its last ",
+                placements, " placements of ", place->missing,
+                " members (GPUs taken or quota used meanwhile); kube-scheduler retries the pod");
+  if (deps_.metrics != nullptr) {
+    deps_.metrics->Inc("gpusched_gang_reservation_conflicts_total",
+                       "Gang members answered to retry because the cluster changed under every "
+                       "placement of their gang's reservation.",
+                       {{"namespace", pod.ns}});
+  }
+  return true;
+}
+
+std::string QueueManager::ReserveForGang(const std::string& uid, const policy::Framework& fw,
+                                         const std::string& position, std::string* reserved_node) {
   GangPlacement place;
-  // The first placement is on the request's snapshot (as the filter saw the
-  // nodes); one redone because the cluster changed meanwhile is on the
-  // cluster as it is then.
-  std::shared_ptr<const ClusterSnapshot> latest;
-  for (int attempt = 0;; ++attempt) {
-    // Bounded: the last try places under the mutex unless nothing changed.
-    const bool last = attempt >= kUnlockedPlacements;
+  for (int placements = 0;; ++placements) {
     {
       TimedLock l(&mu_, &lock_stats_, deps_.metrics, "gang-reserve");
-      auto current = deps_.state->Snapshot();
-      SyncLocked(current);
+      SyncLocked(deps_.state->Snapshot());
       const Entry* e = FindEntryLocked(uid);
       if (e == nullptr) return "";  // bound or gone meanwhile
       std::string why;
-      if (!PlacementValidLocked(place, *e->pod, *current, /*exact=*/last)) {
-        why = ClaimOrPrepareLocked(*e->pod, &place);
-        if (attempt > 0) latest = current;
-        if (why.empty() && place.missing > 0 && last) {
-          PlaceGang(latest != nullptr ? *latest : snapshot, fw, &place);
+      if (ReserveStepLocked(*e->pod, placements, &place, &why)) {
+        if (why.empty()) {
+          *reserved_node = ReservedNodeLocked(*e->pod);
+        } else if (!position.empty()) {
+          StrAppend(&why, "; ", position);
         }
-      }
-      if (why.empty() && place.placed) {
-        bool conflict = false;
-        why = CommitGangLocked(place, &conflict);
-        if (conflict && !last) {  // devices taken meanwhile: place again
-          latest = current;
-          why = ClaimOrPrepareLocked(*e->pod, &place);
-        }
-      }
-      if (why.empty() && (place.missing == 0 || place.placed)) {
-        *reserved_node = ReservedNodeLocked(*e->pod);
-        return "";
-      }
-      if (!why.empty()) {
-        if (!position.empty()) StrAppend(&why, "; ", position);
         return why;
       }
     }
-    PlaceGang(latest != nullptr ? *latest : snapshot, fw, &place);  // without the mutex
+    PlaceGang(fw, &place);  // without the mutex, on the newest snapshot
     if (deps_.after_unlocked_placement) deps_.after_unlocked_placement(place.picks);
   }
 }

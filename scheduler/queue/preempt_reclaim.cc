@@ -673,28 +673,6 @@ void QueueManager::PlanReclaim(const PlanInputs& batch_in, const ClusterSnapshot
   if (best.has_value()) job->victims = std::move(*best);
 }
 
-QueueManager::PlanningView::Stamp QueueManager::CurrentStampLocked() {
-  const uint64_t claims = ReclaimViewLocked().generation;  // brought up to date first
-  return {usage_.generation(), config_version_, claims, evicted_version_};
-}
-
-bool QueueManager::PlanCurrentLocked(const PlanBasis& basis) {
-  const PlanningView::Stamp now = CurrentStampLocked();
-  if (basis.stamp.config != now.config) return false;
-  const Entry* e = basis.for_uid.empty() ? nullptr : FindEntryLocked(basis.for_uid);
-  if (!basis.for_uid.empty() && e == nullptr) return false;  // bound, gone or no longer waiting
-  if (basis.stamp == now && basis.queue_version == queue_version_) return true;  // nothing moved
-  if (basis.heads_queue) {
-    auto q = order_.find(e->pod->ns);
-    if (q == order_.end() || *q->second.begin() != e) return false;
-  }
-  if (basis.victims == nullptr) return true;
-  for (const std::string& uid : *basis.victims) {
-    if (evicted_.contains(uid) || !deps_.state->FindPod(uid).has_value()) return false;
-  }
-  return true;
-}
-
 std::string QueueManager::ReclaimReasonLocked(const ReclaimJob& job, int64_t now) {
   if (!job.only.empty()) {
     const AttainedServiceConfig& a = AttainedOf(options_.quotas, job.ns);

@@ -480,7 +480,7 @@ Admission QueueManager::Admit(const PodRequest& request,
     if (!IsGang(scan.pod)) return yes;
     reserve = scan.position;
   }
-  std::string why = ReserveForGang(request.uid, snapshot, fw, *reserve, &yes.reserved_node);
+  std::string why = ReserveForGang(request.uid, fw, *reserve, &yes.reserved_node);
   if (!why.empty()) return Admission::No(std::move(why));
   return yes;
 }

@@ -36,8 +36,9 @@
 // options, the ledger with its claims, the pods being evicted, the usage),
 // published once per change of those and shared by every planner made on
 // the same state. The preempt verb (per candidate node, or a gang's whole
-// plan), the tick's reclaim batch and the debug pages (ExplainPod, Report)
-// read one; the mutex is taken again only to record a result. Admit decides
+// plan), the tick's reclaim batch, a gang's reservation and the debug pages
+// (ExplainPod, Report) read one; the mutex is taken again only to record a
+// result, by one commit rule (PlanCurrentLocked, plan_commit.cc). Admit decides
 // quota in queue order under the mutex (O(1) in the queue's depth: the
 // UnitIndex's prefix sums) and runs rule (2)'s node scan on copies of the
 // earlier heads after unlocking.
@@ -180,6 +181,9 @@ struct NodeRooms;  // domain_placement.h
 
 class QueueManager final : public PodGate {
  public:
+  // Tests only: reaches the commit rule (test/queue/commit_rule_test.cc).
+  friend class CommitRuleProbe;
+
   QueueManager(QueueDeps deps, QueueOptions options);
 
   // Hot reload: takes effect for the next decision. Never evicts by itself
@@ -408,20 +412,29 @@ class QueueManager final : public PodGate {
   // The view of the state as it is now: the published one while nothing it
   // copies moved, else a new copy (O(namespaces + evictions); the gang sums are shared).
   std::shared_ptr<const PlanningView> PlanningViewLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The commit rule, the one way a plan made without the mutex is accepted
-  // under it (docs/architecture.md, "Plans and the commit"): the config is
-  // the one it was planned under and its pod (if any) still waits; and
-  // either nothing it read has moved (its view's stamp and the queue's
-  // version are the current ones)
-  // or every fact it rests on still holds: its pod still heads its queue
-  // (if `heads_queue`), every victim still exists and is not being evicted.
-  // Devices it takes are checked where they are assumed (ClusterState).
+  // The commit rule (plan_commit.cc; docs/architecture.md, "Plans and the
+  // commit"), the one way a plan made without the mutex is recorded under
+  // it, for every plan: reclaim, attained-service and fair-share batches,
+  // the preempt verb, a gang's preemption plan and a gang's reservation.
+  //   A plan is recorded if the config is the one it was planned under and
+  //   its pod (if any) still waits as planned (a gang's reservation: the
+  //   member unchanged and no reservation for its gang); and either nothing
+  //   it read has moved (its view's stamp and the queue's version are the
+  //   current ones), or every fact it adds still holds now.
+  // The facts a plan may add: its pod still heads its queue (`heads_queue`);
+  // every victim still exists and is not being evicted (`victims`); a gang
+  // reservation's (`gang`): the gang's members on nodes are as many as when
+  // it was placed, its whole demand is within its namespace's quota and
+  // each pick within the per-model quota, as usage is now. Devices a plan
+  // takes are checked where they are assumed (ClusterState::AssumeAll).
+  struct GangPlacement;
   struct PlanBasis {
     PlanningView::Stamp stamp;   // of the view it was planned on
     uint64_t queue_version = 0;  // queue_version_ when it was prepared
     std::string for_uid;         // the pod it is for; "": none to check
     bool heads_queue = false;
     const std::vector<std::string>* victims = nullptr;
+    const GangPlacement* gang = nullptr;  // a gang reservation's placement
   };
   bool PlanCurrentLocked(const PlanBasis& basis) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   PlanningView::Stamp CurrentStampLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -612,12 +625,13 @@ class QueueManager final : public PodGate {
   // A gang reservation being made: what it was prepared from under the
   // mutex (ClaimOrPrepareLocked), then the placement found without it.
   struct GangPlacement {
-    PodRequest pod;                     // the source's member
-    int32_t missing = 0;                // members to place; 0: nothing to do
-    std::optional<QuotaLedger> ledger;  // as prepared (with its claims), bound to `options`
-    std::shared_ptr<const QueueOptions> options;  // kept alive while placing without the mutex
-    uint64_t usage_generation = 0;
-    uint64_t config_version = 0;
+    PodRequest pod;       // the source's member, as placed
+    int32_t missing = 0;  // members to place; 0: nothing to do
+    // What the placement reads (the newest snapshot, the ledger with its
+    // claims, the options) and the queue's version when it was prepared:
+    // the commit rule's basis.
+    std::shared_ptr<const PlanningView> view;
+    uint64_t queue_version = 0;
     bool by_scan = false;  // the reference placement (recompute_from_scratch)
     bool placed = false;
     std::vector<std::pair<std::string, DeviceMask>> picks;  // (node, devices) per member
@@ -625,38 +639,53 @@ class QueueManager final : public PodGate {
     // fall short because no domain holds the gang, why.
     ResolvedTopology topology;
     std::string topology_why;
+    PlanBasis Basis() const { return {view->stamp, queue_version, pod.uid, false, nullptr, this}; }
   };
-  // Placements ReserveForGang makes without the mutex before it places
-  // under it (when the cluster changed before each could be committed).
-  static constexpr int kUnlockedPlacements = 2;
+  // Placements ReserveForGang makes (each without the mutex, on the newest
+  // snapshot) before it answers that the cluster kept changing under them
+  // (a curable reason: kube-scheduler retries the pod).
+  static constexpr int kGangPlacements = 3;
   // An admitted gang member (the source's pod `uid`): claims its slot or
-  // reserves for its gang, placing without the mutex and committing only
-  // while the placement is still valid (PlacementValidLocked). The reason it waits (with
-  // `position` appended) or "" (then `reserved_node` is its slot's node).
-  std::string ReserveForGang(const std::string& uid, const ClusterSnapshot& snapshot,
-                             const policy::Framework& fw, const std::string& position,
-                             std::string* reserved_node) ABSL_LOCKS_EXCLUDED(mu_);
+  // reserves for its gang, placing without the mutex and committing by the
+  // commit rule (PlanCurrentLocked). The reason it waits (with `position`
+  // appended) or "" (then `reserved_node` is its slot's node, if any).
+  std::string ReserveForGang(const std::string& uid, const policy::Framework& fw,
+                             const std::string& position, std::string* reserved_node)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // One hold of ReserveForGang, after `placements` placements: commits
+  // `place` if it is placed and still current, else prepares it again.
+  // True when answered (`why`: "" reserved, claimed or nothing to do; else
+  // the reason); false when `place` is to be placed without the mutex.
+  bool ReserveStepLocked(const PodRequest& pod, int placements, GangPlacement* place,
+                         std::string* why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Claims a slot of the gang's reservation, or leaves in `place` what
   // placing the missing members needs (missing 0: the gang has started).
+  // A gang its namespace's quota refuses now is answered here, unplaced.
   std::string ClaimOrPrepareLocked(const PodRequest& pod, GangPlacement* place)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether `place` is placed and may be committed: the member, config,
-  // claims, held members and reservations are unchanged, and the usage too
-  // or (unless `exact`) the picks still pass the per-model quota on
-  // `current`. Devices taken meanwhile are caught by CommitGangLocked.
-  bool PlacementValidLocked(const GangPlacement& place, const PodRequest& pod,
-                            const ClusterSnapshot& current, bool exact)
+  // Why `missing` members of `pod`'s gang are over its namespace's quota as
+  // usage is now, or "". The admission that let the gang through ran under
+  // an earlier hold, and another unit of the namespace (one BestEffortFIFO
+  // let pass) may have taken the room since: checked when the placement is
+  // prepared and, if anything moved, by the commit rule (two gangs admitted
+  // side by side once both committed, a namespace at twice its limit).
+  std::string GangQuotaLocked(const PodRequest& pod, int32_t missing)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The commit rule's gang facts (plan_commit.cc): the member `now` asks for
+  // what was placed and its gang holds no reservation (checked always); the
+  // members on nodes and the quotas as placed (checked when anything moved).
+  bool GangWaitsAsPlacedLocked(const GangPlacement& place, const PodRequest& now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool GangFactsHoldLocked(const GangPlacement& place) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Holds the placed devices with placeholder pods, or says why it cannot
   // (`conflict`: a picked device was taken meanwhile; nothing is held).
   std::string CommitGangLocked(const GangPlacement& place, bool* conflict)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Places the missing members one after another on hypothetical copies of
   // the nodes (best score first), within the prepared ledger and the gang's
-  // topology domain (domain_placement.h): sets picks. Pure: reads only its
-  // arguments.
-  static void PlaceGang(const ClusterSnapshot& snapshot, const policy::Framework& fw,
-                        GangPlacement* place);
+  // topology domain (domain_placement.h), on the view's snapshot: sets
+  // picks. Pure: reads only its arguments.
+  static void PlaceGang(const policy::Framework& fw, GangPlacement* place);
   int32_t HeldGangMembersLocked(const PodRequest& pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The gang's topology request as its pending members ask it, or one with
   // an error (invalid, or members asking different things).

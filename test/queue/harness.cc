@@ -60,6 +60,7 @@ void Harness::Restart() {
       std::cerr << line << "\n";
     }
   };
+  deps.metrics = metrics;
   deps.after_unlocked_placement = [this](const auto& picks) {
     if (after_unlocked_placement) after_unlocked_placement(picks);
   };

@@ -63,6 +63,8 @@ struct Harness {
   StateWriter writer{&state_ptr};
   std::unique_ptr<ExtenderService> service;
   std::unique_ptr<QueueManager> queue;
+  // The queue's metrics (QueueDeps::metrics); takes effect at Restart().
+  Metrics* metrics = nullptr;
   // Called between a gang placement found without the queue mutex and its
   // commit (QueueDeps::after_unlocked_placement), when set.
   std::function<void(const std::vector<std::pair<std::string, DeviceMask>>&)>
