@@ -22,18 +22,9 @@ using testing::Hgx8H100;
 using testing::MakeState;
 using testing::PodBuilder;
 
-constexpr char kBlock[] = "cloud.provider.com/topology-block";
-constexpr char kRack[] = "cloud.provider.com/topology-rack";
-
-NodeSpec Labelled(const std::string& name, const std::string& rack, const std::string& block) {
-  NodeSpec n = Hgx8H100(name);
-  NodeLabels labels;
-  if (!block.empty()) labels.emplace_back(kBlock, block);
-  if (!rack.empty()) labels.emplace_back(kRack, rack);
-  std::sort(labels.begin(), labels.end());
-  n.labels = std::make_shared<const NodeLabels>(std::move(labels));
-  return n;
-}
+constexpr const char* kBlock = testing::kBlockLabel;
+constexpr const char* kRack = testing::kRackLabel;
+constexpr auto Labelled = &testing::Hgx8H100InRack;
 
 void ExpectEqual(const TopologyDomains& a, const TopologyDomains& b, int step) {
   EXPECT_EQ(a.level, b.level) << "step " << step;

@@ -27,19 +27,10 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 
-constexpr char kBlock[] = "cloud.provider.com/topology-block";
-constexpr char kRack[] = "cloud.provider.com/topology-rack";
-
+constexpr const char* kBlock = ::gpusched::testing::kBlockLabel;
+constexpr const char* kRack = ::gpusched::testing::kRackLabel;
 // A node of 8 H100s in `rack` of `block` ("" for either: no such label).
-NodeSpec NodeIn(const std::string& name, const std::string& rack, const std::string& block) {
-  NodeSpec n = Hgx8H100(name);
-  NodeLabels labels;
-  if (!block.empty()) labels.emplace_back(kBlock, block);
-  if (!rack.empty()) labels.emplace_back(kRack, rack);
-  std::sort(labels.begin(), labels.end());
-  n.labels = std::make_shared<const NodeLabels>(std::move(labels));
-  return n;
-}
+constexpr auto NodeIn = &::gpusched::testing::Hgx8H100InRack;
 
 struct RackSpec {
   std::string rack, block;

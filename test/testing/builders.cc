@@ -29,6 +29,17 @@ NodeSpec Gpu(const std::string& name, const char* product, int64_t mem, int coun
 NodeSpec Dgx1V100(const std::string& name) { return Gpu(name, kV100, 32510, 8); }
 NodeSpec DgxA100(const std::string& name) { return Gpu(name, kA100, 81920, 8); }
 NodeSpec Hgx8H100(const std::string& name) { return Gpu(name, kH100, 81559, 8); }
+
+NodeSpec Hgx8H100InRack(const std::string& name, const std::string& rack,
+                        const std::string& block) {
+  NodeSpec n = Hgx8H100(name);
+  NodeLabels labels;
+  if (!block.empty()) labels.emplace_back(kBlockLabel, block);
+  if (!rack.empty()) labels.emplace_back(kRackLabel, rack);
+  std::sort(labels.begin(), labels.end());
+  n.labels = std::make_shared<const NodeLabels>(std::move(labels));
+  return n;
+}
 NodeSpec Pcie4xT4(const std::string& name) { return Gpu(name, kT4, 15360, 4); }
 NodeSpec CpuOnly(const std::string& name) {
   NodeSpec s;

@@ -25,6 +25,11 @@ inline constexpr char kT4[] = "Tesla-T4";
 NodeSpec Dgx1V100(const std::string& name);
 NodeSpec DgxA100(const std::string& name);
 NodeSpec Hgx8H100(const std::string& name);
+// The rack and block labels the topology tests use, and an HGX H100 node in
+// `rack` of `block` ("" leaves that label out).
+inline constexpr char kRackLabel[] = "cloud.provider.com/topology-rack";
+inline constexpr char kBlockLabel[] = "cloud.provider.com/topology-block";
+NodeSpec Hgx8H100InRack(const std::string& name, const std::string& rack, const std::string& block);
 NodeSpec Pcie4xT4(const std::string& name);
 NodeSpec CpuOnly(const std::string& name);
 
