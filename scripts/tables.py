@@ -18,45 +18,39 @@ the table.
                                       the markdown file and the results files
   python3 scripts/tables.py --list    every table: where it is, what it reads
 
-A table of measured figures whose raw output was never kept (latency runs
-that are not repeated on a shared machine) stays hand-written, with a note on
-the line just above it saying where it came from and the command that would
-keep its raw output:
+Every table of measured figures is generated: a benchmark's raw output is
+kept under results/ (scripts/perf_tables.py reads the speed runs' outputs),
+never copied by hand into a table. A note of the old hand-written form
 
-    <!-- hand-written table, no raw output in results/: WHERE; COMMAND -->
+    <!-- hand-written table, no raw output in results/: ... -->
 
---list lists them too; --check fails when such a note is not directly above a
-table.
+fails --check.
 
 Run from anywhere; paths are relative to the repository root. Python 3
 standard library only. The ctest test `tables_up_to_date` runs --check.
 """
 import argparse
 import csv
-import decimal
 import difflib
 import glob
-import json
 import os
 import re
 import statistics
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from perf_tables import PERF_TABLES
+from table_common import ROOT, grouped, load_json, path_of, render
+
 DOCS = ["README.md"] + sorted(os.path.relpath(p, ROOT)
                               for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
 MARKER = re.compile(r"^<!-- (/?)table:([a-z0-9.-]+) -->$")
-HAND_WRITTEN = "<!-- hand-written table, no raw output in results/: "
+HAND_WRITTEN = "<!-- hand-written table"
 MINUS = "\u2212"
 # The openb traces in the FGD paper's order.
 TRACES = ["default", "cpu0", "cpu050", "gpushare20", "gpushare40", "gpuspec10", "multigpu20"]
 
 
 # ---- reading results ----------------------------------------------------
-
-def path_of(rel):
-    return os.path.join(ROOT, rel)
-
 
 def md_tables(rel):
     """The markdown tables of a results file: [{"heading", "header", "rows"}],
@@ -90,21 +84,7 @@ def by_first_cell(table):
     return {r[0]: dict(zip(table["header"], r)) for r in table["rows"]}
 
 
-def load_json(rel):
-    return json.load(open(path_of(rel), encoding="utf-8"))
-
-
 # ---- formatting -----------------------------------------------------------
-
-def render(header, rows):
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return lines
-
-
-def grouped(v):
-    return f"{v:,.0f}"
-
 
 def signed(v, digits=2):
     """+0.12 / −0.12 (a typographic minus)."""
@@ -570,103 +550,6 @@ def topology_domainfit():
                    "avg JCT s", "GPUs allocated"], rows)
 
 
-# ---- the queue at production depth -----------------------------------------------------
-
-QUEUE_RUNS = [(1, "1"), (2, "2"), (3, "3"), (4, "4, after the fix below"),
-              (5, "5, after the fix below")]
-
-
-def ms(text):
-    """Milliseconds as the README prints them, rounded half up from the
-    run's three decimals: 0.56, 1.14 (below 2 ms), 5.0, 13.5."""
-    v = decimal.Decimal(text)
-    step = decimal.Decimal("0.01") if v < 2 else decimal.Decimal("0.1")
-    return str(v.quantize(step, decimal.ROUND_HALF_UP))
-
-
-def bucket(text):
-    """A histogram bound "5.000" as "5", "0.250" as "0.25"."""
-    return f"{float(text):g}"
-
-
-def queue_scale_run(rel):
-    """One row of the five 5-minute runs, from one run's output."""
-    text = open(path_of(rel), encoding="utf-8").read()
-
-    def get(pattern):
-        m = re.search(pattern, text, re.M)
-        if not m:
-            raise LookupError(f"{rel}: no line matching {pattern}")
-        return m.groups()
-
-    lat = {verb: list(get(rf"^{re.escape(verb)}\s+n=\d+ p50=([\d.]+) ms "
-                                 r"p99=([\d.]+) ms max=([\d.]+) ms"))
-           for verb in ("filter", "prioritize", "bind", "debug/queues?namespace=")}
-    lock = get(r"^queue lock during the run: p99 <= ([\d.]+) ms, longest <= ([\d.]+) ms")
-    held = []
-    for site, cpu, ran, waited in re.findall(
-            r"^queue lock site (\S+) .*CPU longest <= ([\d.]+) ms; >= 5 ms: (\d+) holder ran, "
-            r"(\d+) holder waited", text, re.M):
-        if int(ran) or int(waited):
-            who = ("holder ran" if not int(waited) else
-                   "holder waited" if not int(ran) else f"{ran} holder ran, {waited} waited")
-            held.append((int(ran) + int(waited), f"`{site}`, {who}: CPU ≤ {bucket(cpu)} ms"))
-    holds = (f"{sum(n for n, _ in held)} ({'; '.join(t for _, t in held)})" if held
-             else "**none**")
-    tick, tick_cpu = get(r"^tick: p50 <= [\d.]+ ms, p99 <= ([\d.]+) ms")[0], \
-        get(r"^tick CPU: p50 <= [\d.]+ ms, p99 <= ([\d.]+) ms")[0]
-    memory = int(get(r"^memory: .*: (\d+) B per pending pod")[0])
-    cold = float(get(r"^cold start .*: ([\d.]+) s")[0])
-    stop, stops = get(r"^machine alone: a spinning thread stopped for up to ([\d.]+) ms "
-                      r"\((\d+) stops > 1 ms")
-    return [f"{ms(lat['filter'][0])} / {ms(lat['filter'][1])} / {ms(lat['filter'][2])} ms",
-            f"{ms(lat['prioritize'][0])} / {ms(lat['prioritize'][1])} / "
-            f"{ms(lat['prioritize'][2])} ms",
-            f"{ms(lat['bind'][0])} / {ms(lat['bind'][1])} ms",
-            f"{ms(lat['debug/queues?namespace='][1])} / {ms(lat['debug/queues?namespace='][2])} ms",
-            f"≤ {bucket(lock[0])} / ≤ {bucket(lock[1])} ms; {holds}",
-            f"≤ {bucket(tick)} ms (≤ {bucket(tick_cpu)} ms)",
-            f"{memory:,} B", f"{cold:.2f} s",
-            f"{ms(stop)} ms, {stops} stops > 1 ms"]
-
-
-QUEUE_SCALE_HEADER = ["run", "filter p50 / p99 / max", "prioritize p50 / p99 / max",
-                      "bind p50 / p99", "`/debug/queues?namespace=` p99 / max",
-                      "queue lock p99 / longest; holds ≥ 5 ms", "tick p99 (CPU p99)",
-                      "memory per pending pod", "cold start", "machine alone, longest stop"]
-
-
-def queue_scale():
-    rows = [[label] + queue_scale_run(f"results/queue-scale/5000-nodes-run{n}.txt")
-            for n, label in QUEUE_RUNS]
-    return render(QUEUE_SCALE_HEADER, rows)
-
-
-# The runs after BestEffortFIFO became the default and the estimate thread
-# was added (run 9 is the last one before), and the topology variant.
-QUEUE_RUNS_LATEST = [
-    ("5000-nodes-run9-5min.txt", "9: StrictFIFO default, no estimate thread (5 min)"),
-    ("5000-nodes-run10-5min-besteffort-seed-under-state-mutex.txt",
-     "10: BestEffortFIFO, estimate thread, seed under the state mutex (5 min)"),
-    ("5000-nodes-run11-5min-besteffort.txt", "11: the seed fixed (5 min)"),
-    ("5000-nodes-topology-60s-loaded.txt",
-     "`--topology`, 60 s, machine loaded by parallel builds"),
-    ("5000-nodes-topology-60s-quiet.txt",
-     "`--topology`, 60 s, quiet machine, pods in a node map"),
-    ("5000-nodes-topology-60s-loaded-shared-pods.txt",
-     "`--topology`, 60 s, one shared pod per waiting pod, machine loaded by a CI run"),
-    ("5000-nodes-run12-5min-7ddecc4.txt", "12: one shared pod per waiting pod (5 min, quiet)"),
-    ("5000-nodes-run13-5min-7ddecc4.txt", "13: the same build again (5 min, quiet)"),
-    ("5000-nodes-run14-5min-7ddecc4.txt", "14: the same build again (5 min, quiet)"),
-]
-
-
-def queue_scale_latest():
-    rows = [[label] + queue_scale_run(f"results/queue-scale/{f}") for f, label in
-            QUEUE_RUNS_LATEST]
-    return render(QUEUE_SCALE_HEADER, rows)
-
-
 # ---- the registry -------------------------------------------------------------------
 
 TABLES = {
@@ -701,11 +584,8 @@ TABLES = {
     "topology-compare": ([TOPOLOGY], topology_compare),
     "topology-singles": ([TOPOLOGY], topology_singles),
     "topology-domainfit": ([TOPOLOGY, TOPOLOGY_HELD_OUT], topology_domainfit),
-    "queue-scale-5000": ([f"results/queue-scale/5000-nodes-run{n}.txt" for n, _ in QUEUE_RUNS],
-                         queue_scale),
-    "queue-scale-latest": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_LATEST],
-                           queue_scale_latest),
 }
+TABLES.update(PERF_TABLES)
 
 
 # ---- markdown files ------------------------------------------------------------------
@@ -739,22 +619,11 @@ def body(table_lines):
     return table_lines + [""]
 
 
-def hand_written(lines):
-    """(line index, note text) of each hand-written table's note."""
-    return [(i, line[len(HAND_WRITTEN):]) for i, line in enumerate(lines)
-            if line.startswith(HAND_WRITTEN)]
-
-
 def hand_written_problems(doc, lines):
-    """A note must be one line, directly above the table it is about."""
-    problems = []
-    for i, note in hand_written(lines):
-        if not note.endswith(" -->"):
-            problems.append(f"{doc}:{i + 1}: a hand-written table's note must end on its line")
-        elif i + 1 >= len(lines) or not lines[i + 1].startswith("|"):
-            problems.append(f"{doc}:{i + 1}: a hand-written table's note is not directly above "
-                            "a table")
-    return problems
+    """A measured table must be generated: a hand-written one is a problem."""
+    return [f"{doc}:{i + 1}: a hand-written table of measured figures; keep the benchmark's "
+            "raw output under results/ and generate the table (scripts/perf_tables.py)"
+            for i, line in enumerate(lines) if line.startswith(HAND_WRITTEN)]
 
 
 def process(doc, check, used):
@@ -809,11 +678,6 @@ def main():
             where = [d for d in DOCS if f"<!-- table:{name} -->" in
                      open(path_of(d), encoding="utf-8").read()]
             print(f"{name}: {', '.join(where) or '(in no file)'} <- {', '.join(sources)}")
-        for doc in DOCS:
-            lines = open(path_of(doc), encoding="utf-8").read().split("\n")
-            for i, note in hand_written(lines):
-                print(f"hand-written: {doc}:{i + 2} {lines[i + 1][:60]}... <- "
-                      f"{note.removesuffix(' -->')}")
         return 0
     used, problems = set(), []
     for doc in DOCS:

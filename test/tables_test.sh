@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # scripts/tables.py --check catches a stale table: on a copy of the
 # repository's markdown and results/, a changed cell in a generated table and
-# a changed results file each make it exit 1 naming the table, the markdown
-# file and the results file; regenerating makes the copy pass again. A
-# hand-written table's note moved off its table and a marker naming no table
-# fail too.
+# a changed results file (a simulator's or a benchmark's raw output) each make
+# it exit 1 naming the table, the markdown file and the results file;
+# regenerating makes the copy pass again. A hand-written table of measured
+# figures and a marker naming no table fail too.
 # usage: tables_test.sh SOURCE_DIR
 set -uo pipefail
 src=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/scripts"
-cp "$src/scripts/tables.py" "$work/scripts/"
+cp "$src/scripts/tables.py" "$src/scripts/perf_tables.py" "$src/scripts/table_common.py" "$work/scripts/"
 cp -r "$src/README.md" "$src/docs" "$src/results" "$work/"
 failed=0
 
@@ -60,13 +60,26 @@ else
   failed=$((failed + 1))
 fi
 python3 "$work/scripts/tables.py" --check >/dev/null || { echo "FAIL: regenerated copy still stale"; failed=$((failed + 1)); }
-# A hand-written table's note no longer directly above its table.
-sed -i '0,/^<!-- hand-written table, /s/^\(<!-- hand-written table, .*\)$/\1\n/' "$work/README.md"
-python3 "$work/scripts/tables.py" --check >"$work/out" 2>&1
-if grep -q "README.md:[0-9]*: a hand-written table's note is not directly above a table" "$work/out"; then
-  echo "ok   hand-written note off its table"
+# A benchmark re-run: its raw output changed, the table not regenerated.
+sed -i 's/^filter     n=\([0-9]*\) p50=[0-9.]* ms/filter     n=\1 p50=9.999 ms/' \
+  "$work/results/queue-scale/curve/5000-50000.txt"
+expect_stale "benchmark re-run" queue-scale-curve README.md results/queue-scale/curve/5000-50000.txt
+python3 "$work/scripts/tables.py" >/dev/null
+if grep -q '^| 5,000 | 50,000 | 500 | 10.0 / ' "$work/README.md"; then
+  echo "ok   the regenerated curve shows the re-run's figure"
 else
-  echo "FAIL: a hand-written note off its table passed"
+  echo "FAIL: the regenerated curve does not show the re-run's figure"
+  failed=$((failed + 1))
+fi
+python3 "$work/scripts/tables.py" --check >/dev/null || { echo "FAIL: regenerated copy still stale"; failed=$((failed + 1)); }
+# A table of measured figures written by hand.
+printf '\n<!-- hand-written table, no raw output in results/: a run -->\n| a |\n|---|\n| 1 ms |\n' \
+  >>"$work/README.md"
+python3 "$work/scripts/tables.py" --check >"$work/out" 2>&1
+if grep -q "README.md:[0-9]*: a hand-written table of measured figures" "$work/out"; then
+  echo "ok   hand-written table of measured figures"
+else
+  echo "FAIL: a hand-written table of measured figures passed"
   cat "$work/out"
   failed=$((failed + 1))
 fi
