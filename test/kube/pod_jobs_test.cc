@@ -2,13 +2,17 @@
 // pods a set of changed Jobs names (by namespace and name, each pod with
 // its Job's name and uid), after pods are added, moved to another Job,
 // removed, or the map is cleared; Kubernetes uids and uids of any other
-// shape alike.
+// shape alike (upper case, short, dashes elsewhere: kept as text), and a
+// differential test against a plain map through random changes.
 #include "scheduler/kube/pod_jobs.h"
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace gpusched::kube {
@@ -77,6 +81,75 @@ TEST(PodJobs, FollowsPodsThatMoveOrGoAndAClear) {
   map.Clear();
   EXPECT_EQ(map.size(), 0u);
   EXPECT_TRUE(PodsOf(map, {"train/llm", "train/eval"}).empty());
+}
+
+TEST(PodJobs, UidsOfEveryShapeComeBackAsGiven) {
+  PodJobs map;
+  const std::vector<std::string> uids = {
+      kUidA,                                   // packed
+      "0F8C1B2A-3D4E-4F50-8A6B-7C8D9E0F1A2B",  // upper case: kept as text, not lowered
+      "0f8c1b2a-3d4e-4f50-8a6b-7c8d9e0f1a2",   // one short
+      "0f8c1b2a3d4e-4f50-8a6b-7c8d9e0f1a2b-",  // dashes elsewhere
+      "0f8c1b2a-3d4e-4f50-8a6b-7c8d9e0f1a2g",  // not hex
+      "00000000-0000-0000-0000-000000000000",
+      "ffffffff-ffff-ffff-ffff-ffffffffffff",
+      "",
+  };
+  std::set<std::string> want;
+  for (const std::string& uid : uids) {
+    map.Set(uid, "ns", "job", "j");
+    want.insert(uid + " job j");
+  }
+  EXPECT_EQ(map.size(), uids.size());
+  EXPECT_EQ(PodsOf(map, {"ns/job"}), want);
+  for (const std::string& uid : uids) map.Erase(uid);
+  EXPECT_EQ(map.size(), 0u);
+  EXPECT_TRUE(PodsOf(map, {"ns/job"}).empty());
+}
+
+// Random sets, moves and erases over packed and text uids, a Job's last pod
+// leaving and the Job coming back (its slot reused), against a plain map.
+TEST(PodJobs, EqualsAPlainMapThroughRandomChanges) {
+  std::mt19937 rng(7);
+  std::vector<std::string> pods;
+  for (int i = 0; i < 40; ++i) {
+    char b[40];
+    std::snprintf(b, sizeof b, "%08x-aaaa-4bbb-8ccc-%012x", i * 2654435761u, i);
+    pods.push_back(i % 4 == 0 ? "pod-" + std::to_string(i) : b);
+  }
+  const std::vector<std::tuple<std::string, std::string, std::string>> jobs = {
+      {"a", "train", "u1"},
+      {"a", "eval", "u2"},
+      {"b", "train", "u3"},
+      {"b", "train", "u4"},  // same name, another uid: a recreated Job
+      {"c", "x", ""}};
+  std::map<std::string, size_t> reference;  // pod uid -> index into jobs
+  PodJobs map;
+  for (int step = 0; step < 4000; ++step) {
+    const std::string& pod = pods[rng() % pods.size()];
+    const int op = static_cast<int>(rng() % 10);
+    if (op < 6) {
+      const size_t j = rng() % jobs.size();
+      map.Set(pod, std::get<0>(jobs[j]), std::get<1>(jobs[j]), std::get<2>(jobs[j]));
+      reference[pod] = j;
+    } else if (op < 9) {
+      map.Erase(pod);
+      reference.erase(pod);
+    } else if (step % 500 == 0) {
+      map.Clear();
+      reference.clear();
+    }
+    ASSERT_EQ(map.size(), reference.size()) << "step " << step;
+    for (const auto& [ns, name, uid] : jobs) {
+      std::set<std::string> want;
+      for (const auto& [p, j] : reference) {
+        const auto& [jns, jname, juid] = jobs[j];
+        if (jns == ns && jname == name) want.insert(p + " " + jname + " " + juid);
+      }
+      ASSERT_EQ(PodsOf(map, {ns + "/" + name}), want)
+          << "step " << step << " job " << ns << "/" << name;
+    }
+  }
 }
 
 }  // namespace
