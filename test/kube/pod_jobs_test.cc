@@ -117,11 +117,13 @@ TEST(PodJobs, EqualsAPlainMapThroughRandomChanges) {
     std::snprintf(b, sizeof b, "%08x-aaaa-4bbb-8ccc-%012x", i * 2654435761u, i);
     pods.push_back(i % 4 == 0 ? "pod-" + std::to_string(i) : b);
   }
+  // Kubernetes-length names (held on the heap) and one short enough to sit
+  // inside its string.
   const std::vector<std::tuple<std::string, std::string, std::string>> jobs = {
-      {"a", "train", "u1"},
-      {"a", "eval", "u2"},
-      {"b", "train", "u3"},
-      {"b", "train", "u4"},  // same name, another uid: a recreated Job
+      {"team-a", "llama-7b-finetune-train", kJobUid},
+      {"team-a", "llama-7b-finetune-eval", kUidA},
+      {"team-b", "llama-7b-finetune-train", kUidB},
+      {"team-b", "llama-7b-finetune-train", "recreated-job-uid"},  // same name, another uid
       {"c", "x", ""}};
   std::map<std::string, size_t> reference;  // pod uid -> index into jobs
   PodJobs map;
