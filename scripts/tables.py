@@ -469,18 +469,26 @@ TOPO_POLICIES = {"gpusched": "gpusched, no levels (today)",
                  "kueue-tas": "Kueue-TAS-like"}
 
 
-def topology_means(path=TOPOLOGY):
-    """{(scenario, policy): {column: mean over seeds}} and {scenario: half}, in file order."""
-    runs, halves = {}, {}
+def topology_means(path=TOPOLOGY, model="levels"):
+    """{(scenario, policy): {column: mean over seeds}} and {scenario: half}, in file order,
+    under slowdown model `model` (rows written before the models were named are "span"); a
+    scenario run under the other model only keeps its rows, its means' "model" saying which."""
+    runs, halves, models = {}, {}, {}
     for row in csv.DictReader(open(path_of(path), encoding="utf-8")):
-        key = (row["scenario"], row["policy"])
-        runs.setdefault(key, []).append(row)
+        m = row.get("slowdown_model") or "span"
+        runs.setdefault((row["scenario"], row["policy"], m), []).append(row)
         halves[row["scenario"]] = row["half"]
+        models.setdefault(row["scenario"], set()).add(m)
     means = {}
-    for key, rows in runs.items():
-        means[key] = {c: statistics.mean(float(r[c]) for r in rows) for c in rows[0]
-                      if c not in ("scenario", "half", "topology", "policy", "singles", "ties")}
-        means[key]["seeds"] = len(rows)
+    for (scenario, policy, m), rows in runs.items():
+        if m != model and model in models[scenario]:
+            continue
+        means[(scenario, policy)] = {
+            c: statistics.mean(float(r[c]) for r in rows) for c in rows[0]
+            if c not in ("scenario", "half", "topology", "policy", "singles", "ties",
+                         "slowdown_model", "level_factors")}
+        means[(scenario, policy)]["seeds"] = len(rows)
+        means[(scenario, policy)]["model"] = m
     return means, halves
 
 
@@ -495,14 +503,19 @@ def topology_compare():
     for (scenario, policy), m in means.items():
         if scenario.endswith("gangs-only"):
             continue
-        rows.append([f"{scenario} ({halves[scenario]})", TOPO_POLICIES.get(policy, policy),
+        label = f"{scenario} ({halves[scenario]})"
+        if m["model"] != "levels":
+            label = f"{scenario} ({halves[scenario]}, {m['model']} model, s = {m['slowdown']:g})"
+        rows.append([label, TOPO_POLICIES.get(policy, policy),
                      pct(m["one_domain_share"]), f"{m['required_spread']:.1f}",
                      grouped(m["gang_wait_mean_s"]), grouped(m["gang_wait_p95_s"]),
                      grouped(m["avg_jct_s"]), grouped(m["avg_gang_jct_s"]),
-                     f"{m['utilisation']:.2f}", pct(m["whole_group"]), pct(m["whole_top"])])
+                     f"{m['utilisation']:.2f}", pct(m["whole_group"]), pct(m["whole_top"]),
+                     pct(m["top_spread_share"])])
     return render(["scenario", "placement", "gangs in one domain", "required gangs spread",
                    "gang wait mean s", "gang wait p95 s", "avg JCT s", "avg gang JCT s",
-                   "GPUs allocated", "racks/cliques whole", "blocks/cliques whole"], rows)
+                   "GPUs allocated", "racks/cliques whole", "blocks/cliques whole",
+                   "gangs over blocks/cliques"], rows)
 
 
 def topology_singles():
@@ -550,6 +563,63 @@ def topology_domainfit():
                    "avg JCT s", "GPUs allocated"], rows)
 
 
+TOPOLOGY_NO_CLIMB = "results/topology/no-climb/runs.csv"
+TOPOLOGY_NO_CLIMB_HELD_OUT = "results/topology/seeds-4-6/no-climb/runs.csv"
+
+
+def topology_models():
+    """Both slowdown models on the same runs (racks, load 0.8): seeds 1-3 and held-out 4-6."""
+    rows = []
+    for path, seeds in ((TOPOLOGY, "1–3"), (TOPOLOGY_HELD_OUT, "4–6 (held out)")):
+        levels, _ = topology_means(path, "levels")
+        span, _ = topology_means(path, "span")
+        for ties in ("", "-random-ties"):
+            for (scenario, policy), m in levels.items():
+                if scenario != f"racks-0.8{ties}":
+                    continue
+                o = span[(scenario, policy)]
+                rows.append(["random" if ties else "node index", seeds,
+                             TOPO_POLICIES.get(policy, policy), pct(m["top_spread_share"]),
+                             grouped(o["avg_gang_jct_s"]), grouped(m["avg_gang_jct_s"]),
+                             grouped(o["avg_jct_s"]), grouped(m["avg_jct_s"])])
+    return render(["equal scores", "seeds", "placement", "gangs over blocks",
+                   "avg gang JCT s, span model", "levels model", "avg JCT s, span model",
+                   "levels model"], rows)
+
+
+def topology_climb():
+    """Preferred gangs climbing levels or not (racks, load 0.8), under both slowdown models."""
+    rows = []
+    for climb_path, no_path, seeds in ((TOPOLOGY, TOPOLOGY_NO_CLIMB, "1–3"),
+                                       (TOPOLOGY_HELD_OUT, TOPOLOGY_NO_CLIMB_HELD_OUT,
+                                        "4–6 (held out)")):
+        for model in ("levels", "span"):
+            climb, _ = topology_means(climb_path, model)
+            no, _ = topology_means(no_path, model)
+            for ties in ("", "-random-ties"):
+                for policy in ("gpusched-topology", "gpusched-topology-domainfit"):
+                    key = (f"racks-0.8{ties}", policy)
+                    if key not in no:
+                        continue
+                    a, b = no[key], climb[key]
+                    change = 100 * (b["avg_jct_s"] - a["avg_jct_s"]) / a["avg_jct_s"]
+                    rows.append([model, "random" if ties else "node index", seeds,
+                                 TOPO_POLICIES.get(policy, policy),
+                                 f"{pct(a['top_spread_share'])} → {pct(b['top_spread_share'])}",
+                                 f"{grouped(a['gang_wait_mean_s'])} → "
+                                 f"{grouped(b['gang_wait_mean_s'])}",
+                                 f"{grouped(a['single_wait_mean_s'])} → "
+                                 f"{grouped(b['single_wait_mean_s'])}",
+                                 f"{grouped(a['avg_gang_jct_s'])} → "
+                                 f"{grouped(b['avg_gang_jct_s'])}",
+                                 f"{grouped(a['avg_jct_s'])} → {grouped(b['avg_jct_s'])}",
+                                 signed(change, 1) + " %"])
+    return render(["slowdown model", "equal scores", "seeds", "placement",
+                   "gangs over blocks, no climb → climb", "gang wait mean s",
+                   "single-pod wait mean s", "avg gang JCT s", "avg JCT s", "avg JCT change"],
+                  rows)
+
+
 # ---- the registry -------------------------------------------------------------------
 
 TABLES = {
@@ -584,6 +654,9 @@ TABLES = {
     "topology-compare": ([TOPOLOGY], topology_compare),
     "topology-singles": ([TOPOLOGY], topology_singles),
     "topology-domainfit": ([TOPOLOGY, TOPOLOGY_HELD_OUT], topology_domainfit),
+    "topology-models": ([TOPOLOGY, TOPOLOGY_HELD_OUT], topology_models),
+    "topology-climb": ([TOPOLOGY, TOPOLOGY_HELD_OUT, TOPOLOGY_NO_CLIMB,
+                        TOPOLOGY_NO_CLIMB_HELD_OUT], topology_climb),
 }
 TABLES.update(PERF_TABLES)
 

@@ -5,7 +5,9 @@ Runs `gpusched simulate --protocol topology` (docs/simulator.md, "Topology")
 on topology-shaped clusters (blocks of racks of 8-GPU nodes; NVL72-style
 cliques of 18 nodes x 4 GPUs) with Philly-derived training jobs (gangs
 asking for a required or preferred level, and single pods), for each
-scenario and seed below, and each placement: gpusched as configured
+scenario and seed below, each slowdown model (levels, the default: by the
+highest level a gang crosses; span: 1 + s per extra domain of its level),
+and each placement: gpusched as configured
 without topology levels (today's node-by-node placement), gpusched with the
 cluster's levels (gangs by domain, single pods node by node), the same
 with DomainFit scoring single pods by domain too (scoring.domainWeight
@@ -21,6 +23,9 @@ Usage (from the repository root, after a build):
       [--out-dir results/topology] [--seeds 1,2,3] [--only NAME,...]
   Held-out seeds (DomainFit's weight was chosen on seeds 1-3):
   python3 bench/sim/topology.py build --seeds 4,5,6 --out-dir results/topology/seeds-4-6
+  Without level climbing (a build with the patch in results/topology/no-climb/):
+  python3 bench/sim/topology.py build-no-climb --only racks-0.8,racks-0.8-random-ties \
+      --policies gpusched-topology,gpusched-topology-domainfit --out-dir results/topology/no-climb
 """
 import argparse
 import csv
@@ -49,8 +54,9 @@ SCENARIOS = {
                              "held-out"),
     "cliques-0.8-gangs-only": (["--topology", "cliques:4", "--load", "0.8", "--gangs-only"],
                                "held-out"),
-    "racks-0.8-slowdown1": (["--topology", "racks:2x4x4", "--load", "0.8", "--slowdown", "1"],
-                            "held-out"),
+    # The span model (1 + s per extra domain of the gang's level) at s = 1.
+    "racks-0.8-slowdown1": (["--topology", "racks:2x4x4", "--load", "0.8", "--slowdown", "1",
+                             "--slowdown-model", "span"], "held-out"),
     # kube-scheduler draws among nodes of equal score (selectHost); the
     # runs above give a tie to the lowest node index, which packs racks by
     # itself. DomainFit's weight was chosen on these and the two above
@@ -71,6 +77,8 @@ def main():
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--jobs", default="400")
     ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--slowdown-models", default="levels,span",
+                    help="every placement runs under each (one CSV row each)")
     ap.add_argument("--only", default="", help="comma-separated scenario names")
     args = ap.parse_args()
     trace = os.path.join(args.traces_dir, "philly_jobs_pollux.csv")
@@ -90,6 +98,8 @@ def main():
             cmd = [binary, "simulate", "--protocol", "topology", "--jobs-csv", trace,
                    "--seed", seed, "--jobs", args.jobs, "--policies", args.policies,
                    "--out", out, "--quiet"] + flags
+            if "--slowdown-model" not in flags:
+                cmd += ["--slowdown-model", args.slowdown_models]
             began = time.time()
             r = subprocess.run(cmd, capture_output=True, text=True, cwd=sim_common.ROOT)
             if r.returncode != 0:

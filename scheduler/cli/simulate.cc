@@ -33,9 +33,11 @@ constexpr char kUsage[] =
     "            [--kube-backoff: failed pods wait kube-scheduler's backoff, 1 s doubling to 10 "
     "s]\n"
     "  topology: --topology racks:2x4x4|cliques:4 --jobs-csv PHILLY.csv --seed N --load 0.8\n"
-    "            [--jobs 400 --gang-share 0.3 --required-share 0.5 --slowdown 0.25\n"
-    "            --gangs-only --random-ties --policies gpusched,gpusched-topology,kueue-tas\n"
-    "            --out rows.csv]\n"
+    "            [--jobs 400 --gang-share 0.3 --required-share 0.5 --gangs-only --random-ties\n"
+    "            --slowdown-model levels|span|levels,span (default levels: by the highest\n"
+    "            level a gang crosses) --level-slowdown racks=1.2,blocks=2 (also nodes,\n"
+    "            clique-nodes, cliques) --slowdown 0.25 (span: 1 + s per extra domain)\n"
+    "            --policies gpusched,gpusched-topology,kueue-tas --out rows.csv]\n"
     "  e2e:      --write-cluster LIST.json (for `gpusched serve --cluster`; with --pods-csv,\n"
     "            --seed and --tune it holds the run's GPU pods, pending), then\n"
     "            --extender http://127.0.0.1:8888/scheduler [--policy gpusched-extender]\n"
@@ -48,6 +50,12 @@ absl::Status ReadTopologyFlags(const Flags& flags, sim::DriverOptions* o) {
   o->topology = flags.Get("topology", "racks:2x4x4");
   o->gangs_only = flags.Has("gangs-only");
   o->random_ties = flags.Has("random-ties");
+  o->level_slowdown = flags.Get("level-slowdown");
+  o->slowdown_models.clear();
+  for (absl::string_view m :
+       absl::StrSplit(ToAbsl(flags.Get("slowdown-model", "levels")), ',', absl::SkipEmpty())) {
+    o->slowdown_models.emplace_back(m);
+  }
   const bool ok =
       absl::SimpleAtoi(ToAbsl(flags.Get("jobs", "400")), &o->topo_jobs) &&
       absl::SimpleAtod(ToAbsl(flags.Get("gang-share", "0.3")), &o->gang_share) &&
@@ -129,13 +137,13 @@ absl::Status ReadSimulateConfig(const Flags& flags, sim::DriverOptions* o) {
 }  // namespace
 
 int Simulate(const std::vector<std::string>& args) {
-  Flags flags(
-      {"protocol",  "nodes-csv",  "cluster",        "nodes",      "pods-csv",      "jobs-csv",
-       "jobs-json", "policy",     "policies",       "seed",       "seeds",         "tune",
-       "out",       "out-dir",    "html",           "traces",     "config",        "extender",
-       "threads",   "vc-nodes",   "load",           "trace-name", "write-cluster", "topology",
-       "jobs",      "gang-share", "required-share", "slowdown"},
-      {"grid", "quiet", "kube-backoff", "gangs-only", "random-ties"}, kUsage);
+  Flags flags({"protocol",   "nodes-csv",      "cluster",       "nodes",          "pods-csv",
+               "jobs-csv",   "jobs-json",      "policy",        "policies",       "seed",
+               "seeds",      "tune",           "out",           "out-dir",        "html",
+               "traces",     "config",         "extender",      "threads",        "vc-nodes",
+               "load",       "trace-name",     "write-cluster", "topology",       "jobs",
+               "gang-share", "required-share", "slowdown",      "slowdown-model", "level-slowdown"},
+              {"grid", "quiet", "kube-backoff", "gangs-only", "random-ties"}, kUsage);
   if (auto exit_code = flags.ParseOrExit("simulate", args)) return *exit_code;
   sim::DriverOptions o;
   for (auto read : {ReadDriverFlags, ReadGridFlags, ReadSimulateConfig}) {

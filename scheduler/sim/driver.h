@@ -44,6 +44,11 @@ struct DriverOptions {
   std::string topology;
   int topo_jobs = 400;
   double gang_share = 0.3, required_share = 0.5, span_slowdown = 0.25;
+  // The slowdown models every placement runs under ("levels", "span"; one
+  // CSV row each) and the levels model's factors ("racks=1.2,...", over the
+  // defaults; topo_slowdown.h).
+  std::vector<std::string> slowdown_models = {"levels"};
+  std::string level_slowdown;
   bool gangs_only = false;
   // topology: gpusched's kube cycle breaks score ties at random (seeded by
   // --seed) instead of by node index.

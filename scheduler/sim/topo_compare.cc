@@ -23,13 +23,14 @@ constexpr char kNamespace[] = "train";
 // every event time, and each job's start (nodes) and end.
 class TopoMeter {
  public:
-  TopoMeter(const TopoCluster& c, const std::vector<TopoJob>& jobs, double slowdown)
+  TopoMeter(const TopoCluster& c, const std::vector<TopoJob>& jobs, const SlowdownOptions& slowdown)
       : c_(c),
         jobs_(jobs),
-        s_(slowdown),
+        slowdown_(slowdown),
         start_(jobs.size(), -1),
         end_(jobs.size(), -1),
-        domains_(jobs.size(), 0) {
+        domains_(jobs.size(), 0),
+        top_domains_(jobs.size(), 0) {
     for (const TopoJob& j : jobs) window_end_ = std::max(window_end_, j.submit);
     group_ = static_cast<int>(c.levels.size()) - 2;
     free_.assign(c.nodes.size(), c.gpus_per_node);
@@ -60,7 +61,8 @@ class TopoMeter {
     const TopoJob& job = jobs_[j];
     if (!job.gang) return 1;
     domains_[j] = c_.DomainsSpanned(c_.Level(job.level), nodes);
-    return SpanSlowdown(s_, domains_[j]);
+    top_domains_[j] = c_.DomainsSpanned(0, nodes);
+    return GangSlowdown(c_, job, nodes, slowdown_);
   }
   void End(int j, double t) { end_[j] = t; }
 
@@ -78,9 +80,9 @@ class TopoMeter {
 
   const TopoCluster& c_;
   const std::vector<TopoJob>& jobs_;
-  double s_;
+  SlowdownOptions slowdown_;
   std::vector<double> start_, end_;
-  std::vector<int> domains_;
+  std::vector<int> domains_, top_domains_;
   std::vector<int> free_;
   int group_ = 0;
   double window_end_ = 0, last_t_ = 0;
@@ -102,7 +104,7 @@ TopoResult TopoMeter::Result(std::string policy) const {
   r.jobs = static_cast<int64_t>(jobs_.size());
   std::vector<double> waits;
   double jct = 0, gang_jct = 0, single_jct = 0, single_wait = 0;
-  int64_t done = 0, gangs_done = 0, singles_done = 0, singles_started = 0;
+  int64_t done = 0, gangs_done = 0, singles_done = 0, singles_started = 0, top_spread = 0;
   for (size_t j = 0; j < jobs_.size(); ++j) {
     const TopoJob& job = jobs_[j];
     r.gangs += job.gang;
@@ -120,11 +122,13 @@ TopoResult TopoMeter::Result(std::string policy) const {
     ++r.gangs_started;
     waits.push_back(start_[j] - job.submit);
     r.gangs_one_domain += domains_[j] == 1;
+    top_spread += top_domains_[j] > 1;
     r.required_gangs += job.required;
     r.required_spread += job.required && domains_[j] > 1;
   }
   r.one_domain_share =
       r.gangs_started ? static_cast<double>(r.gangs_one_domain) / r.gangs_started : 0;
+  r.top_spread_share = r.gangs_started ? static_cast<double>(top_spread) / r.gangs_started : 0;
   double wait_sum = 0;
   for (double w : waits) wait_sum += w;
   r.gang_wait_mean = waits.empty() ? 0 : wait_sum / static_cast<double>(waits.size());

@@ -16,12 +16,14 @@
 //  - kueue-tas: Kueue's TAS placement (kueue_tas.h) in a BestEffortFIFO
 //    queue: at every arrival or completion each pending job, oldest first,
 //    starts if TAS finds it room; one ClusterQueue owns the whole cluster.
-// Every gang is slowed by SpanSlowdown over the domains of its level it
-// was placed on, whatever the placement knew of its request.
+// Every gang is slowed as the slowdown model says (topo_slowdown.h: by the
+// highest level it crosses, or by the domains of its level it spans),
+// whatever the placement knew of its request.
 //
 // Measured, from the start to the last arrival unless said:
 // share of started gangs in one domain of their level, required gangs
-// placed over more than one, gang wait (submission to start) mean and p95,
+// placed over more than one, the share of started gangs over more than one
+// domain of the top level (blocks, cliques), gang wait (submission to start) mean and p95,
 // average JCT (with the slowdown) of all jobs, of gangs and of single
 // pods, single pods' mean wait, allocated GPU
 // share, and the share of domains left whole (no GPU in use) at the top
@@ -40,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "gpusched/core/config.h"
 #include "scheduler/sim/topo_cluster.h"
+#include "scheduler/sim/topo_slowdown.h"
 #include "scheduler/sim/topo_workload.h"
 
 namespace gpusched::sim {
@@ -48,8 +51,8 @@ inline constexpr char kTopologyDomainFit[] = "gpusched-topology-domainfit";
 
 struct TopoCompareOptions {
   std::string policy = "gpusched";
-  double slowdown = kDefaultSpanSlowdown;  // s of SpanSlowdown
-  SchedulerConfig config;                  // gpusched policies (scoring, gang)
+  SlowdownOptions slowdown;  // how spread gangs slow down
+  SchedulerConfig config;    // gpusched policies (scoring, gang)
   // gpusched: 0 = equal scores go to the lowest node index; else the kube
   // cycle draws among them as kube-scheduler does (ReplayOptions::tie_seed).
   uint64_t tie_seed = 0;
@@ -61,6 +64,7 @@ struct TopoResult {
   int64_t gangs_one_domain = 0;  // started gangs in one domain of their level
   int64_t required_gangs = 0;    // started gangs that required their level
   int64_t required_spread = 0;   // ... placed over more than one domain
+  double top_spread_share = 0;   // started gangs over several top-level domains
   double one_domain_share = 0;   // gangs_one_domain / gangs_started
   double gang_wait_mean = 0, gang_wait_p95 = 0;
   double avg_jct = 0, avg_gang_jct = 0;

@@ -1,5 +1,4 @@
-// The topology comparison's workload and slowdown model (see
-// topo_workload.h).
+// The topology comparison's workload (see topo_workload.h).
 #include "scheduler/sim/topo_workload.h"
 
 #include <algorithm>
@@ -33,8 +32,6 @@ int GangLevel(const TopoCluster& c, int64_t gpus, bool* fits) {
 }
 
 }  // namespace
-
-double SpanSlowdown(double s, int domains) { return 1 + s * std::max(0, domains - 1); }
 
 absl::StatusOr<std::vector<TopoJob>> MakeTopoWorkload(const std::vector<Job>& philly,
                                                       const TopoCluster& cluster,

@@ -1,5 +1,5 @@
 // The training-job workload of the topology comparison, derived from the
-// Philly trace, and the slowdown model of a gang that spans domains.
+// Philly trace (the slowdown models are in topo_slowdown.h).
 //
 // Workload: job shapes and durations are drawn (seeded) from Philly jobs:
 // with probability `gang_share` from the jobs larger than a node (they
@@ -11,10 +11,6 @@
 // hold it (rack, else block; clique): it requires that level with
 // probability `required_share` and prefers it otherwise; a gang larger
 // than every domain of the top level prefers the top level.
-//
-// Slowdown model (a model, not a measurement): a gang placed over d domains
-// of the level it asked for runs `1 + s x (d - 1)` times as long as in one
-// domain; single pods and gangs in one domain run at trace speed.
 //
 // Callers: scheduler/sim (topology comparison), tests. Pure functions;
 // thread-safe.
@@ -60,11 +56,9 @@ absl::StatusOr<std::vector<TopoJob>> MakeTopoWorkload(const std::vector<Job>& ph
 // The same workload without its single pods (gangs keep their arrivals).
 std::vector<TopoJob> GangsOnly(const std::vector<TopoJob>& jobs);
 
-// Default s of the slowdown model (see docs/simulator.md for its source).
+// Default s of the span slowdown model (topo_slowdown.h; docs/simulator.md
+// for its source).
 inline constexpr double kDefaultSpanSlowdown = 0.25;
-
-// Runtime factor of a gang over `domains` domains of its level: 1 + s(d-1).
-double SpanSlowdown(double s, int domains);
 
 }  // namespace gpusched::sim
 

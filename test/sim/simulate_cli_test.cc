@@ -1,11 +1,12 @@
 // `gpusched simulate` with a mistyped jobs file: the binary exits with an
 // error naming the entry and the field (it used to abort on an uncaught
-// nlohmann type_error, exit 134).
+// nlohmann type_error, exit 134); the topology protocol's slowdown flags.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "test/testing/child_process.h"
 
@@ -44,6 +45,47 @@ TEST(SimulateCli, MistypedJobsFileIsAnErrorNotACrash) {
     EXPECT_GT(code, 0) << c.name << " (-1: ended by a signal)";
     EXPECT_NE(ReadAll(log).find(c.message), std::string::npos) << c.name << ": " << ReadAll(log);
   }
+}
+
+// --protocol topology runs every placement under each slowdown model named
+// (one CSV row each, the model in column slowdown_model); a model or level
+// factor it does not know exits 2 naming the flag.
+TEST(SimulateCli, TopologySlowdownModelsOneRowEachAndBadOnesNamed) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "simulate_cli_topology";
+  fs::create_directories(dir);
+  const std::string trace = std::string(GPUSCHED_SOURCE_DIR) +
+                            "/config/traces/philly/philly_jobs_pollux_2017-10-01_2d.csv";
+  const std::vector<std::string> base = {"simulate",    "--protocol", "topology",  "--topology",
+                                         "racks:2x2x2", "--jobs-csv", trace,       "--jobs",
+                                         "40",          "--policies", "kueue-tas", "--quiet"};
+  const struct {
+    std::vector<std::string> extra;
+    const char* message;
+  } kBad[] = {{{"--slowdown-model", "tree"}, "--slowdown-model: 'tree'"},
+              {{"--level-slowdown", "racks=0.5"}, "--level-slowdown 'racks=0.5'"},
+              {{"--level-slowdown", "spine=2"}, "--level-slowdown 'spine=2'"}};
+  for (const auto& c : kBad) {
+    const std::string log = (dir / "bad.log").string();
+    fs::remove(log);
+    std::vector<std::string> args = base;
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    Child child(GPUSCHED_BINARY, args, log);
+    ASSERT_TRUE(child.started()) << c.message;
+    EXPECT_EQ(child.Wait(), 2) << c.message;
+    EXPECT_NE(ReadAll(log).find(c.message), std::string::npos) << ReadAll(log);
+  }
+  const std::string out = (dir / "rows.csv").string();
+  std::vector<std::string> args = base;
+  for (const char* a : {"--slowdown-model", "levels,span", "--out", out.c_str()}) {
+    args.emplace_back(a);
+  }
+  Child child(GPUSCHED_BINARY, args, (dir / "good.log").string());
+  ASSERT_TRUE(child.started());
+  ASSERT_EQ(child.Wait(), 0) << ReadAll((dir / "good.log").string());
+  const std::string csv = ReadAll(out);
+  EXPECT_NE(csv.find(",slowdown_model,level_factors,top_spread_share\n"), std::string::npos);
+  EXPECT_NE(csv.find(",levels,1.026:1.026:1.856:1.000:5.250,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",span,1.026:1.026:1.856:1.000:5.250,"), std::string::npos) << csv;
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // The simulator's topology comparison: the cluster generator's labels and
-// domains, the Philly-derived workload, the slowdown model, the
-// Kueue-TAS-like placement on hand-computed cases, and small end-to-end
-// replays.
+// domains, the Philly-derived workload, the Kueue-TAS-like placement on hand-computed cases, and
+// small end-to-end replays.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -11,6 +10,7 @@
 #include "scheduler/sim/kueue_tas.h"
 #include "scheduler/sim/topo_cluster.h"
 #include "scheduler/sim/topo_compare.h"
+#include "scheduler/sim/topo_slowdown.h"
 #include "scheduler/sim/topo_workload.h"
 
 namespace gpusched::sim {
@@ -99,18 +99,6 @@ TEST(TopoCluster, DomainsSpannedAndWholeDomains) {
   free[5] = 7;  // one GPU used in rack 2 (block 1)
   EXPECT_EQ(c.WholeDomains(1, free), 3);
   EXPECT_EQ(c.WholeDomains(0, free), 1);
-}
-
-TEST(SpanSlowdown, OnePlusSPerExtraDomain) {
-  struct Case {
-    double s;
-    int domains;
-    double want;
-  };
-  for (const Case& k : {Case{0.25, 1, 1.0}, Case{0.25, 2, 1.25}, Case{0.25, 3, 1.5},
-                        Case{1.0, 4, 4.0}, Case{0.0, 5, 1.0}, Case{0.25, 0, 1.0}}) {
-    EXPECT_DOUBLE_EQ(SpanSlowdown(k.s, k.domains), k.want) << k.s << " " << k.domains;
-  }
 }
 
 // One block of three racks of two 8-GPU nodes. Free GPUs: rack 0 = nodes
@@ -224,7 +212,7 @@ TEST(TopoCompare, SmallReplayBothPlacements) {
   auto jobs = MakeTopoWorkload(PhillyLike(), c, {.seed = 3, .jobs = 80, .load = 0.7});
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   for (const char* policy : {"gpusched", "kueue-tas"}) {
-    auto r = RunTopoCompare(c, *jobs, {.policy = policy, .slowdown = 0.25});
+    auto r = RunTopoCompare(c, *jobs, {.policy = policy});
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->jobs, 80) << policy;
     EXPECT_EQ(r->unfinished, 0) << policy;
@@ -268,6 +256,28 @@ TEST(TopoCompare, GpuschedWithRequiredTopologyPlacesEveryGangInOneDomain) {
   ASSERT_TRUE(fit.ok()) << fit.status();
   EXPECT_EQ(fit->unfinished, 0);
   EXPECT_EQ(fit->gangs_one_domain, fit->gangs);
+}
+
+// The slowdown model reaches the runtimes: the levels model with every
+// factor 1 is the span model with s = 0; today's placement, which spreads
+// gangs over blocks, runs its gangs longer when crossing blocks costs more.
+TEST(TopoCompare, SlowdownModelSetsTheRuntimes) {
+  const TopoCluster c = MakeTopoCluster(*ParseTopoShape("racks:2x2x2"));
+  auto jobs = MakeTopoWorkload(PhillyLike(), c, {.seed = 5, .jobs = 120, .load = 0.8});
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  auto run = [&](SlowdownOptions m) {
+    auto r = RunTopoCompare(c, *jobs, {.policy = "gpusched", .slowdown = m});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : TopoResult{};
+  };
+  const LevelSlowdowns ones{.nodes = 1, .racks = 1, .blocks = 1, .clique_nodes = 1, .cliques = 1};
+  const TopoResult flat = run({.model = SlowdownModel::kLevels, .levels = ones});
+  EXPECT_DOUBLE_EQ(flat.avg_jct, run({.model = SlowdownModel::kSpan, .span = 0}).avg_jct);
+  ASSERT_GT(flat.top_spread_share, 0);
+  LevelSlowdowns blocks = ones;
+  blocks.blocks = 3;
+  EXPECT_GT(run({.model = SlowdownModel::kLevels, .levels = blocks}).avg_gang_jct,
+            flat.avg_gang_jct);
 }
 
 // Random tie-breaking in the kube cycle (kube-scheduler's selectHost) is
