@@ -20,11 +20,21 @@
 // 8 GPUs busy on each, and a gang of 8 x 8 GPUs that requires (arg 0) or
 // prefers (arg 1) one rack and fits nowhere: what each of its filters
 // spends on the placement that fails.
+// BM_PreferredGangPreemptPlan: the preempt verb's whole-gang plan for a
+// gang of 8 x 8 GPUs that prefers one rack, on the same 5,000 nodes (313
+// racks of 16, 79 blocks of 64), every GPU taken by lower-priority pods of
+// 1-8 GPUs (priorities 0, 10, 50, seeded): arg 0, every rack can be freed,
+// so PlanInOneDomain plans all 313 and keeps the cheapest; arg 1, 9 nodes
+// of every rack hold a pod the gang may not preempt, so all 313 racks fail
+// and it climbs to the 79 blocks; arg 2, the same cluster as arg 0 without
+// topology levels (one plan over every node, as before).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <memory>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpusched/model/topology_domains.h"
@@ -139,11 +149,9 @@ BENCHMARK(BM_CachedDomainsAtPerRequest)->Unit(benchmark::kMicrosecond);
 constexpr char kBlock[] = "cloud.provider.com/topology-block";
 constexpr char kRack[] = "cloud.provider.com/topology-rack";
 
-// queue_scale --topology's cluster: 5,000 nodes, block of 64, rack of 16,
-// GPUs 0-6 of every node busy.
-std::unique_ptr<ClusterState> ScaleCluster() {
+// queue_scale --topology's nodes: 5,000, block of 64, rack of 16.
+std::vector<NodeSpec> ScaleNodes() {
   std::vector<NodeSpec> nodes;
-  std::vector<PodRequest> pods;
   for (int i = 0; i < kDomains * kPerDomain; ++i) {
     NodeLabels labels = {{kBlock, "block-" + std::to_string(i / 64)},
                          {kRack, "rack-" + std::to_string(i / 16)}};
@@ -151,6 +159,15 @@ std::unique_ptr<ClusterState> ScaleCluster() {
     NodeSpec n = ::gpusched::testing::Hgx8H100("h" + std::to_string(i));
     n.labels = std::make_shared<const NodeLabels>(std::move(labels));
     nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+// queue_scale --topology's cluster: ScaleNodes with GPUs 0-6 of every node
+// busy.
+std::unique_ptr<ClusterState> ScaleCluster() {
+  std::vector<PodRequest> pods;
+  for (int i = 0; i < kDomains * kPerDomain; ++i) {
     for (int d = 0; d < 7; ++d) {
       pods.push_back(::gpusched::testing::PodBuilder(
                          "run-" + std::to_string(i) + "-" + std::to_string(d), "other")
@@ -159,7 +176,7 @@ std::unique_ptr<ClusterState> ScaleCluster() {
                          .Build());
     }
   }
-  return ::gpusched::testing::MakeState(nodes, pods);
+  return ::gpusched::testing::MakeState(ScaleNodes(), pods);
 }
 
 void BM_TopologyNoRoomPlacement(benchmark::State& state) {
@@ -181,6 +198,84 @@ void BM_TopologyNoRoomPlacement(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_TopologyNoRoomPlacement)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// 5,000 nodes as ScaleCluster, every GPU held by pods of priority 0-50;
+// with `pinned`, nodes 0-8 of every rack of 16 hold a 1-GPU pod of
+// priority 1000 instead of one low-priority GPU.
+std::vector<PodRequest> FullOfVictims(bool pinned) {
+  static constexpr int kMixes[][4] = {
+      {8, 0, 0, 0}, {4, 4, 0, 0}, {4, 2, 2, 0}, {2, 2, 2, 2}, {4, 2, 1, 1}};
+  static constexpr int kLow[] = {0, 10, 50};
+  std::mt19937 rng(42);
+  std::vector<PodRequest> pods;
+  for (int i = 0; i < kDomains * kPerDomain; ++i) {
+    const std::string node = "h" + std::to_string(i);
+    std::vector<std::pair<int, int32_t>> sizes;  // (GPUs, priority)
+    if (pinned && i % 16 < 9) {
+      sizes = {{1, 1000}, {4, kLow[rng() % 3]}, {2, kLow[rng() % 3]}, {1, kLow[rng() % 3]}};
+    } else {
+      for (int g : kMixes[rng() % 5]) {
+        if (g > 0) sizes.emplace_back(g, kLow[rng() % 3]);
+      }
+    }
+    int first = 0;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      const auto [gpus, priority] = sizes[k];
+      const DeviceMask mask = ((DeviceMask{1} << gpus) - 1) << first;
+      first += gpus;
+      pods.push_back(::gpusched::testing::PodBuilder(node + "-p" + std::to_string(k), "batch")
+                         .Gpus(gpus)
+                         .OnNode(node, mask)
+                         .Priority(priority)
+                         .Build());
+    }
+  }
+  return pods;
+}
+
+void BM_PreferredGangPreemptPlan(benchmark::State& state) {
+  QueueOptions o;
+  if (state.range(0) != 2) o.gang.topology_levels = {kBlock, kRack};
+  o.gang_plan_ms = 0;  // every call plans afresh
+  testing::Harness h(ScaleNodes(), FullOfVictims(state.range(0) == 1), o);
+  h.capture_log = true;
+  PodRequest member =
+      ::gpusched::testing::PodBuilder("m0", "team-a").Gpus(8).Priority(100).Gang("g", 8).Build();
+  member.topology_request = {TopologyRule::kPreferred, kRack, 0, kAnnotationTopologyPreferred, ""};
+  if (!h.Filter(member).empty()) {
+    state.SkipWithError("the gang should not fit as is");
+    return;
+  }
+  PreemptionArgs args;
+  args.pod = member;
+  for (const NodeInfo* node : h.state().Snapshot()->nodes()) {
+    PreemptionArgs::Candidate c{node->name, {}, 0};
+    for (const PodOnNode& p : node->pods) {
+      if (p.priority < member.priority) c.victim_uids.push_back(p.uid);
+    }
+    if (!c.victim_uids.empty()) args.candidates.push_back(std::move(c));
+  }
+  const char* want[] = {"free one cloud.provider.com/topology-rack",
+                        "free one cloud.provider.com/topology-block", ""};
+  for (auto _ : state) {
+    const PreemptionOutcome out = h.service->Preempt(args);
+    state.PauseTiming();
+    const std::string log = h.log.empty() ? "" : h.log.back();
+    h.log.clear();
+    if (out.nodes.empty() || log.find(want[state.range(0)]) == std::string::npos) {
+      state.SkipWithError(("no plan as expected: " + log).c_str());
+      return;
+    }
+    state.ResumeTiming();
+  }
+}
+BENCHMARK(BM_PreferredGangPreemptPlan)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace gpusched::queue
