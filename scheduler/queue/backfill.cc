@@ -18,10 +18,8 @@ int64_t QueueManager::BackfillEnd(const std::vector<Unit>& units, size_t k, cons
   const EstimateBoard& board = *in.board;
   const int64_t now_s = in.now_ms / 1000;
   if (now_s - board.starts.made_at_s > in.options->backfill_max_age_s) return 0;
-  auto own = board.runtimes.find(units[k].head->pod->uid);
-  if (own == board.runtimes.end() || !own->second.known()) return 0;
-  const int64_t runtime = own->second.seconds;
-  const int64_t end = now_s + runtime + std::max(in.options->backfill_margin_s, runtime / 10);
+  const int64_t end = PromisedEnd(board, units[k].head->pod->uid, now_s, *in.options);
+  if (end == 0) return 0;
   for (size_t i = 0; i < k; ++i) {
     auto start = board.starts.by_uid.find(units[i].head->pod->uid);
     // An earlier unit without an estimate might start any time: no backfill.
@@ -29,6 +27,14 @@ int64_t QueueManager::BackfillEnd(const std::vector<Unit>& units, size_t k, cons
     if (end > start->second.start_s) return 0;
   }
   return end;
+}
+
+int64_t QueueManager::PromisedEnd(const EstimateBoard& board, const std::string& uid, int64_t now_s,
+                                  const QueueOptions& options) {
+  auto own = board.runtimes.find(uid);
+  if (own == board.runtimes.end() || !own->second.known()) return 0;
+  const int64_t runtime = own->second.seconds;
+  return now_s + runtime + std::max(options.backfill_margin_s, runtime / 10);
 }
 
 bool QueueManager::Backfilled(const std::string& uid) const {

@@ -300,7 +300,12 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
   if (options_.recompute_from_scratch) {
     std::vector<Unit> units = UnitsLocked(p.ns, p.uid);
     if (units.empty()) return {};
-    return EvaluateUnits(units, units.size() - 1, p, in, snapshot, fw, all_checks, deferred);
+    const size_t k = units.size() - 1;
+    Evaluation ev = EvaluateUnits(units, k, p, in, snapshot, fw, all_checks, deferred);
+    const int64_t own =
+        WalkAhead(units, k, in, in.ledger->Limit(p.ns), /*strict=*/true).demand + units[k].demand;
+    ApplyCohortHoldsLocked(p, own, in, snapshot, fw, all_checks, deferred, &ev);
+    return ev;
   }
   const UnitIndex& index = UnitIndexLocked(p.ns, *in.ledger, in.now_ms);
   auto it = index.unit_of.find(self);
@@ -321,6 +326,9 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
   Evaluation ev = EvaluateAhead(index.units[k], static_cast<int32_t>(k + 1), ahead, p, in, snapshot,
                                 fw, all_checks, deferred);
   ev.backfill_end = backfill;
+  const int64_t own = index.demand_before[k] + index.units[k].demand;
+  // After the last use of `index`: the cohort's indexes may be built now.
+  ApplyCohortHoldsLocked(p, own, in, snapshot, fw, all_checks, deferred, &ev);
   return ev;
 }
 
@@ -388,6 +396,14 @@ QueueManager::Evaluation QueueManager::EvaluateAhead(const Unit& unit, int32_t p
 void QueueManager::ScanBehind(const BehindScan& scan, const ClusterSnapshot& snapshot,
                               const policy::Framework& fw, Evaluation* ev) {
   const PodRequest& pod = scan.pod;
+  // A cohort's unit that borrows as this pod would holds it whatever the
+  // nodes: no scan needed.
+  for (const BehindScan::Head& head : scan.heads) {
+    if (!head.always) continue;
+    ev->behind_earlier = true;
+    if (ev->reason.empty()) ev->reason = StrCat(head.held, "; ", scan.position);
+    return;
+  }
   const int32_t nodes = static_cast<int32_t>(snapshot.nodes().size());
   std::vector<uint8_t> p_usable(nodes);
   policy::PodContext pctx = fw.Prepare(pod, snapshot);
@@ -396,6 +412,7 @@ void QueueManager::ScanBehind(const BehindScan& scan, const ClusterSnapshot& sna
     p_usable[i] = pmemo.Filter(snapshot.hot(i)).verdict != policy::Verdict::kUnresolvable;
   }
   for (const BehindScan::Head& head : scan.heads) {
+    if (head.always) continue;
     const PodRequest& h = *head.pod;
     policy::PodContext hctx = fw.Prepare(h, snapshot);
     policy::FilterMemo hmemo(fw, hctx);
@@ -404,6 +421,10 @@ void QueueManager::ScanBehind(const BehindScan& scan, const ClusterSnapshot& sna
       if (hmemo.Filter(snapshot.hot(i)).verdict == policy::Verdict::kUnresolvable) continue;
       ev->behind_earlier = true;
       if (!ev->reason.empty()) return;  // the quota reason stays the one shown
+      if (!head.held.empty()) {
+        ev->reason = StrCat(head.held, "; ", scan.position);
+        return;
+      }
       ev->reason =
           StrCat("gpusched: namespace ", pod.ns, ": waiting behind ", h.name, " (priority ",
                  h.priority, ", needs ", FormatGpus(head.demand),
@@ -477,6 +498,10 @@ Admission QueueManager::Admit(const PodRequest& request,
     Evaluation ev;
     ScanBehind(scan, snapshot, fw, &ev);
     if (!ev.reason.empty()) return Admission::No(std::move(ev.reason));
+    if (scan.backfill_end > 0) {
+      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "backfill");
+      backfilled_.try_emplace(request.uid, scan.backfill_end);
+    }
     if (!IsGang(scan.pod)) return yes;
     reserve = scan.position;
   }
@@ -492,7 +517,14 @@ std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
   const PodRequest& pod = *e.pod;  // the source's pod, not the request's
   Evaluation ev = EvaluateLocked(pod, snapshot, fw, /*all_checks=*/false, deferred);
   if (!ev.reason.empty()) return ev.reason;
-  if (ev.backfill_end > 0) backfilled_.try_emplace(pod.uid, ev.backfill_end);
+  if (ev.backfill_end > 0) {
+    // With a scan still owed, recorded only once the scan admits it (Admit).
+    if (deferred->heads.empty()) {
+      backfilled_.try_emplace(pod.uid, ev.backfill_end);
+    } else {
+      deferred->backfill_end = ev.backfill_end;
+    }
+  }
   if (!IsGang(pod) || !deferred->heads.empty()) return "";  // the caller goes on after the scan
   *reserve = ev.position > 0 ? StrCat("position ", ev.position, " in queue") : "";
   return "";

@@ -513,10 +513,18 @@ class QueueManager final : public PodGate {
     struct Head {
       std::shared_ptr<const PodRequest> pod;  // the queue's, shared
       int64_t demand = 0;
+      // A cohort Backfill reservation (cohort_backfill.cc): the reason the
+      // pod waits if this head holds it back (empty: an earlier unit of its
+      // own namespace). `always`: it holds whatever the nodes (both borrow).
+      std::string held;
+      bool always = false;
     };
     PodRequest pod;
     std::vector<Head> heads;  // empty: no scan needed
     std::string position;     // "position N in queue"
+    // Backfill let the pod pass earlier units: the end it promises, recorded
+    // (backfilled_) only if the scan admits it.
+    int64_t backfill_end = 0;
   };
   // Sets ev->behind_earlier and (if it has none yet) ev->reason when a head
   // of `scan` could use a node its pod could use. Pure.
@@ -543,6 +551,30 @@ class QueueManager final : public PodGate {
   // start, else 0 (also with no fresh board, an earlier unit without an
   // estimate, or more than kBehindScanHeads earlier units). Pure.
   static int64_t BackfillEnd(const std::vector<Unit>& units, size_t k, const EvalInputs& in);
+  // The end pod `uid` promises if it starts at `now_s`: its runtime
+  // estimate on `board` plus max(backfill_margin_s, a tenth of it); 0
+  // without a runtime estimate.
+  static int64_t PromisedEnd(const EstimateBoard& board, const std::string& uid, int64_t now_s,
+                             const QueueOptions& options);
+  // Cohort Backfill (cohort_backfill.cc; docs/queue.md): the units of the
+  // other Backfill namespaces of `pod`'s cohort that hold it back unless
+  // their nodes are apart, appended to `ev`'s node scan (`deferred`, or run
+  // here without one). Applies only to a pod of a Backfill namespace with a
+  // cohort, with a board at most backfill_max_age_s old, that would borrow
+  // (`own_demand`: its unit's demand plus that of the earlier units of its
+  // namespace that count) or passes earlier units of its own namespace by
+  // Backfill (ev->backfill_end set).
+  void ApplyCohortHoldsLocked(const PodRequest& pod, int64_t own_demand, const EvalInputs& in,
+                              const ClusterSnapshot& snapshot, const policy::Framework& fw,
+                              bool all_checks, BehindScan* deferred, Evaluation* ev)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Its half under the mutex: the holding units (each earlier in the
+  // estimator's order, with an estimated start before the pod's promised
+  // end) into `heads`; returns the pod's promised end if it passed an
+  // earlier unit of the cohort by its estimate, else 0.
+  int64_t CohortHoldsLocked(const PodRequest& pod, int64_t own_demand, bool passed_own,
+                            const EvalInputs& in, std::vector<BehindScan::Head>* heads)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What counts ahead of one unit: rule (1)'s demand of the earlier units
   // (those not stale whose demand fits the limit; none under
   // BestEffortFIFO), how many, and the first kBehindScanHeads of them that

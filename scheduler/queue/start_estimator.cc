@@ -122,6 +122,7 @@ class Simulation {
   };
   void Init();
   void Order();
+  void InitCohorts();
   void Step(int64_t t);
   bool TryStart(const EstimateUnit& unit, int64_t t);
   // Room taken for a head that no node has room for: by guarantee reclaim
@@ -172,6 +173,16 @@ class Simulation {
   bool TakeRoom(const EstimateUnit& unit, int64_t t, int32_t step);
   void Answer(const EstimateUnit& unit, int64_t start_s, std::string basis);
   std::string ShapeKey(const EstimateUnit& unit) const;
+  // Cohort Backfill (see the header). Whether `r` (of a cohort's queue,
+  // asking `demand`) would borrow, counting its queue's units not started
+  // in this step before it; whether an earlier unit of its cohort holds it
+  // back; and the record of a unit that did not start.
+  bool Borrows(const Ref& r, int64_t demand, int32_t step) const;
+  bool CohortHeld(const Ref& r, int32_t step);
+  void NoteNotStarted(const Ref& r, int64_t demand, bool borrows, int32_t step);
+  // The GPU products `r`'s pod accepts, by product id (cached per shape).
+  const std::vector<uint8_t>& Products(const Ref& r);
+  static int64_t Demand(const EstimateUnit& unit);
 
   const StartEstimatorInput& in_;
   SimNodes nodes_;
@@ -189,6 +200,20 @@ class Simulation {
   absl::flat_hash_set<std::string> evicted_;   // taken for a head; their ends are void
   absl::flat_hash_set<std::string> evicting_;  // taken by the attempt being tried
   RoomCache cache_[2];                         // per Rule
+  // Per cohort of Backfill namespaces: the step in which one of its units
+  // that would borrow last did not start, and the products accepted by
+  // its units within their guarantee that did not start in step
+  // `products_at`.
+  struct Cohort {
+    int32_t borrow_blocked_at = -1;
+    int32_t products_at = -1;
+    std::vector<uint8_t> products;
+  };
+  std::vector<Cohort> cohorts_;
+  std::vector<int32_t> cohort_of_;       // per queue: its cohort, -1 if none
+  std::vector<int64_t> not_started_;     // per queue: demand of its units not started ...
+  std::vector<int32_t> not_started_at_;  // ... in this step
+  std::vector<std::vector<uint8_t>> shape_products_;  // per shape id (empty: not made yet)
   StartEstimates out_;
 };
 
@@ -245,6 +270,82 @@ void Simulation::Order() {
     strict_[q] = ledger_.enabled() &&
                  ledger_.Quota(in_.queues[q].ns).queueing != QueueingStrategy::kBestEffortFifo;
   }
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    for (const auto& m : in_.queues[waiting_[i].queue].units[waiting_[i].unit].members) {
+      out_.by_uid[m->uid].order = static_cast<int64_t>(i);
+    }
+  }
+  InitCohorts();
+}
+
+void Simulation::InitCohorts() {
+  cohort_of_.assign(in_.queues.size(), -1);
+  not_started_.assign(in_.queues.size(), 0);
+  not_started_at_.assign(in_.queues.size(), -1);
+  if (!ledger_.enabled()) return;
+  std::map<std::string, int32_t> ids;
+  for (size_t q = 0; q < in_.queues.size(); ++q) {
+    const NamespaceQuota& quota = ledger_.Quota(in_.queues[q].ns);
+    if (quota.cohort.empty() || quota.queueing != QueueingStrategy::kBackfill) continue;
+    cohort_of_[q] = ids.try_emplace(quota.cohort, static_cast<int32_t>(ids.size())).first->second;
+  }
+  cohorts_.resize(ids.size());
+}
+
+int64_t Simulation::Demand(const EstimateUnit& unit) {
+  int64_t demand = 0;
+  for (const auto& m : unit.members) demand += DemandMilli(m->gpu);
+  return demand;
+}
+
+bool Simulation::Borrows(const Ref& r, int64_t demand, int32_t step) const {
+  const std::string& ns = in_.queues[r.queue].ns;
+  const int64_t before = not_started_at_[r.queue] == step ? not_started_[r.queue] : 0;
+  return ledger_.Usage(ns) + before + demand > ledger_.Guaranteed(ns);
+}
+
+const std::vector<uint8_t>& Simulation::Products(const Ref& r) {
+  if (shape_products_.size() <= r.shape) shape_products_.resize(r.shape + 1);
+  std::vector<uint8_t>& products = shape_products_[r.shape];
+  if (products.empty()) {
+    const PodRequest& pod = *in_.queues[r.queue].units[r.unit].members.front();
+    const policy::PodContext ctx = in_.fw->Prepare(pod, *in_.snapshot);
+    products.resize(in_.snapshot->products().size() + 1);
+    for (size_t p = 0; p < products.size(); ++p) {
+      products[p] = ctx.ProductAllowed(static_cast<uint16_t>(p)) ? 1 : 0;
+    }
+  }
+  return products;
+}
+
+bool Simulation::CohortHeld(const Ref& r, int32_t step) {
+  const Cohort& c = cohorts_[cohort_of_[r.queue]];
+  if (c.borrow_blocked_at == step) return true;
+  if (c.products_at != step) return false;
+  const std::vector<uint8_t>& mine = Products(r);
+  for (size_t p = 0; p < mine.size(); ++p) {
+    if (mine[p] != 0 && c.products[p] != 0) return true;
+  }
+  return false;
+}
+
+void Simulation::NoteNotStarted(const Ref& r, int64_t demand, bool borrows, int32_t step) {
+  if (not_started_at_[r.queue] != step) {
+    not_started_at_[r.queue] = step;
+    not_started_[r.queue] = 0;
+  }
+  not_started_[r.queue] += demand;
+  Cohort& c = cohorts_[cohort_of_[r.queue]];
+  if (borrows) {
+    c.borrow_blocked_at = step;
+    return;
+  }
+  const std::vector<uint8_t>& mine = Products(r);
+  if (c.products_at != step) {
+    c.products_at = step;
+    c.products.assign(mine.size(), 0);
+  }
+  for (size_t p = 0; p < mine.size(); ++p) c.products[p] |= mine[p];
 }
 
 std::string Simulation::ShapeKey(const EstimateUnit& unit) const {
@@ -498,7 +599,11 @@ bool Simulation::TakeRoom(const EstimateUnit& unit, int64_t t, int32_t step) {
 }
 
 void Simulation::Answer(const EstimateUnit& unit, int64_t start_s, std::string basis) {
-  for (const auto& m : unit.members) out_.by_uid[m->uid] = {start_s, basis};
+  for (const auto& m : unit.members) {
+    StartEstimate& e = out_.by_uid[m->uid];
+    e.start_s = start_s;
+    e.basis = basis;
+  }
 }
 
 void Simulation::Step(int64_t t) {
@@ -510,13 +615,17 @@ void Simulation::Step(int64_t t) {
     const bool head = head_at_[r.queue] != step;
     head_at_[r.queue] = step;
     bool started = false;
+    const bool cohort = cohort_of_[r.queue] >= 0;
+    const int64_t demand = cohort ? Demand(unit) : 0;
+    const bool borrows = cohort && Borrows(r, demand, step);
+    const bool held = blocked_at_[r.queue] == step || (borrows && CohortHeld(r, step));
     // Capacity only shrinks within a step and quota is per namespace: a unit
     // of the same namespace and shape as one that failed fails too.
-    if (nodes_.free_total() > 0 && blocked_at_[r.queue] != step && failed_at_[r.shape] != step) {
+    if (nodes_.free_total() > 0 && !held && failed_at_[r.shape] != step) {
       started = TryStart(unit, t);
       if (!started) failed_at_[r.shape] = step;
     }
-    if (!started && head && blocked_at_[r.queue] != step && TakeRoom(unit, t, step)) continue;
+    if (!started && head && !held && TakeRoom(unit, t, step)) continue;
     if (started) {
       Answer(unit, t,
              t == in_.now_s ? std::string("now")
@@ -526,6 +635,7 @@ void Simulation::Step(int64_t t) {
       continue;
     }
     if (strict_[r.queue]) blocked_at_[r.queue] = step;
+    if (cohort) NoteNotStarted(r, demand, borrows, step);
     still.push_back(r);
   }
   waiting_ = std::move(still);

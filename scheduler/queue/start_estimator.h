@@ -37,6 +37,15 @@
 // The pods taken leave the simulation: the pods their controllers create
 // again are not simulated, so the estimates of units behind them may be
 // early by that much.
+// Cohort Backfill (docs/queue.md): the namespaces of one cohort whose
+// strategy is Backfill hold each other back where they compete. In a step,
+// a unit of such a namespace that would borrow (its namespace's usage, the
+// demand of its queue's units not started in this step before it and its
+// own demand above its guarantee) is not tried while an earlier unit of
+// another such namespace of its cohort did not start in this step and
+// either would borrow too, or is within its guarantee and accepts a GPU
+// product it accepts (the nodes it could use, coarsened to products). A
+// unit within its guarantee is never held back by another namespace.
 // Not modelled: cohort loans and fair-share reclaim, gangs as victims (a
 // member is taken alone), and a shared-GPU pod is placed only on a device
 // that is wholly free.
@@ -101,6 +110,9 @@ struct StartEstimate {
   // "now"; "when 3 running pods end (1 of them on the default runtime)";
   // or why there is none.
   std::string basis;
+  // Where its unit stands in the order the simulation tries units in,
+  // across namespaces (0 first): Backfill's "earlier" (QueueManager).
+  int64_t order = -1;
 };
 
 struct StartEstimates {

@@ -30,8 +30,12 @@ void BackfillSlips::Started(int unit, int ns, double t, const std::vector<std::s
   if (self == waiting_.end()) return;  // not estimated: Backfill cannot have let it pass
   runs_.push_back(Run{{nodes.begin(), nodes.end()}, 1e300});
   open_run_[unit] = runs_.size() - 1;
+  const Waiting& me = self->second;
   for (const auto& [other, w] : waiting_) {
-    if (w.ns != ns || w.position >= self->second.position || w.estimated_start < 0) continue;
+    const bool ahead =
+        w.ns == ns ? w.position < me.position
+                   : me.cohort >= 0 && w.cohort == me.cohort && w.order >= 0 && w.order < me.order;
+    if (!ahead || w.estimated_start < 0) continue;
     if (running_.contains(other)) continue;  // started since the refresh
     passed_[other].push_back(Pass{w.estimated_start, runs_.size() - 1});
   }

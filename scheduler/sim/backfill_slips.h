@@ -2,7 +2,9 @@
 // because of a unit Backfill let pass them (docs/simulator.md, "Head
 // slips"). When unit B starts by Backfill, every unit of its namespace that
 // was ahead of it at the last estimate refresh and still waits is "passed"
-// with the estimated start S that refresh gave it. A passed unit A slipped
+// with the estimated start S that refresh gave it, and so is every unit of
+// another Backfill namespace of its cohort that was earlier in the
+// estimator's order (StartEstimate::order) and still waits. A passed unit A slipped
 // when it starts more than kSlipToleranceSeconds after S while B, running
 // past S (still running at S, or ended after it), ran on a node A starts
 // on. Each start of A counts once, however many units passed it.
@@ -30,6 +32,8 @@ class BackfillSlips {
     int ns = 0;
     int32_t position = 0;  // in its namespace's queue, 1-based
     double estimated_start = -1;
+    int64_t order = -1;  // in the estimator's order across namespaces (-1: none)
+    int cohort = -1;     // its namespace's cohort if it queues by Backfill, else -1
   };
   // An estimate refresh: the waiting units and their estimated starts.
   void Refreshed(std::vector<Waiting> waiting);

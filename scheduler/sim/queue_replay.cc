@@ -153,6 +153,7 @@ class QueueReplay {
     cycle_ = std::make_unique<KubeCycle>(service_.get(), &state_, node_names_, o_.tie_seed);
     run_.max_borrowed.assign(names_.size(), 0);
     waiting_gpus_.assign(names_.size(), 0);
+    CohortsOfBackfill();
     std::vector<std::pair<std::string, int>> pools;
     for (const std::string& ns : names_) pools.push_back({ns, 0});
     metrics_.emplace(ReplayShares(quotas_, pools), capacity_);
@@ -356,6 +357,22 @@ class QueueReplay {
     log_.evicted.clear();
   }
 
+  // Per namespace, its cohort (an index) if it queues by Backfill in one,
+  // else -1: the slip count's passes across namespaces.
+  void CohortsOfBackfill() {
+    std::map<std::string, int> ids;
+    for (const std::string& ns : names_) {
+      auto q = quotas_.namespaces.find(ns);
+      const NamespaceQuota& quota =
+          q == quotas_.namespaces.end() ? quotas_.default_quota : q->second;
+      int id = -1;
+      if (!quota.cohort.empty() && quota.queueing == QueueingStrategy::kBackfill) {
+        id = ids.try_emplace(quota.cohort, static_cast<int>(ids.size())).first->second;
+      }
+      backfill_cohort_.push_back(id);
+    }
+  }
+
   // The queue manager's estimate refresh (as serve's EstimateThread, on the
   // virtual clock, with no wall-clock budget), sampled for accuracy.
   void RefreshEstimates(double t) {
@@ -367,8 +384,10 @@ class QueueReplay {
       const Unit& x = units_[it->second];
       sampler_.Offer(it->second, t, x.pending_since, q.position,
                      static_cast<double>(q.estimated_start_unix));
-      waiting.push_back(
-          {it->second, jobs_[x.job].ns, q.position, static_cast<double>(q.estimated_start_unix)});
+      const int ns = jobs_[x.job].ns;
+      auto e = queue_->EstimateOf(q.uid);
+      waiting.push_back({it->second, ns, q.position, static_cast<double>(q.estimated_start_unix),
+                         e.has_value() ? e->start.order : -1, backfill_cohort_[ns]});
     }
     slips_.Refreshed(std::move(waiting));
   }
@@ -508,6 +527,7 @@ class QueueReplay {
   const ReplayOptions& o_;
   std::vector<std::string> names_;
   QuotaConfig quotas_;
+  std::vector<int> backfill_cohort_;  // per namespace (CohortsOfBackfill)
   ClusterState state_;
   EvictionLog log_;
   std::unique_ptr<ExtenderService> service_;

@@ -48,6 +48,33 @@ TEST(BackfillSlips, CountsOnlyHeadsDelayedByABackfilledUnitOnTheirNode) {
   }
 }
 
+// Across a cohort's Backfill namespaces: B (namespace 1) passes A
+// (namespace 0) when both are in the same cohort and A is earlier in the
+// estimator's order; B overruns on A's node.
+TEST(BackfillSlips, CountsPassesAcrossTheNamespacesOfACohort) {
+  struct Cohort {
+    const char* name;
+    int a_cohort, b_cohort;
+    int64_t a_order, b_order;
+    int64_t passed, slips;
+  };
+  const std::vector<Cohort> cases = {
+      {"same cohort, A earlier", 0, 0, 0, 1, 1, 1},
+      {"same cohort, A later", 0, 0, 2, 1, 0, 0},
+      {"other cohorts", 0, 1, 0, 1, 0, 0},
+      {"no cohort", -1, -1, 0, 1, 0, 0},
+      {"A not estimated in order", 0, 0, -1, 1, 0, 0},
+  };
+  for (const Cohort& c : cases) {
+    BackfillSlips s;
+    s.Refreshed({{0, 0, 1, 1000, c.a_order, c.a_cohort}, {1, 1, 1, 100, c.b_order, c.b_cohort}});
+    s.Started(1, 1, 100, {"n1"}, true);
+    s.Started(0, 0, 1500, {"n1"}, false);
+    EXPECT_EQ(s.heads_passed(), c.passed) << c.name;
+    EXPECT_EQ(s.slips(), c.slips) << c.name;
+  }
+}
+
 TEST(BackfillSlips, UnitsBehindOrAlreadyStartedAreNotPassed) {
   BackfillSlips s;
   // Positions 1..3; unit 0 starts after the refresh, then unit 1 (position
