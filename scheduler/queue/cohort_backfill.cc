@@ -8,7 +8,10 @@
 // earlier units of its own namespace, is held back by each earlier unit of
 // another such namespace of its cohort that kube-scheduler has asked about
 // and that has an estimated start, unless its runtime estimate plus the
-// margin ends by that start: an earlier unit that borrows holds it
+// margin ends by that start; when the estimate had it wait, also by each
+// later such unit the estimate starts before it would end (it would take
+// the GPUs the estimate gave that unit, which, started later, could run
+// into an earlier unit's reservation). A holding unit that borrows holds it
 // whatever the nodes (it waits for idle GPUs this one would take), one
 // within its guarantee only if it could use one of this pod's nodes (the
 // node scan, without the mutex). Without an estimate refresh at most
@@ -117,8 +120,8 @@ int64_t QueueManager::CohortHoldsLocked(const PodRequest& pod, int64_t own_deman
         passed = end;
         continue;
       }
-      // An earlier unit that borrows waits for idle GPUs this pod would take
-      // whatever its nodes; one within its guarantee only for its nodes.
+      // A unit that borrows waits for idle GPUs this pod would take whatever
+      // its nodes; one within its guarantee only for its nodes.
       const bool h_borrows =
           ledger.Usage(ns) + index.demand_before[i] + u.demand > ledger.Guaranteed(ns);
       heads->push_back(

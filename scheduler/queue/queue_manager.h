@@ -568,10 +568,10 @@ class QueueManager final : public PodGate {
                               const ClusterSnapshot& snapshot, const policy::Framework& fw,
                               bool all_checks, BehindScan* deferred, Evaluation* ev)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Its half under the mutex: the holding units (each earlier in the
-  // estimator's order, with an estimated start before the pod's promised
-  // end) into `heads`; returns the pod's promised end if it passed an
-  // earlier unit of the cohort by its estimate, else 0.
+  // Its half under the mutex: the holding units (estimated to start before
+  // the pod's promised end: earlier ones in the estimator's order, later ones
+  // when the estimate had the pod wait) into `heads`; returns the pod's
+  // promised end if it passed an earlier unit of the cohort, else 0.
   int64_t CohortHoldsLocked(const PodRequest& pod, int64_t own_demand, bool passed_own,
                             const EvalInputs& in, std::vector<BehindScan::Head>* heads)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
