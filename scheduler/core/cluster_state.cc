@@ -506,6 +506,14 @@ std::optional<PodRequest> ClusterState::FindPod(std::string_view uid) const {
   return *it->second;
 }
 
+std::vector<bool> ClusterState::HasPods(const std::vector<std::string_view>& uids) const {
+  std::vector<bool> out(uids.size());
+  if (uids.empty()) return out;
+  absl::MutexLock l(&mu_);
+  for (size_t i = 0; i < uids.size(); ++i) out[i] = pods_.contains(ToAbsl(uids[i]));
+  return out;
+}
+
 std::optional<PodRequest> ClusterState::FindPodByName(std::string_view ns,
                                                       std::string_view name) const {
   absl::MutexLock l(&mu_);

@@ -134,10 +134,15 @@ std::vector<EstimateQueue> QueueManager::EstimateQueuesLocked(const std::vector<
   std::vector<EstimateQueue> queues;
   for (const std::string& ns : names) {
     EstimateQueue q{ns, {}};
-    {
+    // At most estimate_max_units units, copied kUnitsPerHold per hold of
+    // the mutex (a deep queue is copied in several holds).
+    UnitCursor cursor;
+    while (!cursor.done) {
       TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-copy");
-      // Bounded per hold: the mutex is held for a copy of at most this many.
-      for (const Unit& u : UnitsLocked(ns, "", options_.estimate_max_units)) {
+      const size_t max_units = options_.estimate_max_units;
+      if (q.units.size() >= max_units) break;
+      for (const Unit& u :
+           NextUnitsLocked(ns, &cursor, std::min(kUnitsPerHold, max_units - q.units.size()))) {
         EstimateUnit eu;
         eu.members.reserve(u.members.size());
         for (const Entry* e : u.members) eu.members.push_back(e->pod);

@@ -250,11 +250,21 @@ void QueueManager::ReleaseLocked(Reservation& r) {
 
 void QueueManager::ExpireReservationsLocked() {
   const int64_t now = Now();
+  // Whether each unbound slot's holder is still there: one question to the
+  // state for all of them, without copying each pod.
+  std::vector<std::string_view> holders;
+  for (const auto& [key, r] : reservations_) {
+    for (const Slot& s : r.slots) {
+      if (!s.bound) holders.push_back(s.placeholder_uid);
+    }
+  }
+  const std::vector<bool> present = deps_.state->HasPods(holders);
+  size_t next = 0;  // reservations_ is walked below in the same order
   for (auto it = reservations_.begin(); it != reservations_.end();) {
     Reservation& r = it->second;
     bool lost = false;  // a relist dropped a placeholder
     for (const Slot& s : r.slots) {
-      if (!s.bound && !deps_.state->FindPod(s.placeholder_uid).has_value()) lost = true;
+      if (!s.bound && !present[next++]) lost = true;
     }
     if (now >= r.deadline_ms || lost) {
       Log(StrCat("gpusched: gang ", r.ns, "/", r.gang, " reservation ", lost ? "lost" : "expired",

@@ -3,7 +3,8 @@
 // recorded under it only if PlanCurrentLocked accepts it: reclaim,
 // attained-service and fair-share batches (CommitReclaimsLocked), the
 // preempt verb's node answers and a gang's preemption plan (PreemptOne,
-// PreemptGang) and a gang's reservation (ReserveForGang). One rule; each
+// PreemptGang), a gang's reservation (ReserveForGang) and the tick's
+// over-limit evictions (CommitOverLimitLocked). One rule; each
 // plan names the facts it rests on in its PlanBasis.
 #include "gpusched/util/strings.h"
 #include "scheduler/queue/queue_manager.h"
@@ -43,6 +44,12 @@ bool QueueManager::PlanCurrentLocked(const PlanBasis& basis) {
   if (basis.victims != nullptr) {
     for (const std::string& uid : *basis.victims) {
       if (evicted_.contains(uid) || !deps_.state->FindPod(uid).has_value()) return false;
+    }
+  }
+  if (basis.usage != nullptr) {
+    const QuotaLedger& ledger = LedgerLocked();
+    for (const auto& [ns, milli] : *basis.usage) {
+      if (ledger.Usage(ns) != milli) return false;
     }
   }
   return basis.gang == nullptr || GangFactsHoldLocked(*basis.gang);

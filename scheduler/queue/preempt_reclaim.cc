@@ -39,17 +39,34 @@ int64_t Milli(const PodOnNode& p) { return int64_t{p.gpus} * p.milli_per_gpu; }
 //    namespaces outside the cohort borrow: those may go.
 enum class ReclaimKind { kNone, kGuarantee, kCohortLoan };
 
+// The namespaces above their guarantee (only their pods can be reclaimed)
+// and how many of them each cohort has ("" : none), made once per tick so
+// that each namespace's check is O(1), not a walk over the borrowers.
+struct Borrowers {
+  absl::flat_hash_set<std::string> names;
+  absl::flat_hash_map<std::string, size_t> per_cohort;
+};
+
+Borrowers BorrowersOf(const QuotaLedger& ledger) {
+  Borrowers b;
+  for (const std::string& ns : ledger.Namespaces()) {
+    if (ledger.Usage(ns) <= ledger.Guaranteed(ns)) continue;
+    if (b.names.insert(ns).second) ++b.per_cohort[ledger.Quota(ns).cohort];
+  }
+  return b;
+}
+
 ReclaimKind ReclaimKindOf(const QuotaLedger& ledger, const std::string& ns, int64_t demand,
-                          const std::vector<std::string>& borrowers) {
+                          const Borrowers& borrowers) {
   const int64_t after = ledger.Usage(ns) + demand;
   const std::string& cohort = ledger.Quota(ns).cohort;
-  bool other = false, outside = false;
-  for (const std::string& b : borrowers) {
-    if (b == ns) continue;
-    other = true;
-    outside = outside || cohort.empty() || ledger.Quota(b).cohort != cohort;
-  }
-  if (!other) return ReclaimKind::kNone;
+  const size_t self = borrowers.names.contains(ns) ? 1 : 0;
+  const size_t others = borrowers.names.size() - self;  // borrowers but ns
+  if (others == 0) return ReclaimKind::kNone;
+  // Other borrowers outside ns's cohort (any, when it has none).
+  auto same = borrowers.per_cohort.find(cohort);
+  const size_t inside = same == borrowers.per_cohort.end() ? 0 : same->second - self;
+  const bool outside = cohort.empty() || others > inside;
   if (after <= ledger.Guaranteed(ns)) return ReclaimKind::kGuarantee;
   if (cohort.empty() || !outside || after > ledger.Limit(ns)) return ReclaimKind::kNone;
   return after - ledger.Guaranteed(ns) <= ledger.CohortLendable(ns) ? ReclaimKind::kCohortLoan
@@ -498,10 +515,7 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
   const int64_t now = Now();
   const QuotaLedger& ledger = LedgerLocked();
   // Namespaces above their guarantee: only their pods can be reclaimed.
-  std::vector<std::string> borrowers;
-  for (const std::string& ns : ledger.Namespaces()) {
-    if (ledger.Usage(ns) > ledger.Guaranteed(ns)) borrowers.push_back(ns);
-  }
+  const Borrowers borrowers = BorrowersOf(ledger);
   // Round-robin from the cursor, at most reclaim_plans_per_tick namespaces.
   std::vector<const std::pair<const std::string, Order>*> turn;
   for (auto it = order_.lower_bound(reclaim_cursor_); it != order_.end(); ++it)
@@ -758,19 +772,20 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitReclaimsLock
   return out;
 }
 
-std::vector<std::pair<PodRequest, std::string>> QueueManager::OverLimitEvictionsLocked(
-    const ClusterSnapshot& snapshot) {
-  std::vector<std::pair<PodRequest, std::string>> out;
-  const QuotaLedger& ledger = LedgerLocked();
+QueueManager::OverLimitPlan QueueManager::PlanOverLimit(const PlanningView& view) {
+  OverLimitPlan plan;
+  const QuotaLedger& ledger = *view.ledger;
   std::map<std::string, int64_t> over;
   for (const std::string& ns : ledger.Namespaces()) {
-    if (ledger.Usage(ns) > ledger.Limit(ns)) over[ns] = ledger.Usage(ns) - ledger.Limit(ns);
+    if (ledger.Usage(ns) <= ledger.Limit(ns)) continue;
+    over[ns] = ledger.Usage(ns) - ledger.Limit(ns);
+    plan.usage[ns] = ledger.Usage(ns);
   }
-  if (over.empty()) return out;
+  if (over.empty()) return plan;
   std::vector<const PodOnNode*> pods;
-  for (const auto& node : snapshot.nodes()) {
+  for (const auto& node : view.snapshot->nodes()) {
     for (const PodOnNode& p : node->pods) {
-      if (over.contains(p.ns) && !p.reservation && !evicted_.contains(p.uid)) {
+      if (over.contains(p.ns) && !p.reservation && !view.evicted.contains(p.uid)) {
         pods.push_back(&p);
       }
     }
@@ -780,9 +795,10 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::OverLimitEvictions
     if (a->start_unix != b->start_unix) return a->start_unix > b->start_unix;
     return a->uid < b->uid;
   });
+  absl::flat_hash_set<std::string> taken;
   for (const PodOnNode* p : pods) {
     int64_t& left = over[p->ns];
-    if (left <= 0 || evicted_.contains(p->uid)) continue;
+    if (left <= 0 || taken.contains(p->uid)) continue;
     // A gang goes whole.
     std::vector<const PodOnNode*> group = {p};
     if (!p->gang.empty()) {
@@ -795,7 +811,26 @@ std::vector<std::pair<PodRequest, std::string>> QueueManager::OverLimitEvictions
                                       FormatGpus(ledger.Limit(p->ns)), " GPUs");
     for (const PodOnNode* q : group) {
       left -= int64_t{q->gpus} * q->milli_per_gpu;
-      if (auto pod = MarkEvictedLocked(q->uid)) out.emplace_back(std::move(*pod), reason);
+      if (!taken.insert(q->uid).second) continue;
+      plan.victims.push_back(q->uid);
+      plan.reasons.push_back(reason);
+    }
+  }
+  return plan;
+}
+
+std::vector<std::pair<PodRequest, std::string>> QueueManager::CommitOverLimitLocked(
+    const OverLimitPlan& plan, const PlanningView::Stamp& planned, uint64_t queue_version) {
+  std::vector<std::pair<PodRequest, std::string>> out;
+  if (plan.victims.empty()) return out;
+  SyncLocked(deps_.state->Snapshot());  // the facts as they are now
+  if (!PlanCurrentLocked(
+          {planned, queue_version, "", false, &plan.victims, nullptr, &plan.usage})) {
+    return out;  // planned again by the next tick
+  }
+  for (size_t i = 0; i < plan.victims.size(); ++i) {
+    if (auto pod = MarkEvictedLocked(plan.victims[i])) {
+      out.emplace_back(std::move(*pod), plan.reasons[i]);
     }
   }
   return out;

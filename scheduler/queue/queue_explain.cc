@@ -32,25 +32,40 @@ QueuedPod Listed(const PodRequest& pod, int32_t position, int64_t waited_ms) {
 
 }  // namespace
 
-NamespaceQueue QueueManager::CopyNamespaceLocked(const std::string& ns, size_t limit,
-                                                 UnitCopies* copies,
-                                                 std::set<std::string>* reserved) {
-  NamespaceQueue nq;
-  nq.ns = ns;
-  auto q = order_.find(ns);
-  nq.pending_pods = q == order_.end() ? 0 : static_cast<int64_t>(q->second.size());
-  auto pm = pending_milli_.find(ns);
-  nq.pending_milli = pm == pending_milli_.end() ? 0 : pm->second;
-  size_t listed = 0;
-  for (const Unit& u : UnitsLocked(ns, "", limit)) {
-    if (listed >= limit) break;
-    copies->Add(u);
-    listed += u.members.size();
-    if (IsGang(*u.head->pod) && reservations_.contains(GangKey(ns, u.head->pod->gang))) {
-      reserved->insert(u.head->pod->gang);
+bool QueueManager::CopyNamespaceLocked(const std::string& ns, size_t limit, size_t* budget,
+                                       NamespaceCopy* nc) {
+  if (!nc->started) {
+    nc->started = true;
+    nc->row.ns = ns;
+    auto q = order_.find(ns);
+    nc->row.pending_pods = q == order_.end() ? 0 : static_cast<int64_t>(q->second.size());
+    auto pm = pending_milli_.find(ns);
+    nc->row.pending_milli = pm == pending_milli_.end() ? 0 : pm->second;
+    nc->view = PlanningViewLocked();
+  }
+  while (nc->listed < limit && !nc->cursor.done) {
+    if (*budget == 0) return false;
+    const size_t want = std::min({kUnitsPerHold, limit - nc->listed, *budget});
+    for (const Unit& u : NextUnitsLocked(ns, &nc->cursor, want)) {
+      if (nc->listed >= limit) break;
+      nc->copies.Add(u);
+      nc->listed += u.members.size();
+      *budget -= std::min(*budget, u.members.size());
+      if (IsGang(*u.head->pod) && reservations_.contains(GangKey(ns, u.head->pod->gang))) {
+        nc->reserved.insert(u.head->pod->gang);
+      }
     }
   }
-  return nq;
+  return true;
+}
+
+std::vector<std::string> QueueManager::ReportNamesLocked(const ReportQuery& query,
+                                                         const PlanningView& view) {
+  if (!query.ns.empty()) return {query.ns};
+  std::set<std::string> names;
+  for (const std::string& ns : view.ledger->Namespaces()) names.insert(ns);
+  for (const auto& [ns, q] : order_) names.insert(ns);
+  return {names.begin(), names.end()};
 }
 
 std::vector<GangReservationReport> QueueManager::ReservationReportsLocked(const std::string& ns,
@@ -108,42 +123,38 @@ void QueueManager::ExplainNamespace(const PlanningView& view, const UnitCopies& 
 QueueReport QueueManager::Report(const ReportQuery& query) {
   auto fw = deps_.framework();
   QueueReport report;
-  // Copied under the mutex: the listed units (entries owned) and the view.
-  std::deque<UnitCopies> copies;
-  std::deque<std::set<std::string>> reserved;  // per namespace, its gangs holding a reservation
+  // Copied under the mutex, at most kEntriesPerHold entries per hold: the
+  // listed units (entries owned), each namespace with the view as its copy
+  // started.
+  std::deque<NamespaceCopy> copies;
+  std::vector<std::string> names;
   std::shared_ptr<const PlanningView> view;
   int64_t now = 0;
-  {
+  const size_t limit = static_cast<size_t>(std::max(0, query.limit));
+  size_t n = 0;
+  do {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "report");
     SyncLocked(deps_.state->Snapshot());
-    now = Now();
-    view = PlanningViewLocked();
-    report.quotas_enabled = options_.quotas.enabled;
-    report.quota_source = options_.quota_source;
-    std::set<std::string> names;
-    if (!query.ns.empty()) {
-      names.insert(query.ns);
-    } else {
-      for (const std::string& ns : view->ledger->Namespaces()) names.insert(ns);
-      for (const auto& [ns, q] : order_) names.insert(ns);
+    if (view == nullptr) {
+      now = Now();
+      view = PlanningViewLocked();
+      report.quotas_enabled = options_.quotas.enabled;
+      report.quota_source = options_.quota_source;
+      names = ReportNamesLocked(query, *view);
+      copies.resize(names.size());
+      report.reservations = ReservationReportsLocked(query.ns, now);
     }
-    const size_t limit = static_cast<size_t>(std::max(0, query.limit));
-    for (const std::string& ns : names) {
-      report.namespaces.push_back(
-          CopyNamespaceLocked(ns, limit, &copies.emplace_back(), &reserved.emplace_back()));
-    }
-    report.reservations = ReservationReportsLocked(query.ns, now);
-  }
+    size_t budget = kEntriesPerHold;
+    while (n < names.size() && CopyNamespaceLocked(names[n], limit, &budget, &copies[n])) ++n;
+  } while (n < names.size());
   // Explained from the copies, without the mutex.
-  std::vector<NamespaceQueue> shown;
-  for (size_t n = 0; n < report.namespaces.size(); ++n) {
-    NamespaceQueue& nq = report.namespaces[n];
-    ExplainNamespace(*view, copies[n], reserved[n], now, *fw, &nq);
+  for (NamespaceCopy& c : copies) {
+    NamespaceQueue& nq = c.row;
+    ExplainNamespace(*c.view, c.copies, c.reserved, now, *fw, &nq);
     if (view->options->quotas.enabled || nq.pending_pods > 0 || !query.ns.empty()) {
-      shown.push_back(std::move(nq));
+      report.namespaces.push_back(std::move(nq));
     }
   }
-  report.namespaces = std::move(shown);
   std::vector<FairShareClaim> claims;
   for (const NamespaceQueue& nq : report.namespaces) {
     claims.push_back(
@@ -172,15 +183,32 @@ std::vector<QueuedPod> QueueManager::Positions(int32_t explained) {
     }
   }
   const int64_t now = Now();
+  // Per namespace, its pods not explained above, kUnitsPerHold units per
+  // hold of the mutex: pointer copies under it, the listing after it.
+  struct Listing {
+    std::shared_ptr<const PodRequest> pod;
+    int64_t first_seen_ms = 0;
+    size_t unit = 0;  // 0-based position of its unit
+  };
+  std::vector<Listing> listed;
   for (const std::string& ns : namespaces) {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "positions");
-    std::vector<Unit> units = UnitsLocked(ns);
-    for (size_t i = 0; i < units.size(); ++i) {
-      for (const Entry* e : units[i].members) {
-        if (done.contains(e->pod->uid)) continue;  // explained above
-        QueuedPod qp = Listed(*e->pod, static_cast<int32_t>(i + 1), now - e->first_seen_ms);
-        qp.reason =
-            StrCat("gpusched: namespace ", ns, ": ", i, " earlier units in the queue go first");
+    UnitCursor cursor;
+    size_t unit = 0;
+    while (!cursor.done) {
+      listed.clear();
+      {
+        TimedLock l(&mu_, &lock_stats_, deps_.metrics, "positions");
+        for (const Unit& u : NextUnitsLocked(ns, &cursor, kUnitsPerHold)) {
+          for (const Entry* e : u.members) {
+            if (!done.contains(e->pod->uid)) listed.push_back({e->pod, e->first_seen_ms, unit});
+          }
+          ++unit;
+        }
+      }
+      for (const Listing& x : listed) {
+        QueuedPod qp = Listed(*x.pod, static_cast<int32_t>(x.unit + 1), now - x.first_seen_ms);
+        qp.reason = StrCat("gpusched: namespace ", ns, ": ", x.unit,
+                           " earlier units in the queue go first");
         out.push_back(std::move(qp));
       }
     }

@@ -242,6 +242,28 @@ const QueueManager::ReclaimView& QueueManager::ReclaimViewLocked() {
   return v;
 }
 
+void QueueManager::PruneEvictedLocked(int64_t now) {
+  const int64_t stale = options_.stale_after_ms, cooldown = options_.reclaim_cooldown_ms;
+  // Past the cool-down a pod is forgotten once gone: whether each is still
+  // there, asked of the state at once (no copy of each pod).
+  std::vector<std::string_view> cooled;
+  for (const auto& [uid, at] : evicted_) {
+    if (now - at <= stale && now - at > cooldown) cooled.push_back(uid);
+  }
+  const std::vector<bool> present = deps_.state->HasPods(cooled);
+  size_t next = 0;  // evicted_ is walked in the same order (erasing moves nothing)
+  for (auto it = evicted_.begin(); it != evicted_.end();) {
+    const int64_t age = now - it->second;
+    const bool gone = age <= stale && age > cooldown && !present[next++];
+    if (age > stale || gone) {
+      evicted_.erase(it++);
+      ++evicted_version_;
+    } else {
+      ++it;
+    }
+  }
+}
+
 void QueueManager::PruneReclaimsLocked(int64_t now) {
   const size_t before = reclaiming_.size();
   const int64_t stale_after_ms = options_.stale_after_ms;
@@ -252,6 +274,19 @@ void QueueManager::PruneReclaimsLocked(int64_t now) {
 
 int32_t QueueManager::HeldGangMembersLocked(const PodRequest& pod) const {
   return usage_.GangHeld(pod.ns, pod.gang);
+}
+
+QueueManager::Unit QueueManager::GangUnitLocked(const std::string& ns, const Entry* head) {
+  const std::vector<const Entry*>& members = gang_members_[GangKey(ns, head->pod->gang)];
+  Unit u{head, members, 0};
+  std::sort(u.members.begin(), u.members.end(), EarlierEntry());
+  // Until the gang has started its missing members are placed at once;
+  // after (an elastic gang past minMember), each pending member runs
+  // alone and all of them count.
+  const int32_t missing = std::max(0, head->pod->gang_size - HeldGangMembersLocked(*head->pod));
+  u.demand = DemandMilli(head->pod->gpu) *
+             (missing > 0 ? missing : static_cast<int32_t>(u.members.size()));
+  return u;
 }
 
 std::vector<QueueManager::Unit> QueueManager::UnitsLocked(const std::string& ns,
@@ -268,22 +303,42 @@ std::vector<QueueManager::Unit> QueueManager::UnitsLocked(const std::string& ns,
     if (units.size() >= max_units) break;
     if (IsGang(*e->pod)) {
       if (!gangs_seen.insert(e->pod->gang).second) continue;
-      const std::vector<const Entry*>& members = gang_members_[GangKey(ns, e->pod->gang)];
-      Unit u{e, members, 0};
-      std::sort(u.members.begin(), u.members.end(), EarlierEntry());
-      // Until the gang has started its missing members are placed at once;
-      // after (an elastic gang past minMember), each pending member runs
-      // alone and all of them count.
-      const int32_t missing = std::max(0, e->pod->gang_size - HeldGangMembersLocked(*e->pod));
-      u.demand = DemandMilli(e->pod->gpu) *
-                 (missing > 0 ? missing : static_cast<int32_t>(u.members.size()));
-      units.push_back(std::move(u));
+      units.push_back(GangUnitLocked(ns, e));
       if (!stop_gang.empty() && e->pod->gang == stop_gang) break;
     } else {
       units.push_back({e, {e}, DemandMilli(e->pod->gpu)});
       if (e == stop) break;
     }
   }
+  return units;
+}
+
+std::vector<QueueManager::Unit> QueueManager::NextUnitsLocked(const std::string& ns,
+                                                              UnitCursor* cursor,
+                                                              size_t max_units) {
+  std::vector<Unit> units;
+  auto q = order_.find(ns);
+  if (q == order_.end()) {
+    cursor->done = true;
+    return units;
+  }
+  // Resumes after the last entry visited, by its order key: that entry may
+  // be gone or moved since the last hold.
+  auto it = cursor->last ? q->second.upper_bound(&*cursor->last) : q->second.begin();
+  const Entry* visited = nullptr;
+  for (; it != q->second.end() && units.size() < max_units; ++it) {
+    const Entry* e = *it;
+    visited = e;
+    if (!IsGang(*e->pod)) {
+      if (cursor->pods_seen.insert(e->pod->uid).second) {
+        units.push_back({e, {e}, DemandMilli(e->pod->gpu)});
+      }
+    } else if (cursor->gangs_seen.insert(e->pod->gang).second) {
+      units.push_back(GangUnitLocked(ns, e));
+    }
+  }
+  if (visited != nullptr) cursor->last = *visited;
+  cursor->done = it == q->second.end();
   return units;
 }
 
@@ -741,7 +796,12 @@ bool QueueManager::PlanReclaims(absl::Duration wait) {
 
 void QueueManager::LogCoverageLocked() {
   if (!options_.quotas.enabled) return;
-  QuotaCoverage c = CoverageOf(options_.quotas, LedgerLocked().Capacity());
+  // The coverage reads every namespace's quota: made again only when the
+  // config or the cluster's capacity moved.
+  const int64_t capacity = LedgerLocked().Capacity();
+  if (coverage_config_ == config_version_ && logged_coverage_.capacity_milli == capacity) return;
+  coverage_config_ = config_version_;
+  QuotaCoverage c = CoverageOf(options_.quotas, capacity);
   if (c == logged_coverage_) return;
   logged_coverage_ = c;
   for (const std::string& w : CoverageWarnings(c)) Log(StrCat("gpusched: quotas: ", w));
@@ -771,18 +831,7 @@ QueueManager::PlanBatch QueueManager::TickHousekeepingLocked(PlannerState& plann
   for (auto it = gang_plans_.begin(); it != gang_plans_.end();) {
     it = now - it->second.at_ms > options_.stale_after_ms ? gang_plans_.erase(it) : std::next(it);
   }
-  // Pods we evicted are not planned again while they terminate (still
-  // holding their GPUs), up to stale_after_ms.
-  for (auto it = evicted_.begin(); it != evicted_.end();) {
-    const int64_t age = now - it->second;
-    if (age > options_.stale_after_ms ||
-        (age > options_.reclaim_cooldown_ms && !deps_.state->FindPod(it->first).has_value())) {
-      evicted_.erase(it++);
-      ++evicted_version_;
-    } else {
-      ++it;
-    }
-  }
+  PruneEvictedLocked(now);
   PruneReclaimsLocked(now);
   attained_.Forget(now / 1000, options_.attained_forget_after_s, kForgetsPerTick);
   if (planner.done.has_value() && planner.done->view->stamp.config != config_version_) {
@@ -812,12 +861,24 @@ void QueueManager::PlanOrHandOver(PlanBatch batch, std::chrono::steady_clock::ti
 int QueueManager::FollowupEvictions(bool after_evictions) {
   std::vector<std::pair<PodRequest, std::string>> over, gangs;
   if (after_evictions) (void)deps_.writer->AwaitSent(kWriterWait);  // as before tick-sync
+  std::shared_ptr<const PlanningView> view;  // set: over-limit evictions to plan
+  uint64_t queue_version = 0;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-followup");
     SyncLocked(deps_.state->Snapshot());
     if (deps_.writer != nullptr) gangs = GangFollowupEvictionsLocked();
     if (options_.quotas.enabled && deps_.writer != nullptr && options_.reclaim.evict_over_limit) {
-      over = OverLimitEvictionsLocked(*deps_.state->Snapshot());
+      view = PlanningViewLocked();
+      queue_version = queue_version_;
+    }
+  }
+  // Planned without the mutex (a walk over every node when a namespace is
+  // above its limit), recorded by the commit rule.
+  if (view != nullptr) {
+    const OverLimitPlan plan = PlanOverLimit(*view);
+    if (!plan.victims.empty()) {
+      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-over-limit");
+      over = CommitOverLimitLocked(plan, view->stamp, queue_version);
     }
   }
   return SendEvictions(gangs, "gang-preemption") + SendEvictions(over, "over-limit");

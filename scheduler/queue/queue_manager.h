@@ -47,8 +47,10 @@
 // while one after it is held):
 //   0. QueueConfigApplier's lock (queue_wiring.h): held across SetOptions.
 //   1. mu_: everything the queue decides from. Held O(changed pods + a
-//      namespace's units) at most, never across a walk over every node and
-//      never while sending an eviction.
+//      namespace's units: a dropped UnitIndex) at most; background walks over a
+//      queue copy it in bounded holds (kUnitsPerHold units, kEntriesPerHold
+//      entries); never held across a walk over every node nor while sending
+//      an eviction.
 //   2. ClusterState's and Metrics' own locks (leaves, taken under mu_).
 // plan_mu_ (the background planner's hand-over) is never held together with
 // mu_: Tick takes it before and after its holds of mu_, never inside one.
@@ -135,7 +137,7 @@ struct QueueOptions {
   int64_t estimate_horizon_s = int64_t{7} * 24 * 3600;
   // The simulation's resolution (StartEstimatorInput::min_step_s, step_share).
   // Units of one namespace an estimate refresh copies (and estimates) at
-  // most: one hold of the mutex copies them.
+  // most, QueueManager::kUnitsPerHold per hold of the mutex.
   size_t estimate_max_units = 5000;
   int64_t estimate_min_step_s = 60;
   double estimate_step_share = 0.01;
@@ -183,6 +185,8 @@ class QueueManager final : public PodGate {
  public:
   // Tests only: reaches the commit rule (test/queue/commit_rule_test.cc).
   friend class CommitRuleProbe;
+  // Tests only: reaches the background holds' steps (background_holds_test.cc).
+  friend class BackgroundHoldsProbe;
 
   QueueManager(QueueDeps deps, QueueOptions options);
 
@@ -218,7 +222,8 @@ class QueueManager final : public PodGate {
   void Resync() ABSL_LOCKS_EXCLUDED(mu_);
 
   // The queues for GET /debug/queues: copied under the mutex (at most
-  // query.limit pods per namespace), explained without it.
+  // query.limit pods per namespace) in holds of at most kEntriesPerHold
+  // entries, explained without it.
   QueueReport Report(const ReportQuery& query = {}) ABSL_LOCKS_EXCLUDED(mu_);
   // Why one pod waits, its position and a preemption preview: what it reads
   // is copied under the mutex (its namespace's units up to it, the planning
@@ -227,14 +232,15 @@ class QueueManager final : public PodGate {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Every pending pod with its position; the first `explained` of each
   // namespace with the reason it waits (Report), the others with a reason
-  // that only counts the pods ahead. The mutex is taken per namespace.
+  // that only counts the pods ahead. The mutex is taken per kUnitsPerHold
+  // units of a namespace (pointer copies), the listing made without it.
   std::vector<QueuedPod> Positions(int32_t explained) ABSL_LOCKS_EXCLUDED(mu_);
   // Gauges for /metrics (quota usage, pending pods, wait histogram).
   void CollectMetrics(GaugeWriter& w) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Runtime estimates and estimated starts (estimate_refresh.cc), never on a
   // request's path: copies the planning view and each namespace's units
-  // under the mutex (one hold per namespace), then, without it, brings the
+  // under the mutex (kUnitsPerHold units per hold), then, without it, brings the
   // runtime history up to date (RunObserver) and simulates the queue
   // (EstimateStarts) within `budget` of wall-clock time, and publishes the
   // result. Callers: EstimateThread (serving), the simulator, tests.
@@ -422,8 +428,9 @@ class QueueManager final : public PodGate {
   //   it read has moved (its view's stamp and the queue's version are the
   //   current ones), or every fact it adds still holds now.
   // The facts a plan may add: its pod still heads its queue (`heads_queue`);
-  // every victim still exists and is not being evicted (`victims`); a gang
-  // reservation's (`gang`): the gang's members on nodes are as many as when
+  // every victim still exists and is not being evicted (`victims`); each
+  // namespace it evicts from above its limit is used as planned (`usage`);
+  // a gang reservation's (`gang`): the gang's members on nodes are as many as when
   // it was placed, its whole demand is within its namespace's quota and
   // each pick within the per-model quota, as usage is now. Devices a plan
   // takes are checked where they are assumed (ClusterState::AssumeAll).
@@ -435,6 +442,9 @@ class QueueManager final : public PodGate {
     bool heads_queue = false;
     const std::vector<std::string>* victims = nullptr;
     const GangPlacement* gang = nullptr;  // a gang reservation's placement
+    // Over-limit evictions: namespace -> its usage (milli) as planned; the
+    // fact is that each is still used exactly so.
+    const std::map<std::string, int64_t>* usage = nullptr;
   };
   bool PlanCurrentLocked(const PlanBasis& basis) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   PlanningView::Stamp CurrentStampLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -470,7 +480,8 @@ class QueueManager final : public PodGate {
   void PlanOrHandOver(PlanBatch batch, std::chrono::steady_clock::time_point started,
                       PlannerState& planner) ABSL_LOCKS_EXCLUDED(mu_, plan_mu_);
   // Victim gangs' other members and pods over a lowered limit; returns the
-  // evictions sent.
+  // evictions sent. The over-limit evictions are planned on the planning
+  // view without the mutex and recorded by the commit rule.
   int FollowupEvictions(bool after_evictions) ABSL_LOCKS_EXCLUDED(mu_);
   // Plans `batch` without the mutex; `deadline` (if set) stops before a job;
   // `yield` (the planner thread's) is passed at every node visited.
@@ -493,6 +504,27 @@ class QueueManager final : public PodGate {
   // Adds (sign 1) or removes (-1) `pod`'s demand from pending_milli_.
   void AddPendingLocked(const PodRequest& pod, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Entry* FindEntryLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A walk over one namespace's units in several holds of the mutex (the
+  // estimate refresh, Positions, Report): where the last hold stopped (a
+  // copy of the last entry visited: the walk resumes after it in queue
+  // order), the gangs and pods already listed (a pod re-queued behind the
+  // cursor between holds is not listed twice). A unit is listed where its
+  // head is when the walk reaches it.
+  struct UnitCursor {
+    std::optional<Entry> last;
+    absl::flat_hash_set<std::string> gangs_seen;
+    absl::flat_hash_set<std::string> pods_seen;  // single pods' uids
+    bool done = false;
+  };
+  // Units one hold of a walk copies at most: a hold stays far below 1 ms
+  // however deep a namespace's queue is.
+  static constexpr size_t kUnitsPerHold = 512;
+  // The next units of `ns` from `cursor`, at most `max_units` (UnitsLocked's
+  // units, in the same order); sets cursor->done when the queue is walked.
+  std::vector<Unit> NextUnitsLocked(const std::string& ns, UnitCursor* cursor, size_t max_units)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The unit of gang member `head` (its first pending member in order).
+  Unit GangUnitLocked(const std::string& ns, const Entry* head) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Units of `ns` in order, up to and including the one holding `stop_uid`
   // (all of them if empty or not queued). O(units walked).
   std::vector<Unit> UnitsLocked(const std::string& ns, const std::string& stop_uid = "",
@@ -788,11 +820,27 @@ class QueueManager final : public PodGate {
                                             const policy::Framework& fw, bool reclaim,
                                             int64_t quota_demand, const std::vector<int32_t>* only);
   static bool Cheaper(const NodePlan& a, const NodePlan& b);
-  // Report's steps: one namespace's row and units (at most `limit` pods,
-  // copied), the gang reservations (of `ns`, or all if empty), both under
-  // the mutex; then the explanation of the copies, without it.
-  NamespaceQueue CopyNamespaceLocked(const std::string& ns, size_t limit, UnitCopies* copies,
-                                     std::set<std::string>* reserved)
+  // Report's steps: each namespace's row and units (at most `limit` pods,
+  // copied) and the gang reservations (of `ns`, or all if empty), under the
+  // mutex in holds of at most kEntriesPerHold copied entries (the view
+  // taken again at each); then the explanation of the copies, without it.
+  struct NamespaceCopy {
+    NamespaceQueue row;
+    UnitCopies copies;
+    std::set<std::string> reserved;            // its gangs holding a reservation
+    std::shared_ptr<const PlanningView> view;  // when its copy started
+    UnitCursor cursor;
+    size_t listed = 0;
+    bool started = false;
+  };
+  static constexpr size_t kEntriesPerHold = 2048;
+  // Copies more of `nc` (namespace `ns`) within `*budget` entries; true
+  // when it is complete.
+  bool CopyNamespaceLocked(const std::string& ns, size_t limit, size_t* budget, NamespaceCopy* nc)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The namespaces a report lists: `query.ns`, else every namespace with a
+  // quota or a queue.
+  std::vector<std::string> ReportNamesLocked(const ReportQuery& query, const PlanningView& view)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<GangReservationReport> ReservationReportsLocked(const std::string& ns, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -846,8 +894,22 @@ class QueueManager final : public PodGate {
   std::string ReclaimReasonLocked(const ReclaimJob& job, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordReclaimLocked(const ReclaimJob& job, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<std::pair<PodRequest, std::string>> OverLimitEvictionsLocked(
-      const ClusterSnapshot& snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Over-limit evictions (reclaim.evict_over_limit), planned on a view
+  // without the mutex: the pods to evict (lowest priority first, then the
+  // newest; a gang whole) until each namespace above its limit is back
+  // within it, each with its reason, and those namespaces' usage as planned
+  // (the commit rule's `usage` fact). Pure.
+  struct OverLimitPlan {
+    std::vector<std::string> victims;
+    std::vector<std::string> reasons;  // per victim
+    std::map<std::string, int64_t> usage;
+  };
+  static OverLimitPlan PlanOverLimit(const PlanningView& view);
+  // Records `plan` (planned on a view stamped `planned`) if the commit rule
+  // accepts it; the evictions to send.
+  std::vector<std::pair<PodRequest, std::string>> CommitOverLimitLocked(
+      const OverLimitPlan& plan, const PlanningView::Stamp& planned, uint64_t queue_version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `uid` evicted (not planned again while it goes); the pod to evict.
   std::optional<PodRequest> MarkEvictedLocked(const std::string& uid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -922,6 +984,7 @@ class QueueManager final : public PodGate {
   // GPUs no quota can use, guarantees over-promising the cluster.
   void LogCoverageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   QuotaCoverage logged_coverage_ ABSL_GUARDED_BY(mu_);
+  uint64_t coverage_config_ ABSL_GUARDED_BY(mu_) = 0;  // config_version_ it was made for
   // What reclaiming_ means for admission now: the claims (QuotaLedger) and
   // the holds (HeldForReclaimLocked) of the reclaims that are current (not
   // stale, their pod still waiting), so that a filter does not walk every
@@ -941,6 +1004,9 @@ class QueueManager final : public PodGate {
     uint64_t generation = 0;  // moves when claims change
   };
   const ReclaimView& ReclaimViewLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the pods evicted longer ago than stale_after_ms, or past the
+  // cool-down and gone.
+  void PruneEvictedLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the reclaims gone stale (no longer read by anything).
   void PruneReclaimsLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ReclaimView reclaim_view_ ABSL_GUARDED_BY(mu_);

@@ -7,6 +7,8 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "gpusched/util/strings.h"
 #include "test/testing/builders.h"
@@ -33,6 +35,26 @@ TEST(ClusterStateTest, BoundPodWithoutIdsStillHoldsGpus) {
                          {PodBuilder("a").Gpus(3).OnNodeUnknownIds("t4").Build()});
   const NodeInfo* n = state->Snapshot()->Find("t4");
   EXPECT_EQ(n->free_count(), 1);  // never counted as free
+}
+
+// HasPods answers each uid as FindPod does (known or not), in order,
+// pending, bound and removed pods alike.
+TEST(ClusterStateTest, HasPodsAnswersEachUidAsFindPod) {
+  const PodRequest bound = PodBuilder("bound").Gpus(1).OnNode("h", 0x01).Build();
+  const PodRequest waiting = PodBuilder("waiting").Gpus(1).Build();
+  const PodRequest removed = PodBuilder("removed").Gpus(1).Build();
+  auto state = MakeState({testing::Hgx8H100("h")}, {bound, waiting, removed});
+  state->RemovePod(removed.uid);
+  state->Commit();
+  const std::vector<std::string_view> uids = {waiting.uid, removed.uid, "never", bound.uid,
+                                              waiting.uid};
+  const std::vector<bool> has = state->HasPods(uids);
+  ASSERT_EQ(has.size(), uids.size());
+  for (size_t i = 0; i < uids.size(); ++i) {
+    EXPECT_EQ(has[i], state->FindPod(uids[i]).has_value()) << uids[i];
+  }
+  EXPECT_EQ(has, (std::vector<bool>{true, false, false, true, true}));
+  EXPECT_TRUE(state->HasPods({}).empty());
 }
 
 TEST(ClusterStateTest, FinishedPodsReleaseGpus) {

@@ -105,6 +105,11 @@ class ClusterState {
 
   // Returns a copy of the pod known under `uid`.
   std::optional<PodRequest> FindPod(std::string_view uid) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a pod is known under each of `uids` (in order): one
+  // acquisition of the mutex and no copies, for callers checking many pods
+  // (the queue's tick, which holds its own mutex meanwhile).
+  std::vector<bool> HasPods(const std::vector<std::string_view>& uids) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Returns a copy of the pod known as namespace/name.
   std::optional<PodRequest> FindPodByName(std::string_view ns, std::string_view name) const
       ABSL_LOCKS_EXCLUDED(mu_);
