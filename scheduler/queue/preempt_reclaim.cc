@@ -47,6 +47,13 @@ struct Borrowers {
   absl::flat_hash_map<std::string, size_t> per_cohort;
 };
 
+// Whether any of `uids` is still a pod of `state` (one question, no copy).
+bool AnyPresent(const ClusterState& state, const std::vector<std::string>& uids) {
+  const std::vector<std::string_view> views(uids.begin(), uids.end());
+  const std::vector<bool> present = state.HasPods(views);
+  return std::find(present.begin(), present.end(), true) != present.end();
+}
+
 Borrowers BorrowersOf(const QuotaLedger& ledger) {
   Borrowers b;
   for (const std::string& ns : ledger.Namespaces()) {
@@ -533,9 +540,7 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
     }
     auto busy = reclaiming_.find(ns);
     if (busy != reclaiming_.end() && now - busy->second.at_ms < options_.stale_after_ms &&
-        std::any_of(
-            busy->second.victims.begin(), busy->second.victims.end(),
-            [&](const std::string& uid) { return deps_.state->FindPod(uid).has_value(); })) {
+        AnyPresent(*deps_.state, busy->second.victims)) {
       continue;  // the last victims are still terminating (at most stale_after_ms)
     }
     // The head: the first unit filtered (or seen) within stale_after_ms.
@@ -549,6 +554,11 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
       break;
     }
     if (head == nullptr || head->pod->gang_size == kGangSizeUnknown) continue;
+    auto backoff = reclaim_backoff_.find(ns);
+    if (backoff != reclaim_backoff_.end() && backoff->second.head_uid == head->pod->uid &&
+        now < backoff->second.retry_at_ms) {
+      continue;  // its last plan for this head found nothing
+    }
     // A gang reclaims for all its members not yet placed, once: not while
     // it holds a reservation (its devices are found).
     int32_t members = 1;
@@ -558,24 +568,23 @@ std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
       if (members <= 0) continue;
     }
     const int64_t demand = DemandMilli(head->pod->gpu) * members;
-    ReclaimJob job{ns, *head->pod, members, demand, {}};
     const ReclaimKind kind = ReclaimKindOf(ledger, ns, demand, borrowers);
-    job.cohort_loan = kind == ReclaimKind::kCohortLoan;
     // Else a fair-share reclaim, else an attained-service preemption within
     // the namespace.
+    absl::flat_hash_map<std::string, int64_t> floors;
+    absl::flat_hash_set<std::string> only;
     const bool fair = kind == ReclaimKind::kNone && options_.reclaim.enabled &&
                       options_.reclaim.fair_share.enabled && !head->pod->preempt_never &&
-                      FairFloorsLocked(ns, demand, now, &job.floors);
+                      FairFloorsLocked(ns, demand, now, &floors);
     if ((kind == ReclaimKind::kNone || !options_.reclaim.enabled) && !fair &&
-        !AttainedVictimsLocked(*head, now, &job.only)) {
+        !AttainedVictimsLocked(*head, now, &only)) {
       continue;
     }
-    auto backoff = reclaim_backoff_.find(ns);
-    if (backoff != reclaim_backoff_.end() && backoff->second.head_uid == head->pod->uid &&
-        now < backoff->second.retry_at_ms) {
-      continue;  // its last plan for this head found nothing
-    }
-    jobs.push_back(std::move(job));
+    // The head is copied only for a job (not per namespace looked at).
+    ReclaimJob& job = jobs.emplace_back(ReclaimJob{ns, *head->pod, members, demand, {}});
+    job.cohort_loan = kind == ReclaimKind::kCohortLoan;
+    job.floors = std::move(floors);
+    job.only = std::move(only);
   }
   (void)snapshot;
   return jobs;

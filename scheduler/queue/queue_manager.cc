@@ -330,7 +330,7 @@ std::vector<QueueManager::Unit> QueueManager::NextUnitsLocked(const std::string&
     const Entry* e = *it;
     visited = e;
     if (!IsGang(*e->pod)) {
-      if (cursor->pods_seen.insert(e->pod->uid).second) {
+      if (cursor->pods_seen.empty() || !cursor->pods_seen.contains(e->pod->uid)) {
         units.push_back({e, {e}, DemandMilli(e->pod->gpu)});
       }
     } else if (cursor->gangs_seen.insert(e->pod->gang).second) {
@@ -339,6 +339,13 @@ std::vector<QueueManager::Unit> QueueManager::NextUnitsLocked(const std::string&
   }
   if (visited != nullptr) cursor->last = *visited;
   cursor->done = it == q->second.end();
+  // The single pods listed are remembered only for a next hold (most walks
+  // end in one): one moved behind the cursor meanwhile is not listed again.
+  if (!cursor->done) {
+    for (const Unit& u : units) {
+      if (!IsGang(*u.head->pod)) cursor->pods_seen.insert(u.head->pod->uid);
+    }
+  }
   return units;
 }
 
@@ -743,11 +750,7 @@ QueueManager::PlanBatch QueueManager::ReclaimBatchLocked(
     std::shared_ptr<const ClusterSnapshot> snapshot) {
   PlanBatch b;
   b.jobs = ReclaimJobsLocked(*snapshot);
-  if (b.jobs.empty()) return b;
-  b.view = PlanningViewLocked();
   b.queue_version = queue_version_;
-  b.evicted = b.view->evicted;
-  b.fw = deps_.framework();
   return b;
 }
 
@@ -897,6 +900,16 @@ int QueueManager::Tick() {
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-sync");
     batch = TickHousekeepingLocked(planner, &stale);
+  }
+  if (!batch.jobs.empty()) {
+    // The view the batch is planned on, in a hold of its own: its copy
+    // (O(namespaces + evictions) when the state moved) does not lengthen
+    // tick-sync. A change between the two holds is the commit rule's (the
+    // batch's queue version is the one its jobs were chosen at).
+    batch.fw = deps_.framework();
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-view");
+    batch.view = PlanningViewLocked();
+    batch.evicted = batch.view->evicted;
   }
   stale.reset();
   PlanOrHandOver(std::move(batch), started, planner);

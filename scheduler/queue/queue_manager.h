@@ -458,8 +458,8 @@ class QueueManager final : public PodGate {
     absl::flat_hash_map<std::string, int64_t> evicted;
     std::shared_ptr<const policy::Framework> fw;
   };
-  // Chooses this tick's reclaim jobs and copies their inputs (empty jobs:
-  // nothing to plan).
+  // Chooses this tick's reclaim jobs (empty: nothing to plan) and notes the
+  // queue's version; Tick adds the view in a hold of its own.
   PlanBatch ReclaimBatchLocked(std::shared_ptr<const ClusterSnapshot> snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The tick's steps. What the background planner left (taken under
@@ -472,7 +472,8 @@ class QueueManager final : public PodGate {
   PlannerState TakePlanned() ABSL_LOCKS_EXCLUDED(plan_mu_);
   // Sync, expiry of reservations, plans, evictions and reclaims, attained
   // service; moves a planned batch made under an older config to `stale`;
-  // returns this tick's reclaim batch (no jobs: nothing to plan).
+  // returns this tick's reclaim jobs (none: nothing to plan), without the
+  // view (Tick takes it in a hold of its own).
   PlanBatch TickHousekeepingLocked(PlannerState& planner, std::optional<PlanBatch>* stale)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands `batch` to the attached planner, or plans it here (within the
