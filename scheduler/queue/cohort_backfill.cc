@@ -75,6 +75,25 @@ void QueueManager::ApplyCohortHoldsLocked(const PodRequest& pod, int64_t own_dem
   ScanBehind(scan, snapshot, fw, ev);
 }
 
+void QueueManager::ExplainCohortHolds(const PodRequest& pod, const std::vector<Unit>& units,
+                                      const EvalInputs& in, const ClusterSnapshot& snapshot,
+                                      const policy::Framework& fw, Evaluation* ev) {
+  if (units.empty() || in.gang_reserved || !in.options->quotas.enabled) return;
+  if (!ev->reason.empty() || ev->behind_earlier) return;
+  const size_t k = units.size() - 1;
+  const int64_t own =
+      WalkAhead(units, k, in, in.ledger->Limit(pod.ns), /*strict=*/true).demand + units[k].demand;
+  BehindScan scan;
+  {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "explain");
+    CohortHoldsLocked(pod, own, ev->backfill_end > 0, in, &scan.heads);
+  }
+  if (scan.heads.empty()) return;
+  scan.pod = pod;
+  scan.position = StrCat("position ", ev->position, " in queue");
+  ScanBehind(scan, snapshot, fw, ev);
+}
+
 int64_t QueueManager::CohortHoldsLocked(const PodRequest& pod, int64_t own_demand, bool passed_own,
                                         const EvalInputs& in,
                                         std::vector<BehindScan::Head>* heads) {

@@ -325,6 +325,7 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   if (!copies.units.empty()) {
     ev = EvaluateUnits(copies.units, copies.units.size() - 1, *pod, in, snapshot, *fw,
                        /*all_checks=*/true);
+    ExplainCohortHolds(*pod, copies.units, in, snapshot, *fw, &ev);
   }
   r.position = ev.position;
   r.reason = ev.reason;

@@ -1098,6 +1098,12 @@ class QueueManager final : public PodGate {
   // The debug pages' and Positions' estimate fields, from the board.
   void FillEstimates(std::vector<QueuedPod>* pods) const ABSL_LOCKS_EXCLUDED(est_mu_);
   void FillEstimate(const PodRequest& pod, PodReport* report) const ABSL_LOCKS_EXCLUDED(est_mu_);
+  // ExplainPod's cohort Backfill holds (cohort_backfill.cc) for a pod whose
+  // own namespace admits it, as Admit answers them: the holding units are
+  // collected under the mutex, the node scan runs without it.
+  void ExplainCohortHolds(const PodRequest& pod, const std::vector<Unit>& units,
+                          const EvalInputs& in, const ClusterSnapshot& snapshot,
+                          const policy::Framework& fw, Evaluation* ev) ABSL_LOCKS_EXCLUDED(mu_);
   // ExplainPod's what-if answers (what_if.h) for `pod`, on `view`, after
   // the units of `copies` (its namespace's, up to and including its own).
   void AddWhatIfs(const PlanningView& view, const std::vector<Unit>& units, const PodRequest& pod,

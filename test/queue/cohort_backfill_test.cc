@@ -138,8 +138,14 @@ TEST(CohortBackfill, ALaterUnitOfTheCohortPassesOnlyWhenItEndsBeforeTheHeadsStar
     std::string reason;
     const std::vector<std::string> nodes = h.Filter(b, &reason);
     EXPECT_EQ(!nodes.empty(), row.admitted) << reason;
+    // /debug/pods says what the filter says.
+    const std::optional<PodReport> page = h.queue->ExplainPod("team-b", "b");
+    ASSERT_TRUE(page.has_value());
     if (!row.admitted) {
       EXPECT_THAT(reason, HasSubstr(row.reason));
+      EXPECT_EQ(page->reason, reason);
+    } else {
+      EXPECT_THAT(page->reason, HasSubstr("admissible now"));
     }
   }
 }
