@@ -52,8 +52,9 @@ absl::Status ReadTopologyFlags(const Flags& flags, sim::DriverOptions* o) {
   o->random_ties = flags.Has("random-ties");
   o->level_slowdown = flags.Get("level-slowdown");
   o->slowdown_models.clear();
-  for (absl::string_view m :
-       absl::StrSplit(ToAbsl(flags.Get("slowdown-model", "levels")), ',', absl::SkipEmpty())) {
+  // Held here: StrSplit views it, and a temporary would end before the loop.
+  const std::string models = flags.Get("slowdown-model", "levels");
+  for (absl::string_view m : absl::StrSplit(ToAbsl(models), ',', absl::SkipEmpty())) {
     o->slowdown_models.emplace_back(m);
   }
   const bool ok =
