@@ -17,6 +17,16 @@
 #include "scheduler/queue/queue_manager.h"
 
 namespace gpusched::queue {
+
+// The namespaces above their guarantee (only their pods can be reclaimed)
+// and how many of them each cohort has ("" : none), made once per hold of
+// the reclaim choice so that each namespace's check is O(1), not a walk
+// over the borrowers.
+struct Borrowers {
+  absl::flat_hash_set<std::string> names;
+  absl::flat_hash_map<std::string, size_t> per_cohort;
+};
+
 namespace {
 
 struct Candidate {
@@ -38,14 +48,6 @@ int64_t Milli(const PodOnNode& p) { return int64_t{p.gpus} * p.milli_per_gpu; }
 //    guarantee of the cohort's other members) and within its limit, while
 //    namespaces outside the cohort borrow: those may go.
 enum class ReclaimKind { kNone, kGuarantee, kCohortLoan };
-
-// The namespaces above their guarantee (only their pods can be reclaimed)
-// and how many of them each cohort has ("" : none), made once per tick so
-// that each namespace's check is O(1), not a walk over the borrowers.
-struct Borrowers {
-  absl::flat_hash_set<std::string> names;
-  absl::flat_hash_map<std::string, size_t> per_cohort;
-};
 
 // Whether any of `uids` is still a pod of `state` (one question, no copy).
 bool AnyPresent(const ClusterState& state, const std::vector<std::string>& uids) {
@@ -516,78 +518,96 @@ int QueueManager::SendEvictions(const std::vector<std::pair<PodRequest, std::str
   return sent;
 }
 
-std::vector<QueueManager::ReclaimJob> QueueManager::ReclaimJobsLocked(
-    const ClusterSnapshot& snapshot) {
-  std::vector<ReclaimJob> jobs;
+void QueueManager::ChooseReclaimsLocked(ReclaimChoice& c) {
+  if (!c.started) {
+    // Round-robin from the cursor: the namespaces from it to the last, then
+    // from the first up to it.
+    c.started = true;
+    c.first = c.next = reclaim_cursor_;
+    reclaim_cursor_.clear();
+    c.queue_version = queue_version_;
+  }
   const int64_t now = Now();
   const QuotaLedger& ledger = LedgerLocked();
   // Namespaces above their guarantee: only their pods can be reclaimed.
   const Borrowers borrowers = BorrowersOf(ledger);
-  // Round-robin from the cursor, at most reclaim_plans_per_tick namespaces.
-  std::vector<const std::pair<const std::string, Order>*> turn;
-  for (auto it = order_.lower_bound(reclaim_cursor_); it != order_.end(); ++it)
-    turn.push_back(&*it);
-  for (auto it = order_.begin(); it != order_.end() && it->first < reclaim_cursor_; ++it) {
-    turn.push_back(&*it);
+  auto it = order_.lower_bound(c.next);
+  for (size_t looked = 0;; ++looked) {
+    if (it == order_.end() && !c.wrapped && !c.first.empty()) {
+      c.wrapped = true;
+      it = order_.begin();
+    }
+    if (it == order_.end() || (c.wrapped && it->first >= c.first)) {
+      c.done = true;  // every namespace looked at once
+      return;
+    }
+    if (static_cast<int32_t>(c.jobs.size()) >= options_.reclaim_plans_per_tick) {
+      reclaim_cursor_ = it->first;  // the next tick starts here
+      c.done = true;
+      return;
+    }
+    if (looked == kNamespacesPerHold) {
+      c.next = it->first;  // the next hold starts here
+      return;
+    }
+    if (auto job = ReclaimJobForLocked(it->first, it->second, ledger, borrowers, now)) {
+      c.jobs.push_back(std::move(*job));
+    }
+    ++it;
   }
-  reclaim_cursor_.clear();
-  for (const auto* entry : turn) {
-    const std::string& ns = entry->first;
-    const Order& order = entry->second;
-    if (static_cast<int32_t>(jobs.size()) >= options_.reclaim_plans_per_tick) {
-      reclaim_cursor_ = ns;  // the next tick starts here
-      break;
-    }
-    auto busy = reclaiming_.find(ns);
-    if (busy != reclaiming_.end() && now - busy->second.at_ms < options_.stale_after_ms &&
-        AnyPresent(*deps_.state, busy->second.victims)) {
-      continue;  // the last victims are still terminating (at most stale_after_ms)
-    }
-    // The head: the first unit filtered (or seen) within stale_after_ms.
-    // A gang is one unit, seen at its first member.
-    const Entry* head = nullptr;
-    absl::flat_hash_set<std::string> gangs;
-    for (const Entry* e : order) {
-      if (IsGang(*e->pod) && !gangs.insert(e->pod->gang).second) continue;
-      if (now - std::max(e->last_filter_ms, e->first_seen_ms) > options_.stale_after_ms) continue;
-      head = e;
-      break;
-    }
-    if (head == nullptr || head->pod->gang_size == kGangSizeUnknown) continue;
-    auto backoff = reclaim_backoff_.find(ns);
-    if (backoff != reclaim_backoff_.end() && backoff->second.head_uid == head->pod->uid &&
-        now < backoff->second.retry_at_ms) {
-      continue;  // its last plan for this head found nothing
-    }
-    // A gang reclaims for all its members not yet placed, once: not while
-    // it holds a reservation (its devices are found).
-    int32_t members = 1;
-    if (IsGang(*head->pod)) {
-      if (reservations_.contains(GangKey(ns, head->pod->gang))) continue;
-      members = head->pod->gang_size - usage_.GangHeld(ns, head->pod->gang);
-      if (members <= 0) continue;
-    }
-    const int64_t demand = DemandMilli(head->pod->gpu) * members;
-    const ReclaimKind kind = ReclaimKindOf(ledger, ns, demand, borrowers);
-    // Else a fair-share reclaim, else an attained-service preemption within
-    // the namespace.
-    absl::flat_hash_map<std::string, int64_t> floors;
-    absl::flat_hash_set<std::string> only;
-    const bool fair = kind == ReclaimKind::kNone && options_.reclaim.enabled &&
-                      options_.reclaim.fair_share.enabled && !head->pod->preempt_never &&
-                      FairFloorsLocked(ns, demand, now, &floors);
-    if ((kind == ReclaimKind::kNone || !options_.reclaim.enabled) && !fair &&
-        !AttainedVictimsLocked(*head, now, &only)) {
-      continue;
-    }
-    // The head is copied only for a job (not per namespace looked at).
-    ReclaimJob& job = jobs.emplace_back(ReclaimJob{ns, *head->pod, members, demand, {}});
-    job.cohort_loan = kind == ReclaimKind::kCohortLoan;
-    job.floors = std::move(floors);
-    job.only = std::move(only);
+}
+
+std::optional<QueueManager::ReclaimJob> QueueManager::ReclaimJobForLocked(
+    const std::string& ns, const Order& order, const QuotaLedger& ledger,
+    const Borrowers& borrowers, int64_t now) {
+  auto busy = reclaiming_.find(ns);
+  if (busy != reclaiming_.end() && now - busy->second.at_ms < options_.stale_after_ms &&
+      AnyPresent(*deps_.state, busy->second.victims)) {
+    return std::nullopt;  // the last victims are still terminating (at most stale_after_ms)
   }
-  (void)snapshot;
-  return jobs;
+  // The head: the first unit filtered (or seen) within stale_after_ms.
+  // A gang is one unit, seen at its first member.
+  const Entry* head = nullptr;
+  absl::flat_hash_set<std::string> gangs;
+  for (const Entry* e : order) {
+    if (IsGang(*e->pod) && !gangs.insert(e->pod->gang).second) continue;
+    if (now - std::max(e->last_filter_ms, e->first_seen_ms) > options_.stale_after_ms) continue;
+    head = e;
+    break;
+  }
+  if (head == nullptr || head->pod->gang_size == kGangSizeUnknown) return std::nullopt;
+  auto backoff = reclaim_backoff_.find(ns);
+  if (backoff != reclaim_backoff_.end() && backoff->second.head_uid == head->pod->uid &&
+      now < backoff->second.retry_at_ms) {
+    return std::nullopt;  // its last plan for this head found nothing
+  }
+  // A gang reclaims for all its members not yet placed, once: not while
+  // it holds a reservation (its devices are found).
+  int32_t members = 1;
+  if (IsGang(*head->pod)) {
+    if (reservations_.contains(GangKey(ns, head->pod->gang))) return std::nullopt;
+    members = head->pod->gang_size - usage_.GangHeld(ns, head->pod->gang);
+    if (members <= 0) return std::nullopt;
+  }
+  const int64_t demand = DemandMilli(head->pod->gpu) * members;
+  const ReclaimKind kind = ReclaimKindOf(ledger, ns, demand, borrowers);
+  // Else a fair-share reclaim, else an attained-service preemption within
+  // the namespace.
+  absl::flat_hash_map<std::string, int64_t> floors;
+  absl::flat_hash_set<std::string> only;
+  const bool fair = kind == ReclaimKind::kNone && options_.reclaim.enabled &&
+                    options_.reclaim.fair_share.enabled && !head->pod->preempt_never &&
+                    FairFloorsLocked(ns, demand, now, &floors);
+  if ((kind == ReclaimKind::kNone || !options_.reclaim.enabled) && !fair &&
+      !AttainedVictimsLocked(*head, now, &only)) {
+    return std::nullopt;
+  }
+  // The head is copied only for a job (not per namespace looked at).
+  ReclaimJob job{ns, *head->pod, members, demand, {}};
+  job.cohort_loan = kind == ReclaimKind::kCohortLoan;
+  job.floors = std::move(floors);
+  job.only = std::move(only);
+  return job;
 }
 
 std::vector<uint8_t> QueueManager::ReclaimWorth(const PlanInputs& in, const ReclaimJob& job,

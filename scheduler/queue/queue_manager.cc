@@ -746,11 +746,15 @@ std::shared_ptr<const QueueManager::PlanningView> QueueManager::PlanningViewLock
   return view_;
 }
 
-QueueManager::PlanBatch QueueManager::ReclaimBatchLocked(
-    std::shared_ptr<const ClusterSnapshot> snapshot) {
+QueueManager::PlanBatch QueueManager::ChooseReclaims() {
+  ReclaimChoice choice;
+  while (!choice.done) {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-choose");
+    ChooseReclaimsLocked(choice);
+  }
   PlanBatch b;
-  b.jobs = ReclaimJobsLocked(*snapshot);
-  b.queue_version = queue_version_;
+  b.jobs = std::move(choice.jobs);
+  b.queue_version = choice.queue_version;
   return b;
 }
 
@@ -824,8 +828,7 @@ QueueManager::PlannerState QueueManager::TakePlanned() {
   return out;
 }
 
-QueueManager::PlanBatch QueueManager::TickHousekeepingLocked(PlannerState& planner,
-                                                             std::optional<PlanBatch>* stale) {
+bool QueueManager::TickHousekeepingLocked(PlannerState& planner, std::optional<PlanBatch>* stale) {
   auto snapshot = deps_.state->Snapshot();
   SyncLocked(snapshot);
   ExpireReservationsLocked();
@@ -842,8 +845,7 @@ QueueManager::PlanBatch QueueManager::TickHousekeepingLocked(PlannerState& plann
   }
   const bool idle = !planner.attached || (!planner.busy && !planner.done);
   const bool plans = options_.reclaim.enabled || AnyAttained(options_.quotas);
-  if (!options_.quotas.enabled || deps_.writer == nullptr || !plans || !idle) return {};
-  return ReclaimBatchLocked(std::move(snapshot));
+  return options_.quotas.enabled && deps_.writer != nullptr && plans && idle;
 }
 
 void QueueManager::PlanOrHandOver(PlanBatch batch, std::chrono::steady_clock::time_point started,
@@ -895,12 +897,13 @@ int QueueManager::Tick() {
   // source commits them under ClusterState's mutex, which a sync that finds
   // pod changes takes. Waited for here, not inside the queue mutex.
   if (deps_.writer != nullptr) (void)deps_.writer->AwaitSent(kWriterWait);
-  PlanBatch batch;
+  bool choose = false;
   std::optional<PlanBatch> stale;  // planned under an older config: dropped after the mutex
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-sync");
-    batch = TickHousekeepingLocked(planner, &stale);
+    choose = TickHousekeepingLocked(planner, &stale);
   }
+  PlanBatch batch = choose ? ChooseReclaims() : PlanBatch{};
   if (!batch.jobs.empty()) {
     // The view the batch is planned on, in a hold of its own: its copy
     // (O(namespaces + evictions) when the state moved) does not lengthen

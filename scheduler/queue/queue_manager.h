@@ -98,6 +98,9 @@
 
 namespace gpusched::queue {
 
+// The namespaces above their guarantee, per cohort (preempt_reclaim.cc).
+struct Borrowers;
+
 struct QueueOptions {
   QuotaConfig quotas;
   // Where `quotas` came from, as /debug/queues states it ("policy file
@@ -187,6 +190,8 @@ class QueueManager final : public PodGate {
   friend class CommitRuleProbe;
   // Tests only: reaches the background holds' steps (background_holds_test.cc).
   friend class BackgroundHoldsProbe;
+  // Tests only: reaches the reclaim choice's holds (reclaim_choice_test.cc).
+  friend class ReclaimChoiceProbe;
 
   QueueManager(QueueDeps deps, QueueOptions options);
 
@@ -458,10 +463,9 @@ class QueueManager final : public PodGate {
     absl::flat_hash_map<std::string, int64_t> evicted;
     std::shared_ptr<const policy::Framework> fw;
   };
-  // Chooses this tick's reclaim jobs (empty: nothing to plan) and notes the
-  // queue's version; Tick adds the view in a hold of its own.
-  PlanBatch ReclaimBatchLocked(std::shared_ptr<const ClusterSnapshot> snapshot)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // This tick's reclaim jobs (empty: nothing to plan), chosen in bounded
+  // holds (ChooseReclaimsLocked), with the queue's version at the first.
+  PlanBatch ChooseReclaims() ABSL_LOCKS_EXCLUDED(mu_);
   // The tick's steps. What the background planner left (taken under
   // plan_mu_, never under mu_).
   struct PlannerState {
@@ -472,9 +476,9 @@ class QueueManager final : public PodGate {
   PlannerState TakePlanned() ABSL_LOCKS_EXCLUDED(plan_mu_);
   // Sync, expiry of reservations, plans, evictions and reclaims, attained
   // service; moves a planned batch made under an older config to `stale`;
-  // returns this tick's reclaim jobs (none: nothing to plan), without the
-  // view (Tick takes it in a hold of its own).
-  PlanBatch TickHousekeepingLocked(PlannerState& planner, std::optional<PlanBatch>* stale)
+  // true when reclaim jobs are to be chosen (ChooseReclaims, in holds of
+  // their own).
+  bool TickHousekeepingLocked(PlannerState& planner, std::optional<PlanBatch>* stale)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands `batch` to the attached planner, or plans it here (within the
   // budget) and leaves it in planner.done.
@@ -882,8 +886,28 @@ class QueueManager final : public PodGate {
   static std::vector<uint8_t> ReclaimWorth(const PlanInputs& in, const ReclaimJob& job,
                                            const ClusterSnapshot& snapshot,
                                            policy::FilterMemo& memo, size_t* fewest);
-  // Namespaces whose queue head may reclaim now (cheap checks only).
-  std::vector<ReclaimJob> ReclaimJobsLocked(const ClusterSnapshot& snapshot)
+  // Choosing the tick's reclaim jobs: the namespaces whose queue head may
+  // reclaim now (cheap checks only), round-robin from reclaim_cursor_, at
+  // most options_.reclaim_plans_per_tick jobs. Walked over several holds
+  // of the mutex, kNamespacesPerHold namespaces each, so that the hold is
+  // bounded however many namespaces there are; a namespace added or removed
+  // between holds is met or skipped by its name. Jobs chosen in different
+  // holds are all recorded by the commit rule against the first hold's
+  // queue version (older, so every fact is checked if the queue moved).
+  struct ReclaimChoice {
+    std::vector<ReclaimJob> jobs;
+    std::string first;  // where the turn started (the cursor; "": the first namespace)
+    std::string next;   // the namespace the next hold looks at first
+    bool started = false, wrapped = false, done = false;
+    uint64_t queue_version = 0;  // at the first hold
+  };
+  static constexpr size_t kNamespacesPerHold = 64;
+  // One hold's share of the choice; sets c.done when the turn is over.
+  void ChooseReclaimsLocked(ReclaimChoice& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job for namespace `ns` (queue `order`), if its head may reclaim now.
+  std::optional<ReclaimJob> ReclaimJobForLocked(const std::string& ns, const Order& order,
+                                                const QuotaLedger& ledger,
+                                                const Borrowers& borrowers, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records the planned reclaims still current (PlanCurrentLocked); returns
   // the evictions to send.
