@@ -1,7 +1,9 @@
 #include "scheduler/queue/run_observer.h"
 
 #include <algorithm>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "gpusched/util/strings.h"
 #include "scheduler/queue/snapshot_delta.h"
@@ -17,14 +19,20 @@ void RunObserver::Observe(const std::shared_ptr<const ClusterSnapshot>& snapshot
     const int64_t start = p->start_unix > 0 ? std::min(p->start_unix, now_s) : now_s;
     running_[p->uid] = {p->ns, p->workload, p->gpus, start};
   }
+  // Recorded oldest end first (then by UID), as Seed does: a history ring
+  // that is full keeps the same runs whatever order the pods were found in.
+  std::vector<std::tuple<int64_t, std::string, Running>> ended;
   for (const std::string& uid : delta.maybe_gone) {
     auto it = running_.find(uid);
     if (it == running_.end()) continue;
-    if (std::optional<int64_t> end = end_of(uid, now_s)) {
-      const Running& r = it->second;
-      history->Record(r.ns, r.workload, r.gpus, *end - r.start_s, RunTag(uid));
-    }
+    if (std::optional<int64_t> end = end_of(uid, now_s)) ended.emplace_back(*end, uid, it->second);
     running_.erase(it);
+  }
+  std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+  });
+  for (const auto& [end, uid, r] : ended) {
+    history->Record(r.ns, r.workload, r.gpus, end - r.start_s, RunTag(uid));
   }
   last_ = snapshot;
 }

@@ -5,8 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gpusched/util/strings.h"
 #include "scheduler/queue/run_observer.h"
@@ -331,6 +335,47 @@ TEST(RunObserver, SeedKeepsTheMostRecentRunsWhateverTheOrder) {
   ASSERT_TRUE(q.has_value());
   EXPECT_EQ(q->runs, 2);
   EXPECT_GE(q->p50, 300);  // the runs of 300 and 400 s, not the first two
+}
+
+// Pods that leave their nodes between two observations are recorded oldest
+// end first, then by UID, never in hash order: absl's hash is seeded per
+// process, and a full ring that kept other runs in another process made the
+// replay's estimates (and Backfill's decisions) differ from run to run.
+TEST(RunObserver, RecordsPodsThatLeaveTogetherOldestEndFirstThenByUid) {
+  // 16 one-GPU pods on two nodes; the end times repeat, so the UID breaks
+  // ties. Names run against the ends to tell the two orders apart.
+  std::vector<PodRequest> pods;
+  std::map<std::string, int64_t> end, start;  // by uid
+  for (int i = 0; i < 16; ++i) {
+    const std::string node = i < 8 ? "h0" : "h1";
+    PodRequest p = PodBuilder("p" + std::to_string(100 - i), "a")
+                       .Gpus(1)
+                       .OnNode(node, uint64_t{1} << (i % 8))
+                       .Build();
+    p.start_unix = 1000 + i;            // runtimes all differ
+    end[p.uid] = 2000 + 100 * (i / 2);  // two pods end at each time
+    start[p.uid] = p.start_unix;
+    pods.push_back(p);
+  }
+  auto state = MakeState({Hgx8H100("h0"), Hgx8H100("h1")}, pods);
+  RunObserver obs;
+  RuntimeHistory h;
+  auto end_of = [&end](const std::string& uid, int64_t) -> std::optional<int64_t> {
+    return end.at(uid);
+  };
+  obs.Observe(state->Snapshot(), 1500, end_of, &h);
+  for (const PodRequest& p : pods) state->RemovePod(p.uid);
+  state->Commit();
+  obs.Observe(state->Snapshot(), 9000, end_of, &h);
+  std::vector<std::pair<int64_t, std::string>> want;
+  for (const auto& [uid, e] : end) want.emplace_back(e, uid);
+  std::sort(want.begin(), want.end());
+  std::vector<int64_t> want_seconds, got_seconds;
+  for (const auto& [e, uid] : want) want_seconds.push_back(e - start[uid]);
+  for (const RuntimeHistory::Run& r : h.Runs()) {
+    if (r.workload.empty()) got_seconds.push_back(r.seconds);
+  }
+  EXPECT_EQ(got_seconds, want_seconds);  // the namespace/GPU-count ring, oldest first
 }
 
 }  // namespace
