@@ -45,9 +45,8 @@ QueueManager::PreemptionBudget& QueueManager::Refill(
   return b;
 }
 
-bool QueueManager::AttainedVictimsLocked(const Entry& head, int64_t now,
-                                         absl::flat_hash_set<std::string>* out) {
-  out->clear();
+bool QueueManager::AttainedVictimsLocked(const Entry& head, int64_t now, DemotedWorkloads* out) {
+  *out = DemotedWorkloads{};
   const AttainedServiceConfig& a = AttainedOf(options_.quotas, head.pod->ns);
   if (!a.enabled || a.preemptions_per_hour <= 0 || head.level != 0) return false;
   if (head.pod->preempt_never) return false;  // preemptionPolicy: Never
@@ -62,11 +61,14 @@ bool QueueManager::AttainedVictimsLocked(const Entry& head, int64_t now,
     const bool higher = std::any_of(w.running.begin(), w.running.end(),
                                     [&](const auto& p) { return p.priority > head.pod->priority; });
     if (higher) continue;  // a workload goes whole or not at all
-    for (const auto& p : w.running) {
-      if (!evicted_.contains(p.uid)) out->insert(p.uid);
-    }
+    const bool going = std::all_of(w.running.begin(), w.running.end(),
+                                   [&](const auto& p) { return evicted_.contains(p.uid); });
+    if (!going) out->workloads.insert(name);
   }
-  return !out->empty();
+  if (out->workloads.empty()) return false;
+  out->ns = head.pod->ns;
+  out->max_priority = head.pod->priority;
+  return true;
 }
 
 }  // namespace gpusched::queue

@@ -35,14 +35,14 @@ struct NodeBound {
 
 NodeBound Bound(size_t index, const NodeInfo& node, const PodRequest& member, bool reclaim,
                 const absl::flat_hash_map<std::string, int64_t>& evicted,
-                const absl::flat_hash_set<std::string>* only) {
+                const DemotedWorkloads* only) {
   NodeBound b;
   b.index = index;
   bool any = false;
   int64_t smallest = std::numeric_limits<int64_t>::max();
   for (const PodOnNode& p : node.pods) {
     if (p.reservation || evicted.contains(p.uid)) continue;
-    if (only != nullptr ? !only->contains(p.uid)
+    if (only != nullptr ? !only->Contains(p)
                         : (reclaim ? p.ns == member.ns : p.priority >= member.priority)) {
       continue;
     }

@@ -9,6 +9,7 @@
 // copies) and recorded under it only if still current.
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <iostream>
 #include <limits>
 #include <set>
@@ -210,7 +211,7 @@ class QueueManager::NodeSearch {
  private:
   bool Eligible(const PodOnNode& p) const {
     if (p.reservation || in_.evicted->contains(p.uid)) return false;
-    if (in_.only != nullptr) return in_.only->contains(p.uid);
+    if (in_.only != nullptr) return in_.only->Contains(p);
     const bool lower = p.priority < preemptor_.priority;
     if (rules_.reclaim) {
       // Any borrower restores a guarantee; a cohort's loan is taken back
@@ -531,6 +532,8 @@ void QueueManager::ChooseReclaimsLocked(ReclaimChoice& c) {
   const QuotaLedger& ledger = LedgerLocked();
   // Namespaces above their guarantee: only their pods can be reclaimed.
   const Borrowers borrowers = BorrowersOf(ledger);
+  const auto budget = std::chrono::microseconds(options_.reclaim_choice_hold_us);
+  const auto started = std::chrono::steady_clock::now();
   auto it = order_.lower_bound(c.next);
   for (size_t looked = 0;; ++looked) {
     if (it == order_.end() && !c.wrapped && !c.first.empty()) {
@@ -546,7 +549,8 @@ void QueueManager::ChooseReclaimsLocked(ReclaimChoice& c) {
       c.done = true;
       return;
     }
-    if (looked == kNamespacesPerHold) {
+    if (looked == kNamespacesPerHold ||
+        (looked > 0 && budget.count() > 0 && std::chrono::steady_clock::now() - started > budget)) {
       c.next = it->first;  // the next hold starts here
       return;
     }
@@ -594,7 +598,7 @@ std::optional<QueueManager::ReclaimJob> QueueManager::ReclaimJobForLocked(
   // Else a fair-share reclaim, else an attained-service preemption within
   // the namespace.
   absl::flat_hash_map<std::string, int64_t> floors;
-  absl::flat_hash_set<std::string> only;
+  DemotedWorkloads only;
   const bool fair = kind == ReclaimKind::kNone && options_.reclaim.enabled &&
                     options_.reclaim.fair_share.enabled && !head->pod->preempt_never &&
                     FairFloorsLocked(ns, demand, now, &floors);
@@ -628,7 +632,7 @@ std::vector<uint8_t> QueueManager::ReclaimWorth(const PlanInputs& in, const Recl
   const bool lower_only = in.options->reclaim.only_lower_priority;
   auto reclaimable = [&](const PodOnNode& p) {
     if (p.reservation || in.evicted->contains(p.uid)) return false;
-    if (in.only != nullptr) return in.only->contains(p.uid);
+    if (in.only != nullptr) return in.only->Contains(p);
     return borrowers.contains(p.ns) && (!lower_only || p.priority < job.pod.priority);
   };
   // Per node, whether planning can help: its verdict is not unresolvable, it

@@ -101,6 +101,21 @@ namespace gpusched::queue {
 // The namespaces above their guarantee, per cohort (preempt_reclaim.cc).
 struct Borrowers;
 
+// An attained-service preemption's victims (docs/queue.md, "Attained
+// service"): the pods on nodes of namespace `ns` whose workload (as
+// PodOnNode::workload) is one of `workloads`, none above `max_priority`.
+// Chosen by workload under the queue mutex, matched per pod by the
+// planners without it (so the choice copies no pod uid).
+struct DemotedWorkloads {
+  std::string ns;
+  absl::flat_hash_set<std::string> workloads;
+  int32_t max_priority = 0;
+  bool empty() const { return workloads.empty(); }
+  bool Contains(const PodOnNode& p) const {
+    return p.priority <= max_priority && p.ns == ns && workloads.contains(p.workload);
+  }
+};
+
 struct QueueOptions {
   QuotaConfig quotas;
   // Where `quotas` came from, as /debug/queues states it ("policy file
@@ -123,6 +138,13 @@ struct QueueOptions {
   // it (ServingQueueOptions); the simulator and tests leave it 0, so their
   // decisions do not depend on the machine's speed.
   int32_t reclaim_plan_budget_ms = 0;
+  // Wall-clock time one hold of the mutex may spend choosing the tick's
+  // reclaim jobs (ChooseReclaimsLocked; 0: no limit beyond
+  // kNamespacesPerHold namespaces); at least one namespace is looked at per
+  // hold. Bounds the hold where a namespace's check walks many running
+  // workloads (attained service). Serving sets it; the choice itself does
+  // not depend on where the holds end.
+  int32_t reclaim_choice_hold_us = 0;
   // A victim gang with members on other nodes than the one the preempt verb
   // answered for: once one of its members there is going (deleted or
   // terminating) within this long, gpusched evicts the others.
@@ -366,9 +388,9 @@ class QueueManager final : public PodGate {
     const QueueOptions* options = nullptr;
     const absl::flat_hash_map<std::string, int64_t>* evicted = nullptr;
     const GangUsage* gangs = nullptr;  // gang member counts
-    // Attained-service preemption: victims only among these pods (their
-    // namespace's demoted workloads); null: the rules of the caller.
-    const absl::flat_hash_set<std::string>* only = nullptr;
+    // Attained-service preemption: victims only among the pods of these
+    // workloads (their namespace's demoted ones); null: the rules of the caller.
+    const DemotedWorkloads* only = nullptr;
     // Reclaim for a borrower whose cohort lends it enough idle guarantee:
     // victims only among borrowers outside its cohort (docs/queue.md).
     bool cohort_loan = false;
@@ -390,8 +412,8 @@ class QueueManager final : public PodGate {
     std::vector<std::string> victims;  // the plan; empty: none found
     bool planned = false;              // false: the tick's budget ran out first
     // Non-empty: an attained-service preemption within `ns`, victims only
-    // among these pods; empty: reclaim from borrowers.
-    absl::flat_hash_set<std::string> only;
+    // among these workloads' pods; empty: reclaim from borrowers.
+    DemotedWorkloads only;
     // The head borrows within what its cohort lends (else it is within its
     // guarantee): victims only among borrowers outside its cohort.
     bool cohort_loan = false;
@@ -901,7 +923,7 @@ class QueueManager final : public PodGate {
     bool started = false, wrapped = false, done = false;
     uint64_t queue_version = 0;  // at the first hold
   };
-  static constexpr size_t kNamespacesPerHold = 64;
+  static constexpr size_t kNamespacesPerHold = 32;
   // One hold's share of the choice; sets c.done when the turn is over.
   void ChooseReclaimsLocked(ReclaimChoice& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job for namespace `ns` (queue `order`), if its head may reclaim now.
@@ -1071,11 +1093,13 @@ class QueueManager final : public PodGate {
   // of the namespace's budget per workload (gang or pod) evicted.
   std::string FairShareReasonLocked(const ReclaimJob& job, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The running pods `head` may have evicted by attained service (its
-  // namespace's workloads past the threshold, of no higher priority); false
-  // (and `out` empty) if its namespace has not opted in, it is itself past
-  // the threshold, the budget is spent or there is no such pod.
-  bool AttainedVictimsLocked(const Entry& head, int64_t now, absl::flat_hash_set<std::string>* out)
+  // The running workloads `head` may have evicted by attained service (its
+  // namespace's workloads past the threshold, with no pod of higher
+  // priority and a pod not being evicted); false (and `out` empty) if its
+  // namespace has not opted in, it is itself past the threshold, the budget
+  // is spent or there is no such workload. O(the namespace's running pods),
+  // no pod copied.
+  bool AttainedVictimsLocked(const Entry& head, int64_t now, DemotedWorkloads* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gang preemptors' plans by "ns/gang" (gang_preemption.cc).
   std::map<std::string, GangPlan> gang_plans_ ABSL_GUARDED_BY(mu_);

@@ -26,6 +26,7 @@ QueueOptions QueueOptionsFrom(const SchedulerConfig& config) {
 QueueOptions ServingQueueOptions(const SchedulerConfig& config) {
   QueueOptions o = QueueOptionsFrom(config);
   o.reclaim_plan_budget_ms = 5;
+  o.reclaim_choice_hold_us = 250;
   return o;
 }
 

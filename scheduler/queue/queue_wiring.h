@@ -22,8 +22,9 @@
 namespace gpusched::queue {
 
 QueueOptions QueueOptionsFrom(const SchedulerConfig& config);
-// QueueOptionsFrom plus what only a serving process sets: a wall-clock
-// budget for the tick's reclaim planning (QueueOptions::reclaim_plan_budget_ms).
+// QueueOptionsFrom plus what only a serving process sets: wall-clock
+// budgets for the tick's reclaim planning and for each hold of its choice
+// (QueueOptions::reclaim_plan_budget_ms, reclaim_choice_hold_us).
 QueueOptions ServingQueueOptions(const SchedulerConfig& config);
 
 // Returns a QueueManager installed as `service`'s gate, its queue filled from

@@ -308,6 +308,23 @@ TEST(AttainedPreemptionTest, EvictsAWorkloadPastTheThresholdForAFreshOne) {
   EXPECT_EQ(h.queue->Tick(), 0);  // the replacement is demoted: it preempts nobody
 }
 
+// The victims are the pods of the demoted workloads wherever they run: not
+// a pod of a workload under the threshold, nor one of a workload with a pod
+// of higher priority elsewhere, though either sits on an earlier node.
+TEST(AttainedPreemptionTest, OnlyTheDemotedWorkloadsPodsAreVictimsWhereverTheyRun) {
+  QueueOptions o = Attained(2);
+  o.quotas.namespaces["team-a"].gpus = {64, 64};
+  Harness h(H100s(4),
+            {RunningSince("short-0", "short", 8, "h0", 0xff, kNowS - 5),
+             RunningSince("mixed-0", "mixed", 8, "h1", 0xff, kNowS - 100),
+             RunningSince("mixed-1", "mixed", 8, "h2", 0xff, kNowS - 100, 100),
+             RunningSince("long-0", "long", 8, "h3", 0xff, kNowS - 100)},
+            o);
+  EXPECT_THAT(h.Filter(Waiting("fresh", "fresh", 8, 20)), IsEmpty());
+  EXPECT_EQ(h.queue->Tick(), 1);
+  EXPECT_THAT(h.writer.evicted, ElementsAre("uid-team-a-long-0"));
+}
+
 // At most preemptions_per_hour workloads an hour: a second fresh workload
 // waits until the budget is back.
 TEST(AttainedPreemptionTest, BudgetLimitsPreemptionsPerHour) {

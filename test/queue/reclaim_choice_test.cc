@@ -1,6 +1,6 @@
 // The tick chooses its reclaim jobs in bounded holds of the queue mutex
 // (QueueManager::ChooseReclaimsLocked, docs/architecture.md "Locks and
-// their order", tick-choose): 64 namespaces per hold, round-robin from the
+// their order", tick-choose): 32 namespaces per hold, round-robin from the
 // cursor across ticks. Each test checks the choice against a model of one
 // walk over the namespaces in name order, and what a change between two
 // holds does to it.
@@ -102,13 +102,30 @@ TEST(ReclaimChoice, EveryNamespaceIsLookedAtOnceOverBoundedHolds) {
   Guaranteed g(150, 1000);
   ReclaimChoiceProbe probe(*g.h.queue);
   EXPECT_THAT(probe.Choose(), ElementsAreArray(g.names));
-  EXPECT_EQ(probe.holds(), 3);  // 64 + 64 + 22 namespaces
+  EXPECT_EQ(probe.holds(), 5);  // 4 x 32 + 22 namespaces
+}
+
+// A serving process also ends a hold after reclaim_choice_hold_us of wall
+// time (at least one namespace per hold): the choice is the same wherever
+// the holds end.
+TEST(ReclaimChoice, AWallClockBudgetPerHoldEndsHoldsEarlierAndChoosesTheSame) {
+  for (const int32_t hold_us : {1, 20, 250}) {
+    SCOPED_TRACE(hold_us);
+    Guaranteed g(150, 1000);
+    QueueOptions o = Guaranteed::Options(150, 1000);
+    o.reclaim_choice_hold_us = hold_us;
+    g.h.queue->SetOptions(o);
+    ReclaimChoiceProbe probe(*g.h.queue);
+    EXPECT_THAT(probe.Choose(), ElementsAreArray(g.names));
+    EXPECT_GE(probe.holds(), 5);
+    EXPECT_LE(probe.holds(), 150);
+  }
 }
 
 // Across ticks the choice goes round the namespaces as one walk would: each
 // tick takes the next `per_tick` heads after the last tick's, wrapping.
 TEST(ReclaimChoice, TicksTakeTheNamespacesRoundRobinAsOneWalk) {
-  for (const int per_tick : {16, 50, 64, 65, 149}) {
+  for (const int per_tick : {16, 31, 32, 33, 50, 149}) {
     SCOPED_TRACE(per_tick);
     Guaranteed g(150, per_tick);
     ReclaimChoiceProbe probe(*g.h.queue);
@@ -131,7 +148,7 @@ TEST(ReclaimChoice, ANamespaceAddedOrGoneBetweenHoldsIsMetOrSkippedByItsName) {
   ReclaimChoiceProbe probe(*g.h.queue);
   const uint64_t before = probe.queue_version();
   const std::vector<std::string> chosen = probe.Choose([&](int holds) {
-    if (holds != 1) return;  // after ns-000 .. ns-063
+    if (holds != 1) return;  // after ns-000 .. ns-031
     const PodRequest gone = Guaranteed::Head("ns-120");
     g.h.state().RemovePod(gone.uid);
     g.h.state().Commit();
