@@ -20,6 +20,13 @@
 // 8 GPUs busy on each, and a gang of 8 x 8 GPUs that requires (arg 0) or
 // prefers (arg 1) one rack and fits nowhere: what each of its filters
 // spends on the placement that fails.
+// BM_FailedGangFilters: the same cluster, a gang of 8 x 8 GPUs that
+// requires (preferred:0) or prefers (preferred:1) one rack and fits
+// nowhere, its 8 members filtered one after another through the extender
+// with nothing changing in between (kube-scheduler trying each member of a
+// new Job, or retrying one): reuse:1 answers the later filters from the
+// failed placement (the default), reuse:0 places the gang afresh on every
+// filter (QueueDeps::reuse_failed_placements off). Time per member filter.
 // BM_PreferredGangPreemptPlan: the preempt verb's whole-gang plan for a
 // gang of 8 x 8 GPUs that prefers one rack, on the same 5,000 nodes (313
 // racks of 16, 79 blocks of 64), every GPU taken by lower-priority pods of
@@ -198,6 +205,46 @@ void BM_TopologyNoRoomPlacement(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_TopologyNoRoomPlacement)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+void BM_FailedGangFilters(benchmark::State& state) {
+  QueueOptions o;
+  o.gang.topology_levels = {kBlock, kRack};
+  auto cluster = ScaleCluster();
+  std::vector<PodRequest> pods;
+  for (const NodeInfo* node : cluster->Snapshot()->nodes()) {
+    for (const PodOnNode& p : node->pods) pods.push_back(*cluster->FindPod(p.uid));
+  }
+  testing::Harness h(ScaleNodes(), pods, o);
+  h.reuse_failed_placements = state.range(0) == 1;
+  h.Restart();
+  std::vector<PodRequest> members;
+  for (int i = 0; i < 8; ++i) {
+    PodRequest m = ::gpusched::testing::PodBuilder("m" + std::to_string(i), "team-a")
+                       .Gpus(8)
+                       .Gang("g", 8)
+                       .Build();
+    m.topology_request = {state.range(1) == 0 ? TopologyRule::kRequired : TopologyRule::kPreferred,
+                          kRack, 0, kAnnotationTopologyPreferred, ""};
+    h.Submit(m);
+    members.push_back(std::move(m));
+  }
+  size_t next = 0;
+  for (auto _ : state) {
+    std::string reason;
+    if (!h.Filter(members[next++ % members.size()], &reason).empty()) {
+      state.SkipWithError("the gang should not fit");
+      return;
+    }
+    benchmark::DoNotOptimize(reason);
+  }
+}
+BENCHMARK(BM_FailedGangFilters)
+    ->ArgNames({"reuse", "preferred"})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMicrosecond);
 
 // 5,000 nodes as ScaleCluster, every GPU held by pods of priority 0-50;
 // with `pinned`, nodes 0-8 of every rack of 16 hold a 1-GPU pod of

@@ -107,6 +107,7 @@ NodeRooms RoomPerNode(const ClusterSnapshot& snapshot, const policy::Framework& 
       copies = DeviceCopies(n, pod, missing);
       if (e.id >= 0) copies_by_state.emplace(e.id, copies);
     }
+    if (copies > 0) out.usable.push_back(static_cast<int32_t>(k));
     copies = std::min({copies, BoundBy(hot.cpu_free_milli, pod.cpu_milli, missing),
                        BoundBy(n.memory_mib - n.memory_used_mib, pod.memory_mib, missing)});
     out.copies[k] = std::max(copies, 0);
@@ -191,10 +192,14 @@ bool PlaceInOne(const ClusterSnapshot& snapshot, const policy::Framework& fw, co
 }
 
 // The fewest domains of `look`'s level that together hold the members, most
-// room first; else anywhere.
+// room first; else anywhere. Anywhere is placed over `per_node.usable`
+// only: a node outside it fails the filter or has no devices for one
+// member, so PlaceMembers over every node skips it and picks the same
+// nodes in the same order (a gang that does not fit is not walked over
+// every node twice). The reference placement (by_scan) walks every node.
 void PlaceInFewest(const ClusterSnapshot& snapshot, const policy::Framework& fw,
                    const PodRequest& pod, const QuotaLedger& ledger, int32_t missing, bool by_scan,
-                   LevelLook look, TopologyPlacement* out) {
+                   LevelLook look, const NodeRooms& per_node, TopologyPlacement* out) {
   const TopologyDomains& domains = *look.domains;
   std::sort(look.rooms.begin(), look.rooms.end(), [&](const DomainRoom& a, const DomainRoom& b) {
     if (a.members != b.members) return a.members > b.members;
@@ -218,7 +223,8 @@ void PlaceInFewest(const ClusterSnapshot& snapshot, const policy::Framework& fw,
     }
   }
   out->domains_used = 0;
-  out->picks = PlaceMembers(snapshot, fw, pod, ledger, missing, by_scan);
+  out->picks = PlaceMembers(snapshot, fw, pod, ledger, missing, by_scan,
+                            by_scan ? nullptr : &per_node.usable);
 }
 
 }  // namespace
@@ -251,7 +257,7 @@ TopologyPlacement PlaceInDomains(const ClusterSnapshot& snapshot, const policy::
     }
   }
   // Preferred, and no level has one domain that holds it.
-  PlaceInFewest(snapshot, fw, pod, ledger, missing, by_scan, std::move(look), &out);
+  PlaceInFewest(snapshot, fw, pod, ledger, missing, by_scan, std::move(look), per_node, &out);
   return out;
 }
 

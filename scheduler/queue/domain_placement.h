@@ -45,11 +45,15 @@ struct DomainRoom {
 // snapshot.nodes()): the copies that pass the filter and fit the node's
 // devices, CPU and memory one after another (quota not counted), at most
 // `missing`; and its whole free and healthy GPUs (0 when unschedulable).
-// What every level's room is summed from.
+// What every level's room is summed from. `usable`: the nodes (indexes, in
+// order) where one copy passes the filter and fits the devices, CPU and
+// memory not counted: the only nodes PlaceMembers could pick a first
+// member on (it filters a node and places on its devices the same way).
 struct NodeRooms {
   std::vector<int32_t> copies;
   std::vector<int32_t> free_gpus;
   std::vector<int32_t> healthy_gpus;
+  std::vector<int32_t> usable;
 };
 NodeRooms RoomPerNode(const ClusterSnapshot& snapshot, const policy::Framework& fw,
                       const PodRequest& pod, int32_t missing);

@@ -191,12 +191,15 @@ std::string QueueManager::CommitGangLocked(const GangPlacement& place, bool* con
   return "";
 }
 
-bool QueueManager::ReserveStepLocked(const PodRequest& pod, int placements, GangPlacement* place,
-                                     std::string* why) {
+bool QueueManager::ReserveStepLocked(const PodRequest& pod, const policy::Framework& fw,
+                                     int placements, GangPlacement* place, std::string* why) {
   if (place->placed) {
     if (PlanCurrentLocked(place->Basis())) {
       bool conflict = false;
       *why = CommitGangLocked(*place, &conflict);
+      if (!conflict && std::ssize(place->picks) < place->missing) {
+        RememberFailureLocked(*place, fw, *why);
+      }
       if (!conflict) return true;  // reserved, or refused as placed
     }
     // The cluster changed under the placement (devices taken, or a fact it
@@ -204,6 +207,11 @@ bool QueueManager::ReserveStepLocked(const PodRequest& pod, int placements, Gang
   }
   *why = ClaimOrPrepareLocked(pod, place);
   if (!why->empty() || place->missing == 0) return true;
+  // The same placement fell short on this very view: the same answer.
+  if (const std::string* before = FailedBeforeLocked(*place, fw)) {
+    *why = *before;
+    return true;
+  }
   if (placements < kGangPlacements) return false;
   *why = StrCat("gpusched: gang ", pod.gang, ": the cluster changed under each of its last ",
                 placements, " placements of ", place->missing,
@@ -227,7 +235,7 @@ std::string QueueManager::ReserveForGang(const std::string& uid, const policy::F
       const Entry* e = FindEntryLocked(uid);
       if (e == nullptr) return "";  // bound or gone meanwhile
       std::string why;
-      if (ReserveStepLocked(*e->pod, placements, &place, &why)) {
+      if (ReserveStepLocked(*e->pod, fw, placements, &place, &why)) {
         if (why.empty()) {
           *reserved_node = ReservedNodeLocked(*e->pod);
         } else if (!position.empty()) {

@@ -6,23 +6,64 @@
 // PreemptGang), a gang's reservation (ReserveForGang) and the tick's
 // over-limit evictions (CommitOverLimitLocked). One rule; each
 // plan names the facts it rests on in its PlanBasis.
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
 #include "gpusched/util/strings.h"
 #include "scheduler/queue/queue_manager.h"
 
 namespace gpusched::queue {
 namespace {
 
-// Whether two versions of a gang member ask for the same placement.
-bool SamePlacementInputs(const PodRequest& a, const PodRequest& b) {
-  return a.uid == b.uid && a.gang_size == b.gang_size && a.gpu.count == b.gpu.count &&
-         a.gpu.milli_per_gpu == b.gpu.milli_per_gpu &&
+// Whether two gang members, or two versions of one, ask for the same
+// placement: every field of the pod a gang's placement reads (PlaceGang:
+// the framework's filter and scores, the room on devices, CPU and memory,
+// the ledger, the hypothetical copies WithPod makes, the topology).
+bool SamePlacementRequest(const PodRequest& a, const PodRequest& b) {
+  return a.ns == b.ns && a.gang == b.gang && a.gang_size == b.gang_size &&
+         a.gpu.count == b.gpu.count && a.gpu.milli_per_gpu == b.gpu.milli_per_gpu &&
          a.gpu.min_memory_mib == b.gpu.min_memory_mib && a.gpu.models == b.gpu.models &&
          a.gpu.topology == b.gpu.topology && a.cpu_milli == b.cpu_milli &&
          a.memory_mib == b.memory_mib && a.priority == b.priority &&
          a.topology_request == b.topology_request && a.group_topology == b.group_topology;
 }
 
+// Whether two versions of a gang member ask for the same placement.
+bool SamePlacementInputs(const PodRequest& a, const PodRequest& b) {
+  return a.uid == b.uid && SamePlacementRequest(a, b);
+}
+
 }  // namespace
+
+const std::string* QueueManager::FailedBeforeLocked(const GangPlacement& place,
+                                                    const policy::Framework& fw) const {
+  auto it = failed_placements_.find(GangKey(place.pod.ns, place.pod.gang));
+  if (it == failed_placements_.end()) return nullptr;
+  const FailedPlacement& f = it->second;
+  const bool same = f.stamp == place.view->stamp && f.fw.get() == &fw &&
+                    f.missing == place.missing && f.by_scan == place.by_scan &&
+                    f.topology == place.topology && SamePlacementRequest(f.pod, place.pod);
+  return same ? &f.why : nullptr;
+}
+
+void QueueManager::RememberFailureLocked(const GangPlacement& place, const policy::Framework& fw,
+                                         const std::string& why) {
+  if (!deps_.framework || !deps_.reuse_failed_placements) return;
+  std::shared_ptr<const policy::Framework> current = deps_.framework();
+  // Placed with a framework a reload has replaced since: not the key of
+  // any later placement, so not kept.
+  if (current.get() != &fw) return;
+  failed_placements_[GangKey(place.pod.ns, place.pod.gang)] = {
+      place.view->stamp, std::move(current), place.pod, place.missing,
+      place.topology,    place.by_scan,      why};
+}
+
+void QueueManager::DropStaleFailuresLocked() {
+  const PlanningView::Stamp now = CurrentStampLocked();
+  absl::erase_if(failed_placements_,
+                 [&now](const auto& entry) { return !(entry.second.stamp == now); });
+}
 
 QueueManager::PlanningView::Stamp QueueManager::CurrentStampLocked() {
   const uint64_t claims = ReclaimViewLocked().generation;  // brought up to date first

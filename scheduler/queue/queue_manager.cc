@@ -839,6 +839,7 @@ bool QueueManager::TickHousekeepingLocked(PlannerState& planner, std::optional<P
   }
   PruneEvictedLocked(now);
   PruneReclaimsLocked(now);
+  DropStaleFailuresLocked();
   attained_.Forget(now / 1000, options_.attained_forget_after_s, kForgetsPerTick);
   if (planner.done.has_value() && planner.done->view->stamp.config != config_version_) {
     stale->swap(planner.done);

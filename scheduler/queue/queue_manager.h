@@ -191,6 +191,10 @@ struct QueueDeps {
   // meanwhile).
   std::function<void(const std::vector<std::pair<std::string, DeviceMask>>&)>
       after_unlocked_placement;
+  // Benchmarks only: false places a gang's missing members on every filter,
+  // even when the same placement fell short on the same view
+  // (QueueManager::FailedPlacement).
+  bool reuse_failed_placements = true;
 };
 
 // A pod chosen for eviction: enough to evict it and to take it out of a
@@ -214,6 +218,8 @@ class QueueManager final : public PodGate {
   friend class BackgroundHoldsProbe;
   // Tests only: reaches the reclaim choice's holds (reclaim_choice_test.cc).
   friend class ReclaimChoiceProbe;
+  // Tests only: reaches the failed-placement key (failed_placement_test.cc).
+  friend class FailedPlacementProbe;
 
   QueueManager(QueueDeps deps, QueueOptions options);
 
@@ -747,8 +753,40 @@ class QueueManager final : public PodGate {
   // `place` if it is placed and still current, else prepares it again.
   // True when answered (`why`: "" reserved, claimed or nothing to do; else
   // the reason); false when `place` is to be placed without the mutex.
-  bool ReserveStepLocked(const PodRequest& pod, int placements, GangPlacement* place,
-                         std::string* why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ReserveStepLocked(const PodRequest& pod, const policy::Framework& fw, int placements,
+                         GangPlacement* place, std::string* why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A gang's last placement that fell short (plan_commit.cc;
+  // docs/architecture.md, "Plans and the commit"), answered again without
+  // placing to a member of the gang asking for the same placement on a view
+  // of the same stamp: with the same framework, the same `missing`,
+  // topology request and by_scan, and the same placement request
+  // (SamePlacementRequest: every field of the pod a placement reads; the
+  // uid and name are not among them). Exact: PlaceGang is a pure function of
+  // exactly these and of the view, and the view is fixed by its stamp (what
+  // the commit rule's "nothing moved" rests on), so placing again would
+  // fall short the same way and say the same. Stamps only move forward: an
+  // entry of another stamp is never used again, and the tick drops it.
+  struct FailedPlacement {
+    PlanningView::Stamp stamp;
+    std::shared_ptr<const policy::Framework> fw;  // held: its address is compared
+    PodRequest pod;
+    int32_t missing = 0;
+    ResolvedTopology topology;
+    bool by_scan = false;
+    std::string why;  // the commit's answer to the placement
+  };
+  absl::flat_hash_map<std::string, FailedPlacement> failed_placements_ ABSL_GUARDED_BY(mu_);
+  // The answer recorded for `place` (prepared on the current view) placed
+  // with `fw`, or null.
+  const std::string* FailedBeforeLocked(const GangPlacement& place,
+                                        const policy::Framework& fw) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records `why`, the answer to `place` that fell short, placed with `fw`
+  // (not kept if `fw` is no longer the current framework).
+  void RememberFailureLocked(const GangPlacement& place, const policy::Framework& fw,
+                             const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the failures of other stamps than the current one.
+  void DropStaleFailuresLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Claims a slot of the gang's reservation, or leaves in `place` what
   // placing the missing members needs (missing 0: the gang has started).
   // A gang its namespace's quota refuses now is answered here, unplaced.

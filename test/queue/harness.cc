@@ -64,6 +64,7 @@ void Harness::Restart() {
   deps.after_unlocked_placement = [this](const auto& picks) {
     if (after_unlocked_placement) after_unlocked_placement(picks);
   };
+  deps.reuse_failed_placements = reuse_failed_placements;
   queue = std::make_unique<QueueManager>(std::move(deps), options);
   queue->Resync();
   service->SetGate(queue.get());

@@ -69,6 +69,8 @@ struct Harness {
   // commit (QueueDeps::after_unlocked_placement), when set.
   std::function<void(const std::vector<std::pair<std::string, DeviceMask>>&)>
       after_unlocked_placement;
+  // QueueDeps::reuse_failed_placements; takes effect at Restart().
+  bool reuse_failed_placements = true;
   // The queue's log lines go to `log` while set (single-threaded tests
   // only), else to stderr.
   bool capture_log = false;
