@@ -620,6 +620,45 @@ def topology_climb():
                   rows)
 
 
+# The block factor's sensitivity runs: held-out seeds 4-6, levels model, F(blocks) from each
+# oversubscription ratio R across blocks (docs/simulator.md, "Slowdown models").
+TOPOLOGY_SENSITIVITY = [(r, f"results/topology/sensitivity/blocks-{r}to1/runs.csv")
+                        for r in (1, 2, 4, 7, 15)]
+
+
+def blocks_factor(path):
+    """F(blocks) the runs of `path` used (the third of their level_factors)."""
+    row = next(csv.DictReader(open(path_of(path), encoding="utf-8")))
+    return float(row["level_factors"].split(":")[2])
+
+
+def topology_sensitivity():
+    """Gang and average JCT of each placement as the block crossing gets dearer."""
+    rows = []
+    for ratio, path in TOPOLOGY_SENSITIVITY:
+        means, _ = topology_means(path, "levels")
+        for scenario in dict.fromkeys(s for s, _ in means):
+            today = means[(scenario, "gpusched")]
+            levels = means[(scenario, "gpusched-topology")]
+            tas = means[(scenario, "kueue-tas")]
+            factor = blocks_factor(path)
+
+            def change(a, b, column):
+                return signed(100 * (b[column] - a[column]) / a[column], 1) + " %"
+
+            rows.append([f"{ratio}:1", f"{factor:.3f}", scenario,
+                         " / ".join(grouped(m["avg_gang_jct_s"]) for m in (today, levels, tas)),
+                         " / ".join(grouped(m["avg_jct_s"]) for m in (today, levels, tas)),
+                         f"{change(today, levels, 'avg_gang_jct_s')}, "
+                         f"{change(today, levels, 'avg_jct_s')}",
+                         f"{change(tas, levels, 'avg_gang_jct_s')}, "
+                         f"{change(tas, levels, 'avg_jct_s')}"])
+    return render(["oversubscription across blocks", "F(blocks)", "scenario (seeds 4–6)",
+                   "avg gang JCT s: today / levels / Kueue-TAS-like",
+                   "avg JCT s: today / levels / Kueue-TAS-like",
+                   "levels vs today: gang, all", "levels vs Kueue-TAS-like: gang, all"], rows)
+
+
 # ---- the registry -------------------------------------------------------------------
 
 TABLES = {
@@ -657,6 +696,7 @@ TABLES = {
     "topology-models": ([TOPOLOGY, TOPOLOGY_HELD_OUT], topology_models),
     "topology-climb": ([TOPOLOGY, TOPOLOGY_HELD_OUT, TOPOLOGY_NO_CLIMB,
                         TOPOLOGY_NO_CLIMB_HELD_OUT], topology_climb),
+    "topology-sensitivity": ([p for _, p in TOPOLOGY_SENSITIVITY], topology_sensitivity),
 }
 TABLES.update(PERF_TABLES)
 

@@ -23,6 +23,10 @@ Usage (from the repository root, after a build):
       [--out-dir results/topology] [--seeds 1,2,3] [--only NAME,...]
   Held-out seeds (DomainFit's weight was chosen on seeds 1-3):
   python3 bench/sim/topology.py build --seeds 4,5,6 --out-dir results/topology/seeds-4-6
+  Sensitivity to the block factor (docs/simulator.md, "Slowdown models"):
+  python3 bench/sim/topology.py build --seeds 4,5,6 --slowdown-models levels \
+      --only racks-0.8,racks-0.8-random-ties,racks-0.95 --level-slowdown blocks=2.685 \
+      --out-dir results/topology/sensitivity/blocks-7to1
   Without level climbing (a build with the patch in results/topology/no-climb/):
   python3 bench/sim/topology.py build-no-climb --only racks-0.8,racks-0.8-random-ties \
       --policies gpusched-topology,gpusched-topology-domainfit --out-dir results/topology/no-climb
@@ -80,6 +84,8 @@ def main():
     ap.add_argument("--slowdown-models", default="levels,span",
                     help="every placement runs under each (one CSV row each)")
     ap.add_argument("--only", default="", help="comma-separated scenario names")
+    ap.add_argument("--level-slowdown", default="",
+                    help="passed to simulate (e.g. blocks=2.685): the levels model's factors")
     args = ap.parse_args()
     trace = os.path.join(args.traces_dir, "philly_jobs_pollux.csv")
     sim_common.require_traces("philly", [trace])
@@ -100,6 +106,8 @@ def main():
                    "--out", out, "--quiet"] + flags
             if "--slowdown-model" not in flags:
                 cmd += ["--slowdown-model", args.slowdown_models]
+            if args.level_slowdown:
+                cmd += ["--level-slowdown", args.level_slowdown]
             began = time.time()
             r = subprocess.run(cmd, capture_output=True, text=True, cwd=sim_common.ROOT)
             if r.returncode != 0:

@@ -36,7 +36,7 @@ namespace gpusched::sim {
 inline constexpr double kCommShare = 0.25;               // c
 inline constexpr double kNvlinkHgxBusGBps = 470;         // NVLink 4, one HGX H100 node
 inline constexpr double kInfinibandBusGBps = 425;        // NDR, 8 x 400 Gb/s a node
-inline constexpr double kBlockOversubscription = 4;      // across blocks (assumed)
+inline constexpr double kBlockOversubscription = 4;      // across blocks (generic ratio)
 inline constexpr double kNvlinkOverScaleOutClique = 18;  // NVLink 5 900 GB/s : 50 GB/s a GPU
 
 constexpr double FromBandwidth(double ratio) { return (1 - kCommShare) + kCommShare * ratio; }
