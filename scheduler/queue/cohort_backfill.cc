@@ -18,6 +18,7 @@
 // backfill_max_age_s old nothing is held across namespaces. The start
 // estimator holds the same units back (start_estimator.h), so the earlier
 // units' estimates already count on what passes them being gone by then.
+#include <algorithm>
 #include <limits>
 
 #include "absl/time/time.h"
@@ -150,6 +151,14 @@ int64_t QueueManager::CohortHoldsLocked(const PodRequest& pod, int64_t own_deman
     }
   }
   return passed;
+}
+
+bool QueueManager::CohortHeldLocked(const PodRequest& head, int64_t demand) {
+  const EvalInputs in{&LedgerLocked(), &options_, false, Now(), admit_board_.get()};
+  std::vector<BehindScan::Head> heads;
+  CohortHoldsLocked(head, demand, /*passed_own=*/false, in, &heads);
+  return std::any_of(heads.begin(), heads.end(),
+                     [](const BehindScan::Head& h) { return h.always; });
 }
 
 }  // namespace gpusched::queue

@@ -594,6 +594,9 @@ std::optional<QueueManager::ReclaimJob> QueueManager::ReclaimJobForLocked(
     if (members <= 0) return std::nullopt;
   }
   const int64_t demand = DemandMilli(head->pod->gpu) * members;
+  // Held back by a borrowing unit of its Backfill cohort: it could not take
+  // what reclaim frees (within its guarantee it is never held).
+  if (CohortHeldLocked(*head->pod, demand)) return std::nullopt;
   const ReclaimKind kind = ReclaimKindOf(ledger, ns, demand, borrowers);
   // Else a fair-share reclaim, else an attained-service preemption within
   // the namespace.

@@ -640,6 +640,12 @@ class QueueManager final : public PodGate {
   int64_t CohortHoldsLocked(const PodRequest& pod, int64_t own_demand, bool passed_own,
                             const EvalInputs& in, std::vector<BehindScan::Head>* heads)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a unit of another Backfill namespace of `head`'s cohort holds
+  // the queue head `head` (asking `demand`) back whatever the nodes (a
+  // holding unit that borrows): the tick then plans no reclaim for it, as
+  // evictions would free GPUs it may not take (docs/queue.md, "Backfill
+  // across a cohort").
+  bool CohortHeldLocked(const PodRequest& head, int64_t demand) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What counts ahead of one unit: rule (1)'s demand of the earlier units
   // (those not stale whose demand fits the limit; none under
   // BestEffortFIFO), how many, and the first kBehindScanHeads of them that

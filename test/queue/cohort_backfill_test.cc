@@ -193,5 +193,71 @@ TEST(CohortBackfill, AnOverrunAcrossNamespacesIsCountedAndNeverEvicted) {
   EXPECT_GE(h.queue->EstimateOf(big.uid)->start.start_s, kBigStart);
 }
 
+// The tick's reclaim for a head its cohort holds back (docs/queue.md,
+// "Backfill across a cohort"). h0 (8 H100): team-c's `run` (4 GPUs, its
+// guarantee, ends at 4600 s) and team-d's `d0` (4 GPUs, 2 h, borrowing);
+// t0 (4 T4): team-d's `d1` (the same). team-a (guarantee 4), team-b
+// (guarantee 0) and team-e (guarantee 4, idle, nothing queued) share cohort
+// research; team-d is outside it, so team-b's head may reclaim team-d's
+// borrowed GPUs on the cohort's idle guarantee (a cohort loan; reclaim
+// takes any borrower's pods, all priorities being equal). team-a's `big` (8 GPUs,
+// borrows 4; reclaim cannot make room for it: `run` is within team-c's
+// guarantee) starts when d0 ends: 1000 + 7200 = 8200 s. team-b's `b` (2 GPUs, borrows) is held by
+// big unless it ends first: with a 3 h estimate 1000 + 10800 + 1080 =
+// 12880 > 8200, held; with 30 min 1000 + 1800 + 180 = 2980, not.
+TEST(CohortBackfill, AHeadTheCohortHoldsBackReclaimsNothing) {
+  const struct {
+    const char* name;
+    std::string b_runtime;
+    QueueingStrategy a_strategy;
+    int64_t age_s;  // seconds after the refresh that the tick runs
+    bool reclaims;
+  } kRows[] = {
+      {"held by big: no reclaim", "3h", QueueingStrategy::kBackfill, 0, false},
+      {"ends before big starts: reclaims", "30m", QueueingStrategy::kBackfill, 0, true},
+      {"big's namespace not Backfill: reclaims", "3h", QueueingStrategy::kBestEffortFifo, 0, true},
+      {"estimates too old to hold: reclaims", "3h", QueueingStrategy::kBackfill, 61, true},
+  };
+  for (const auto& row : kRows) {
+    SCOPED_TRACE(row.name);
+    QueueOptions o;
+    o.quotas = Quotas({{"team-a", Quota(4, 100, "research")},
+                       {"team-b", Quota(0, 100, "research")},
+                       {"team-c", Quota(4, 4)},
+                       {"team-d", Quota(0, 100)},
+                       {"team-e", Quota(4, 100, "research")}});
+    o.quotas.namespaces["team-a"].queueing = row.a_strategy;
+    o.quotas.namespaces["team-b"].queueing = QueueingStrategy::kBackfill;
+    o.reclaim.enabled = true;
+    o.reclaim.only_lower_priority = false;  // any borrower
+    PodRequest run = PodBuilder("run", "team-c").Gpus(4).OnNode("h0", 0x0f).Build();
+    PodRequest d0 = PodBuilder("d0", "team-d").Gpus(4).OnNode("h0", 0xf0).Build();
+    PodRequest d1 = PodBuilder("d1", "team-d").Gpus(4).OnNode("t0", 0x0f).Build();
+    run.expected_runtime = "1h";
+    d0.expected_runtime = d1.expected_runtime = "2h";
+    for (PodRequest* p : {&run, &d0, &d1}) p->start_unix = 1000;
+    Harness h({Hgx8H100("h0"), Pcie4xT4("t0")}, {run, d0, d1}, o);
+    const PodRequest big = Big();
+    const PodRequest b = B(row.b_runtime, 2, {});
+    h.Submit(big);
+    h.Submit(b);
+    EXPECT_THAT(h.Filter(big), IsEmpty());
+    h.queue->RefreshEstimates();
+    if (row.a_strategy == QueueingStrategy::kBackfill) {
+      ASSERT_TRUE(h.queue->EstimateOf(big.uid).has_value());
+      EXPECT_EQ(h.queue->EstimateOf(big.uid)->start.start_s, 8200);
+    }
+    h.now_ms += row.age_s * 1000;
+    EXPECT_THAT(h.Filter(b), IsEmpty());  // no idle GPU without reclaim either way
+    h.queue->Tick();
+    if (row.reclaims) {
+      ASSERT_FALSE(h.writer.evicted.empty());
+      for (const std::string& uid : h.writer.evicted) EXPECT_THAT(uid, HasSubstr("team-d"));
+    } else {
+      EXPECT_THAT(h.writer.evicted, IsEmpty());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpusched::queue
