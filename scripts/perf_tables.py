@@ -109,10 +109,12 @@ def queue_scale_curve():
 
 # Five-minute runs of the default row on a quiet machine, and the idle one.
 QUEUE_RUNS_LATEST = [
-    ("5000-nodes-run12-5min-7ddecc4.txt", "12 (5 min)"),
-    ("5000-nodes-run13-5min-7ddecc4.txt", "13, the same build again (5 min)"),
-    ("5000-nodes-run14-5min-7ddecc4.txt", "14, the same build again (5 min)"),
-    ("5000-nodes-idle-2min-7ddecc4.txt", "nothing pending (`--idle`, 2 min)"),
+    ("5000-nodes-run15-5min-4ad8ce2.txt", "15 (5 min)"),
+    ("5000-nodes-run16-5min-4ad8ce2.txt", "16, the same build again (5 min)"),
+    ("5000-nodes-run17-5min-4ad8ce2.txt", "17, the same build again (5 min)"),
+    ("5000-nodes-idle-2min-4ad8ce2.txt", "nothing pending (`--idle`, 2 min)"),
+    ("5000-nodes-topology-5min-4ad8ce2.txt",
+     "gangs asking for racks (`--topology`, 5 min)"),
 ]
 
 
@@ -120,6 +122,41 @@ def queue_scale_latest():
     rows = [[label] + queue_scale_run(f"results/queue-scale/{f}")
             for f, label in QUEUE_RUNS_LATEST]
     return render(["run"] + QUEUE_COLUMNS, rows)
+
+
+# The queue mutex's holders that no filter, prioritize, preempt or bind
+# request makes: the tick's steps, the estimate refresh, the status
+# publisher and the scrape (the lock goal: no request waits on one of them
+# for more than 1 ms).
+BACKGROUND_SITES = ["tick-sync", "tick-choose", "tick-view", "tick-commit", "tick-followup",
+                    "tick-over-limit", "estimate-copy", "estimate-view", "estimate-publish",
+                    "positions", "metrics", "options", "resync"]
+QUEUE_RUNS_HOLDS = QUEUE_RUNS_LATEST[:3] + QUEUE_RUNS_LATEST[4:]
+
+
+def background_holds(rel):
+    """Site -> "longest ≤ W ms (CPU ≤ C ms), N holds" of one run."""
+    text = read_text(rel)
+    out = {}
+    for site, longest, cpu, holds in re.findall(
+            r"^queue lock site (\S+)\s+p99 <= [\d.]+ ms, longest <= ([\d.]+) ms, "
+            r"CPU longest <= ([\d.]+) ms; .*; (\d+) holds", text, re.M):
+        if site in BACKGROUND_SITES:
+            out[site] = (float(longest), f"≤ {bucket(longest)} ms (CPU ≤ {bucket(cpu)} ms), "
+                         f"{grouped(int(holds))}")
+    return out
+
+
+def queue_background_holds():
+    runs = [background_holds(f"results/queue-scale/{f}") for f, _ in QUEUE_RUNS_HOLDS]
+    rows = []
+    for site in BACKGROUND_SITES:
+        if not any(site in r for r in runs):
+            continue
+        cells = [r[site][1] if site in r else "— (not held)" for r in runs]
+        worst = max(r[site][0] for r in runs if site in r)
+        rows.append([f"`{site}`"] + cells + [verdict(worst <= 1)])
+    return render(["site"] + [label for _, label in QUEUE_RUNS_HOLDS] + ["≤ 1 ms"], rows)
 
 
 # ---- in-process verbs (policy_bench) ---------------------------------------
@@ -318,6 +355,8 @@ PERF_TABLES = {
     "queue-scale-curve": ([CURVE.format(f) for f, *_ in CURVE_ROWS], queue_scale_curve),
     "queue-scale-latest": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_LATEST],
                            queue_scale_latest),
+    "queue-background-holds": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_HOLDS],
+                               queue_background_holds),
     "policy-bench": ([POLICY_BENCH], policy_bench),
     "codec-bench": ([CODEC_BENCH], codec_bench),
     "http-load": ([LOAD.format(config=c, run=r) for c in LOAD_CONFIGS for r in LOAD_RUNS],
