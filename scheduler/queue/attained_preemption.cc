@@ -61,9 +61,12 @@ bool QueueManager::AttainedVictimsLocked(const Entry& head, int64_t now, Demoted
     const bool higher = std::any_of(w.running.begin(), w.running.end(),
                                     [&](const auto& p) { return p.priority > head.pod->priority; });
     if (higher) continue;  // a workload goes whole or not at all
-    const bool going = std::all_of(w.running.begin(), w.running.end(),
-                                   [&](const auto& p) { return evicted_.contains(p.uid); });
-    if (!going) out->workloads.insert(name);
+    // Not when every pod of it is being evicted already.
+    for (const auto& p : w.running) {
+      if (evicted_.contains(p.uid)) continue;
+      out->workloads.insert(name);
+      break;
+    }
   }
   if (out->workloads.empty()) return false;
   out->ns = head.pod->ns;
