@@ -401,6 +401,20 @@ std::set<std::string> LabelValues(const std::string& text, const std::string& na
   return values;
 }
 
+// Every series of the counter `name` and its value ("{labels}" -> value).
+std::map<std::string, double> CounterSeries(const std::string& text, const std::string& name) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  const std::string prefix = name + "{";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const size_t space = line.rfind(' ');
+    out[line.substr(name.size(), space - name.size())] = std::atof(line.c_str() + space + 1);
+  }
+  return out;
+}
+
 // Upper bound of the bucket holding quantile q (q = 1: the largest) of what
 // was observed between two scrapes of the histogram `name` (its series whose
 // labels contain `match`).
@@ -618,6 +632,29 @@ int main(int argc, char** argv) {
         long_holds("ran"), long_holds("waited"), holds, holds > 0 ? held_s / holds * 1000 : 0.0,
         held_s / o.seconds * 100);
   }
+  // How long each call site waited for the mutex, and every wait of 1 ms
+  // or more by the site that held it when the wait began (the lock goal:
+  // no request waits on background work for more than 1 ms).
+  const std::string wait = "gpusched_queue_lock_wait_seconds";
+  for (const std::string& site : LabelValues(metrics, wait, "site")) {
+    const std::string match = "site=\"" + site + "\"";
+    const double longest = HistogramQuantile(metrics_at_start, metrics, wait, 1.0, match);
+    if (std::isnan(longest)) continue;
+    std::printf("queue lock wait %-14s p99 <= %.3f ms, longest <= %.3f ms\n", site.c_str(),
+                HistogramQuantile(metrics_at_start, metrics, wait, 0.99, match) * 1000,
+                longest * 1000);
+  }
+  const std::string long_waits = "gpusched_queue_lock_long_waits_total";
+  const auto waits_before = CounterSeries(metrics_at_start, long_waits);
+  int long_wait_series = 0;
+  for (const auto& [series, value] : CounterSeries(metrics, long_waits)) {
+    auto b = waits_before.find(series);
+    const double d = value - (b == waits_before.end() ? 0.0 : b->second);
+    if (d <= 0) continue;
+    ++long_wait_series;
+    std::printf("queue lock waits >= 1 ms %s: %g\n", series.c_str(), d);
+  }
+  if (long_wait_series == 0) std::printf("queue lock waits >= 1 ms: none\n");
   std::printf("tick: p50 <= %.3f ms, p99 <= %.3f ms, %g ticks\n",
               HistogramQuantile(metrics_at_start, metrics, tick, 0.5) * 1000,
               HistogramQuantile(metrics_at_start, metrics, tick, 0.99) * 1000,

@@ -11,10 +11,12 @@
 // margin ends by that start; when the estimate had it wait, also by each
 // later such unit the estimate starts before it would end (it would take
 // the GPUs the estimate gave that unit, which, started later, could run
-// into an earlier unit's reservation). A holding unit that borrows holds it
-// whatever the nodes (it waits for idle GPUs this one would take), one
-// within its guarantee only if it could use one of this pod's nodes (the
-// node scan, without the mutex). Without an estimate refresh at most
+// into an earlier unit's reservation). A holding unit holds it whatever the
+// nodes when both borrow more together than the idle GPUs this one may
+// borrow (QuotaLedger::Lendable): the holder waits for idle GPUs this one
+// would take. Otherwise (the idle GPUs are enough for both, or the holder
+// is within its guarantee) it holds only if it could use one of this pod's
+// nodes (the node scan, without the mutex). Without an estimate refresh at most
 // backfill_max_age_s old nothing is held across namespaces. The start
 // estimator holds the same units back (start_estimator.h), so the earlier
 // units' estimates already count on what passes them being gone by then.
@@ -35,14 +37,14 @@ std::string FormatStart(int64_t unix_seconds) {
 
 // Why `pod` waits for `h` of its cohort (estimated to start at `start`).
 std::string HeldReason(const PodRequest& pod, const std::string& cohort, const PodRequest& h,
-                       int64_t start, bool earlier, bool h_borrows, bool has_end) {
+                       int64_t start, bool earlier, bool always, bool has_end) {
   return StrCat(
       "gpusched: namespace ", pod.ns, ": held for ", h.Key(),
       earlier ? StrCat(", earlier in cohort ", cohort, "'s Backfill order, estimated to start at ")
               : StrCat(", later in cohort ", cohort,
                        "'s Backfill order but estimated to start before it, at "),
       FormatStart(start),
-      h_borrows ? " by borrowing idle GPUs this pod would take" : " on nodes this pod could use",
+      always ? " by borrowing idle GPUs this pod would take" : " on nodes this pod could use",
       has_end ? "; this pod's runtime estimate and margin end after that"
               : "; this pod has no runtime estimate");
 }
@@ -86,7 +88,7 @@ void QueueManager::ExplainCohortHolds(const PodRequest& pod, const std::vector<U
       WalkAhead(units, k, in, in.ledger->Limit(pod.ns), /*strict=*/true).demand + units[k].demand;
   BehindScan scan;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "explain");
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "explain", BackgroundUse());
     CohortHoldsLocked(pod, own, ev->backfill_end > 0, in, &scan.heads);
   }
   if (scan.heads.empty()) return;
@@ -108,8 +110,9 @@ int64_t QueueManager::CohortHoldsLocked(const PodRequest& pod, int64_t own_deman
   // Within its guarantee (its namespace's earlier units counted) a unit is
   // never held back by another namespace, unless it passes those earlier
   // units by Backfill: then it starts where the estimate had it wait.
-  const bool borrows = ledger.Usage(pod.ns) + own_demand > ledger.Guaranteed(pod.ns);
-  if (!borrows && !passed_own) return 0;
+  const int64_t own_over = ledger.WouldBorrow(pod.ns, 0, own_demand);
+  if (own_over == 0 && !passed_own) return 0;
+  const int64_t lendable = ledger.Lendable(pod.ns);
   const int64_t end = PromisedEnd(board, pod.uid, now_s, *in.options);  // 0: none
   // A unit the last refresh did not estimate comes after every one it did.
   auto self = board.starts.by_uid.find(pod.uid);
@@ -141,13 +144,13 @@ int64_t QueueManager::CohortHoldsLocked(const PodRequest& pod, int64_t own_deman
         continue;
       }
       // A unit that borrows waits for idle GPUs this pod would take whatever
-      // its nodes; one within its guarantee only for its nodes.
-      const bool h_borrows =
-          ledger.Usage(ns) + index.demand_before[i] + u.demand > ledger.Guaranteed(ns);
+      // its nodes when what both borrow exceeds what this pod may borrow;
+      // otherwise, as one within its guarantee, only for its nodes.
+      const int64_t h_over = ledger.WouldBorrow(ns, index.demand_before[i], u.demand);
+      const bool always = h_over > 0 && h_over + own_over > lendable;
       heads->push_back(
           {u.head->pod, u.demand,
-           HeldReason(pod, quota.cohort, *u.head->pod, start, earlier, h_borrows, end > 0),
-           h_borrows});
+           HeldReason(pod, quota.cohort, *u.head->pod, start, earlier, always, end > 0), always});
     }
   }
   return passed;

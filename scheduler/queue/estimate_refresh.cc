@@ -138,7 +138,7 @@ std::vector<EstimateQueue> QueueManager::EstimateQueuesLocked(const std::vector<
     // the mutex (a deep queue is copied in several holds).
     UnitCursor cursor;
     while (!cursor.done) {
-      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-copy");
+      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-copy", BackgroundUse());
       const size_t max_units = options_.estimate_max_units;
       if (q.units.size() >= max_units) break;
       for (const Unit& u :
@@ -167,7 +167,7 @@ void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
   std::vector<std::string> names;
   int64_t now_ms = 0;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-view");
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-view", BackgroundUse());
     SyncLocked(deps_.state->Snapshot());
     view = PlanningViewLocked();
     now_ms = Now();
@@ -201,7 +201,7 @@ void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
   runtime_seen_ = {};
   int64_t overruns = 0;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-publish");
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-publish", BackgroundUse());
     admit_board_ = board;
     overruns = CountOverrunsLocked(now_s);
   }

@@ -55,6 +55,7 @@ bool QueueManager::EarlierEntry::operator()(const Entry* a, const Entry* b) cons
 
 QueueManager::QueueManager(QueueDeps deps, QueueOptions options)
     : deps_(std::move(deps)),
+      yield_background_(options.yield_before_background_holds),
       options_(std::move(options)),
       shared_options_(std::make_shared<const QueueOptions>(options_)) {}
 
@@ -74,7 +75,7 @@ void QueueManager::Log(const std::string& line) const {
 }
 
 void QueueManager::SetOptions(QueueOptions options) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "options");
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "options", BackgroundUse());
   // Only namespaces whose attained-service settings change are re-levelled:
   // walking every waiting pod held the mutex 12 ms at 50,000 of them.
   std::vector<std::string> relevel;
@@ -83,6 +84,7 @@ void QueueManager::SetOptions(QueueOptions options) {
   }
   options_ = std::move(options);
   shared_options_ = std::make_shared<const QueueOptions>(options_);
+  yield_background_.store(options_.yield_before_background_holds, std::memory_order_relaxed);
   ledger_.reset();
   reclaim_view_.dirty = true;  // stale_after_ms may have changed
   reclaim_backoff_.clear();    // new quotas or rules: plan again at once
@@ -194,7 +196,7 @@ void QueueManager::SyncLocked(std::shared_ptr<const ClusterSnapshot> snapshot) {
 }
 
 void QueueManager::Resync() {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "resync");
+  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "resync", BackgroundUse());
   full_sync_ = true;
   SyncLocked(deps_.state->Snapshot());
 }
@@ -749,7 +751,7 @@ std::shared_ptr<const QueueManager::PlanningView> QueueManager::PlanningViewLock
 QueueManager::PlanBatch QueueManager::ChooseReclaims() {
   ReclaimChoice choice;
   while (!choice.done) {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-choose");
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-choose", BackgroundUse());
     ChooseReclaimsLocked(choice);
   }
   PlanBatch b;
@@ -870,7 +872,7 @@ int QueueManager::FollowupEvictions(bool after_evictions) {
   std::shared_ptr<const PlanningView> view;  // set: over-limit evictions to plan
   uint64_t queue_version = 0;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-followup");
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-followup", BackgroundUse());
     SyncLocked(deps_.state->Snapshot());
     if (deps_.writer != nullptr) gangs = GangFollowupEvictionsLocked();
     if (options_.quotas.enabled && deps_.writer != nullptr && options_.reclaim.evict_over_limit) {
@@ -883,7 +885,7 @@ int QueueManager::FollowupEvictions(bool after_evictions) {
   if (view != nullptr) {
     const OverLimitPlan plan = PlanOverLimit(*view);
     if (!plan.victims.empty()) {
-      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-over-limit");
+      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-over-limit", BackgroundUse());
       over = CommitOverLimitLocked(plan, view->stamp, queue_version);
     }
   }
@@ -901,7 +903,7 @@ int QueueManager::Tick() {
   bool choose = false;
   std::optional<PlanBatch> stale;  // planned under an older config: dropped after the mutex
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-sync");
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-sync", BackgroundUse());
     choose = TickHousekeepingLocked(planner, &stale);
   }
   PlanBatch batch = choose ? ChooseReclaims() : PlanBatch{};
@@ -911,7 +913,7 @@ int QueueManager::Tick() {
     // tick-sync. A change between the two holds is the commit rule's (the
     // batch's queue version is the one its jobs were chosen at).
     batch.fw = deps_.framework();
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-view");
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-view", BackgroundUse());
     batch.view = PlanningViewLocked();
     batch.evicted = batch.view->evicted;
   }
@@ -921,7 +923,7 @@ int QueueManager::Tick() {
   if (planner.done.has_value()) {
     std::vector<std::pair<PodRequest, std::string>> send;
     {
-      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-commit");
+      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-commit", BackgroundUse());
       send = CommitReclaimsLocked(planner.done->jobs, planner.done->view->stamp,
                                   planner.done->queue_version);
     }

@@ -145,6 +145,12 @@ struct QueueOptions {
   // workloads (attained service). Serving sets it; the choice itself does
   // not depend on where the holds end.
   int32_t reclaim_choice_hold_us = 0;
+  // Background work (the tick, estimate refreshes, debug pages, reloads)
+  // yields the CPU before each hold of the mutex, so the hold starts on a
+  // fresh time slice (TimedLock, LockUse::kBackgroundYield). Serving sets
+  // it; the simulator and tests leave it off (a yield there only slows a
+  // replay down on a busy machine).
+  bool yield_before_background_holds = false;
   // A victim gang with members on other nodes than the one the preempt verb
   // answered for: once one of its members there is going (deleted or
   // terminating) within this long, gpusched evicts the others.
@@ -1011,6 +1017,12 @@ class QueueManager final : public PodGate {
   QueueDeps deps_;
   mutable absl::Mutex mu_;
   mutable LockHoldStats lock_stats_;
+  // options_.yield_before_background_holds, read before taking mu_.
+  std::atomic<bool> yield_background_{false};
+  LockUse BackgroundUse() const {
+    return yield_background_.load(std::memory_order_relaxed) ? LockUse::kBackgroundYield
+                                                             : LockUse::kBackground;
+  }
   QueueOptions options_ ABSL_GUARDED_BY(mu_);
   // options_ as one immutable copy, shared by what plans or reports without
   // the mutex (a pointer copy under it, not every namespace's quotas).

@@ -27,6 +27,7 @@ QueueOptions ServingQueueOptions(const SchedulerConfig& config) {
   QueueOptions o = QueueOptionsFrom(config);
   o.reclaim_plan_budget_ms = 5;
   o.reclaim_choice_hold_us = 250;
+  o.yield_before_background_holds = true;
   return o;
 }
 

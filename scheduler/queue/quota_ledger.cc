@@ -104,6 +104,11 @@ int64_t QuotaLedger::Borrowed(const std::string& ns) const {
   return std::max<int64_t>(0, Usage(ns) - Guaranteed(ns));
 }
 
+int64_t QuotaLedger::WouldBorrow(const std::string& ns, int64_t before, int64_t demand) const {
+  const int64_t used = Usage(ns) + before;
+  return std::max<int64_t>(0, used + demand - std::max(used, Guaranteed(ns)));
+}
+
 std::vector<std::string> QuotaLedger::Namespaces() const {
   std::vector<std::string> out;
   ForEachNamespace([&out](const std::string& ns) { out.push_back(ns); });

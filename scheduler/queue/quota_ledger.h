@@ -89,6 +89,9 @@ class QuotaLedger {
   int64_t Guaranteed(const std::string& ns) const { return Quota(ns).gpus.guaranteed * 1000; }
   int64_t Limit(const std::string& ns) const { return Quota(ns).gpus.limit * 1000; }
   int64_t Borrowed(const std::string& ns) const;
+  // The part of `demand` more that ns would borrow (take above its
+  // guarantee) once `before` more is in use (milli, >= 0).
+  int64_t WouldBorrow(const std::string& ns, int64_t before, int64_t demand) const;
   // The cluster's GPU capacity and what no pod holds (milli).
   int64_t Capacity() const { return base_->capacity().total; }
   int64_t Idle() const;

@@ -132,6 +132,9 @@ class Simulation {
     Rule rule;
     const PodRequest* head;
     bool borrows;  // the head's unit would take its namespace above its guarantee
+    // Reclaim on its cohort's loan (see the header): it takes only the pods
+    // of borrowers outside its cohort.
+    std::string loan_cohort;
   };
   // The pods a rule may take from as a step began (reclaim: of borrowing
   // namespaces; preemption: every pod), per node, cheapest first (lowest
@@ -160,6 +163,7 @@ class Simulation {
   };
   static constexpr size_t kReclaimNodes = 8;  // nodes tried per member
   int32_t TryTakeRoom(Rule rule, const EstimateUnit& unit, int64_t t, int32_t step);
+  std::string LoanCohort(const std::string& ns, int64_t demand) const;
   const Victims& StepVictims(Rule rule, int32_t step);
   const Running* Usable(const Taker& tk, const std::string& uid) const;
   bool KeepsGuarantee(const Taker& tk, const Running& r) const;
@@ -173,13 +177,14 @@ class Simulation {
   bool TakeRoom(const EstimateUnit& unit, int64_t t, int32_t step);
   void Answer(const EstimateUnit& unit, int64_t start_s, std::string basis);
   std::string ShapeKey(const EstimateUnit& unit) const;
-  // Cohort Backfill (see the header). Whether `r` (of a cohort's queue,
+  // Cohort Backfill (see the header). What `r` (of a cohort's queue,
   // asking `demand`) would borrow, counting its queue's units not started
   // in this step before it; whether an earlier unit of its cohort holds it
-  // back; and the record of a unit that did not start.
-  bool Borrows(const Ref& r, int64_t demand, int32_t step) const;
-  bool CohortHeld(const Ref& r, int32_t step);
-  void NoteNotStarted(const Ref& r, int64_t demand, bool borrows, int32_t step);
+  // back (`r` borrowing `over`); and the record of a unit that did not
+  // start.
+  int64_t WouldBorrow(const Ref& r, int64_t demand, int32_t step) const;
+  bool CohortHeld(const Ref& r, int64_t over, int32_t step);
+  void NoteNotStarted(const Ref& r, int64_t demand, int64_t over, int32_t step);
   // The GPU products `r`'s pod accepts, by product id (cached per shape).
   const std::vector<uint8_t>& Products(const Ref& r);
   static int64_t Demand(const EstimateUnit& unit);
@@ -200,12 +205,12 @@ class Simulation {
   absl::flat_hash_set<std::string> evicted_;   // taken for a head; their ends are void
   absl::flat_hash_set<std::string> evicting_;  // taken by the attempt being tried
   RoomCache cache_[2];                         // per Rule
-  // Per cohort of Backfill namespaces: the step in which one of its units
-  // that would borrow last did not start, and the products accepted by
-  // its units within their guarantee that did not start in step
-  // `products_at`.
+  // Per cohort of Backfill namespaces: the most any of its units that did
+  // not start in step `borrow_at` would borrow, and the products accepted
+  // by its units that did not start in step `products_at`.
   struct Cohort {
-    int32_t borrow_blocked_at = -1;
+    int32_t borrow_at = -1;
+    int64_t borrow_most = 0;
     int32_t products_at = -1;
     std::vector<uint8_t> products;
   };
@@ -298,10 +303,9 @@ int64_t Simulation::Demand(const EstimateUnit& unit) {
   return demand;
 }
 
-bool Simulation::Borrows(const Ref& r, int64_t demand, int32_t step) const {
-  const std::string& ns = in_.queues[r.queue].ns;
+int64_t Simulation::WouldBorrow(const Ref& r, int64_t demand, int32_t step) const {
   const int64_t before = not_started_at_[r.queue] == step ? not_started_[r.queue] : 0;
-  return ledger_.Usage(ns) + before + demand > ledger_.Guaranteed(ns);
+  return ledger_.WouldBorrow(in_.queues[r.queue].ns, before, demand);
 }
 
 const std::vector<uint8_t>& Simulation::Products(const Ref& r) {
@@ -318,9 +322,12 @@ const std::vector<uint8_t>& Simulation::Products(const Ref& r) {
   return products;
 }
 
-bool Simulation::CohortHeld(const Ref& r, int32_t step) {
+bool Simulation::CohortHeld(const Ref& r, int64_t over, int32_t step) {
   const Cohort& c = cohorts_[cohort_of_[r.queue]];
-  if (c.borrow_blocked_at == step) return true;
+  // Both borrow more than the idle GPUs r may borrow: held on every node.
+  if (c.borrow_at == step && c.borrow_most + over > ledger_.Lendable(in_.queues[r.queue].ns)) {
+    return true;
+  }
   if (c.products_at != step) return false;
   const std::vector<uint8_t>& mine = Products(r);
   for (size_t p = 0; p < mine.size(); ++p) {
@@ -329,16 +336,17 @@ bool Simulation::CohortHeld(const Ref& r, int32_t step) {
   return false;
 }
 
-void Simulation::NoteNotStarted(const Ref& r, int64_t demand, bool borrows, int32_t step) {
+void Simulation::NoteNotStarted(const Ref& r, int64_t demand, int64_t over, int32_t step) {
   if (not_started_at_[r.queue] != step) {
     not_started_at_[r.queue] = step;
     not_started_[r.queue] = 0;
   }
   not_started_[r.queue] += demand;
   Cohort& c = cohorts_[cohort_of_[r.queue]];
-  if (borrows) {
-    c.borrow_blocked_at = step;
-    return;
+  if (over > 0) {
+    if (c.borrow_at != step) c.borrow_most = 0;
+    c.borrow_at = step;
+    c.borrow_most = std::max(c.borrow_most, over);
   }
   const std::vector<uint8_t>& mine = Products(r);
   if (c.products_at != step) {
@@ -442,6 +450,7 @@ const Running* Simulation::Usable(const Taker& tk, const std::string& uid) const
   const bool borrowing = ledger_.Usage(r.ns) > ledger_.Guaranteed(r.ns);
   if (tk.rule == kReclaim) {
     if (!other || !borrowing) return nullptr;
+    if (!tk.loan_cohort.empty() && ledger_.Quota(r.ns).cohort == tk.loan_cohort) return nullptr;
     if (in_.reclaim_lower_priority_only && r.priority >= tk.head->priority) return nullptr;
     return &r;
   }
@@ -548,11 +557,13 @@ int32_t Simulation::TryTakeRoom(Rule rule, const EstimateUnit& unit, int64_t t, 
   const PodRequest& head = *unit.members.front();
   int64_t demand = 0;
   for (const auto& m : unit.members) demand += DemandMilli(m->gpu);
-  const Taker tk{
-      rule, &head,
-      ledger_.enabled() && ledger_.Usage(head.ns) + demand > ledger_.Guaranteed(head.ns)};
-  const bool allowed = rule == kReclaim ? in_.reclaim && ledger_.enabled() && !tk.borrows
-                                        : in_.preempt && !head.preempt_never;
+  const bool borrows =
+      ledger_.enabled() && ledger_.Usage(head.ns) + demand > ledger_.Guaranteed(head.ns);
+  const Taker tk{rule, &head, borrows,
+                 rule == kReclaim && borrows ? LoanCohort(head.ns, demand) : std::string()};
+  const bool allowed =
+      rule == kReclaim ? in_.reclaim && ledger_.enabled() && (!borrows || !tk.loan_cohort.empty())
+                       : in_.preempt && !head.preempt_never;
   // Preemption needs a pod of lower priority: none runs, nothing to look at.
   if (rule == kPreempt && (priorities_.empty() || priorities_.begin()->first >= head.priority)) {
     return 0;
@@ -580,13 +591,29 @@ int32_t Simulation::TryTakeRoom(Rule rule, const EstimateUnit& unit, int64_t t, 
   return static_cast<int32_t>(taken.size());
 }
 
-// Guarantee reclaim, else preemption, for the head `unit`; true (and
-// answered) if it starts by either.
+// The cohort whose loan lets ns's head (asking `demand`, which borrows)
+// reclaim: ns's own, when the demand stays within ns's limit and what it
+// borrows within what the cohort's other members lend; "" if none.
+std::string Simulation::LoanCohort(const std::string& ns, int64_t demand) const {
+  const std::string& cohort = ledger_.Quota(ns).cohort;
+  const int64_t after = ledger_.Usage(ns) + demand;
+  if (cohort.empty() || after > ledger_.Limit(ns)) return "";
+  return after - ledger_.Guaranteed(ns) <= ledger_.CohortLendable(ns) ? cohort : "";
+}
+
+// Guarantee reclaim (or a cohort's loan), else preemption, for the head
+// `unit`; true (and answered) if it starts by either.
 bool Simulation::TakeRoom(const EstimateUnit& unit, int64_t t, int32_t step) {
   if (const int32_t taken = TryTakeRoom(kReclaim, unit, t, step); taken > 0) {
+    const std::string& ns = unit.members.front()->ns;
+    const std::string pods = StrCat(taken, " borrowed pod", taken == 1 ? "" : "s");
+    // The unit has started: it was a cohort's loan if its namespace is now
+    // above its guarantee.
+    const bool loan = ledger_.Usage(ns) > ledger_.Guaranteed(ns);
     Answer(unit, t + in_.reclaim_delay_s,
-           StrCat("after guarantee reclaim takes ", taken, " borrowed pod", taken == 1 ? "" : "s",
-                  " for it"));
+           loan ? StrCat("after cohort ", ledger_.Quota(ns).cohort, "'s loan reclaims ", pods,
+                         " outside it for it")
+                : StrCat("after guarantee reclaim takes ", pods, " for it"));
     return true;
   }
   if (const int32_t taken = TryTakeRoom(kPreempt, unit, t, step); taken > 0) {
@@ -617,8 +644,8 @@ void Simulation::Step(int64_t t) {
     bool started = false;
     const bool cohort = cohort_of_[r.queue] >= 0;
     const int64_t demand = cohort ? Demand(unit) : 0;
-    const bool borrows = cohort && Borrows(r, demand, step);
-    const bool held = blocked_at_[r.queue] == step || (borrows && CohortHeld(r, step));
+    const int64_t over = cohort ? WouldBorrow(r, demand, step) : 0;
+    const bool held = blocked_at_[r.queue] == step || (over > 0 && CohortHeld(r, over, step));
     // Capacity only shrinks within a step and quota is per namespace: a unit
     // of the same namespace and shape as one that failed fails too.
     if (nodes_.free_total() > 0 && !held && failed_at_[r.shape] != step) {
@@ -635,7 +662,7 @@ void Simulation::Step(int64_t t) {
       continue;
     }
     if (strict_[r.queue]) blocked_at_[r.queue] = step;
-    if (cohort) NoteNotStarted(r, demand, borrows, step);
+    if (cohort) NoteNotStarted(r, demand, over, step);
     still.push_back(r);
   }
   waiting_ = std::move(still);

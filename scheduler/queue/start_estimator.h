@@ -43,11 +43,16 @@
 // demand of its queue's units not started in this step before it and its
 // own demand above its guarantee) is not tried while an earlier unit of
 // another such namespace of its cohort did not start in this step and
-// either would borrow too, or is within its guarantee and accepts a GPU
-// product it accepts (the nodes it could use, coarsened to products). A
-// unit within its guarantee is never held back by another namespace.
-// Not modelled: cohort loans and fair-share reclaim, gangs as victims (a
-// member is taken alone), and a shared-GPU pod is placed only on a device
+// either would borrow so much that the two together borrow more than the
+// idle GPUs it may borrow (QuotaLedger::Lendable), or accepts a GPU product
+// it accepts (the nodes it could use, coarsened to products). A unit within
+// its guarantee is never held back by another namespace.
+// A cohort's loan (as QueueManager's reclaim has it): a head that would
+// borrow, within its limit and no more than the idle guarantee of its
+// cohort's other members (QuotaLedger::CohortLendable), reclaims the same
+// way from borrowers outside its cohort only.
+// Not modelled: fair-share reclaim and attained-service preemption, gangs
+// as victims (a member is taken alone), and a shared-GPU pod is placed only on a device
 // that is wholly free.
 //
 // Pure: reads only its input. Callers: QueueManager's estimate refresh

@@ -36,6 +36,10 @@ struct World {
   QueueingStrategy b_strategy = QueueingStrategy::kBackfill;
   int64_t a_guaranteed = 0;  // 8: big is within its namespace's guarantee
   int64_t b_guaranteed = 0;
+  // t1 (4 T4, idle) too: 12 idle GPUs, enough for what big (8) and b (2)
+  // borrow together.
+  bool spare_t4 = false;
+  std::vector<std::string> a_models;  // big's
 };
 
 std::unique_ptr<Harness> Make(const World& w) {
@@ -49,12 +53,16 @@ std::unique_ptr<Harness> Make(const World& w) {
   PodRequest run = PodBuilder("run", "team-c").Gpus(4).OnNode("h0", 0x0f).Build();
   run.start_unix = 1000;
   run.expected_runtime = "1h";
-  return std::make_unique<Harness>(std::vector<NodeSpec>{Hgx8H100("h0"), Pcie4xT4("t0")},
-                                   std::vector<PodRequest>{run}, o);
+  std::vector<NodeSpec> nodes{Hgx8H100("h0"), Pcie4xT4("t0")};
+  if (w.spare_t4) nodes.push_back(Pcie4xT4("t1"));
+  return std::make_unique<Harness>(nodes, std::vector<PodRequest>{run}, o);
 }
 
-PodRequest Big() {
-  PodRequest p = PodBuilder("big", "team-a").Gpus(8).Created(1).Build();
+PodRequest Big(std::vector<std::string> models = {}) {
+  PodBuilder b("big", "team-a");
+  b.Gpus(8).Created(1);
+  if (!models.empty()) b.Models(std::move(models));
+  PodRequest p = b.Build();
   p.expected_runtime = "1h";
   return p;
 }
@@ -85,6 +93,7 @@ TEST(CohortBackfill, ALaterUnitOfTheCohortPassesOnlyWhenItEndsBeforeTheHeadsStar
   World best_effort_b{.b_strategy = QueueingStrategy::kBestEffortFifo};
   World b_guaranteed{.b_guaranteed = 4};
   World big_guaranteed{.a_guaranteed = 8};
+  World room_for_both{.spare_t4 = true, .a_models = {"H100"}};
   const Row rows[] = {
       // 1000 + 1800 + max(60, 180) = 2980 <= 4600.
       {"short job passes", borrowed, "30m", 2, {}, 0, true, ""},
@@ -98,6 +107,23 @@ TEST(CohortBackfill, ALaterUnitOfTheCohortPassesOnlyWhenItEndsBeforeTheHeadsStar
        0,
        false,
        "by borrowing idle GPUs this pod would take"},
+      // 8 + 2 borrowed <= 12 idle: held only where big could run.
+      {"both borrow, idle GPUs enough for both, nodes apart",
+       room_for_both,
+       "55m",
+       2,
+       {"T4"},
+       0,
+       true,
+       ""},
+      {"both borrow, idle GPUs enough for both, same nodes",
+       room_for_both,
+       "55m",
+       2,
+       {},
+       0,
+       false,
+       "on nodes this pod could use"},
       {"no runtime estimate waits", borrowed, "", 2, {}, 0, false, "has no runtime estimate"},
       {"no cohort: each namespace on its own", no_cohort, "55m", 2, {}, 0, true, ""},
       {"BestEffortFIFO namespace: not in the cohort's Backfill",
@@ -126,7 +152,7 @@ TEST(CohortBackfill, ALaterUnitOfTheCohortPassesOnlyWhenItEndsBeforeTheHeadsStar
     SCOPED_TRACE(row.name);
     auto owner = Make(row.world);
     Harness& h = *owner;
-    const PodRequest big = Big();
+    const PodRequest big = Big(row.world.a_models);
     const PodRequest b = B(row.b_runtime, row.b_created, row.b_models);
     h.Submit(big);
     h.Submit(b);
@@ -169,6 +195,40 @@ TEST(CohortBackfill, TheEstimateHoldsTheSameUnitsBack) {
   }
 }
 
+// Two borrowers: b (55 min, borrowing 2) is held on every node only while
+// big's 8 and its 2 exceed the idle GPUs it may borrow; otherwise only where
+// big could run (coarsened to GPU products). Admission agrees (the table
+// above).
+TEST(CohortBackfill, TheEstimateHoldsABorrowerEverywhereOnlyWhenIdleGpusAreShort) {
+  const struct {
+    const char* name;
+    World world;
+    std::vector<std::string> b_models;
+    int64_t b_start;
+  } kRows[] = {
+      {"8 idle, nodes apart: held", World{}, {"T4"}, kBigStart},
+      {"12 idle, nodes apart: starts now",
+       World{.spare_t4 = true, .a_models = {"H100"}},
+       {"T4"},
+       1000},
+      {"12 idle, same nodes: held", World{.spare_t4 = true, .a_models = {"H100"}}, {}, kBigStart},
+  };
+  for (const auto& row : kRows) {
+    SCOPED_TRACE(row.name);
+    auto owner = Make(row.world);
+    Harness& h = *owner;
+    const PodRequest big = Big(row.world.a_models);
+    const PodRequest b = B("55m", 2, row.b_models);
+    h.Submit(big);
+    h.Submit(b);
+    h.Filter(big);
+    h.queue->RefreshEstimates();
+    EXPECT_EQ(h.queue->EstimateOf(big.uid)->start.start_s, kBigStart);
+    EXPECT_EQ(h.queue->EstimateOf(b.uid)->start.start_s, row.b_start);
+    EXPECT_EQ(h.Filter(b).empty(), row.b_start != 1000);
+  }
+}
+
 TEST(CohortBackfill, AnOverrunAcrossNamespacesIsCountedAndNeverEvicted) {
   auto owner = Make(World{});
   Harness& h = *owner;
@@ -201,10 +261,12 @@ TEST(CohortBackfill, AnOverrunAcrossNamespacesIsCountedAndNeverEvicted) {
 // research; team-d is outside it, so team-b's head may reclaim team-d's
 // borrowed GPUs on the cohort's idle guarantee (a cohort loan; reclaim
 // takes any borrower's pods, all priorities being equal). team-a's `big` (8 GPUs,
-// borrows 4; reclaim cannot make room for it: `run` is within team-c's
-// guarantee) starts when d0 ends: 1000 + 7200 = 8200 s. team-b's `b` (2 GPUs, borrows) is held by
-// big unless it ends first: with a 3 h estimate 1000 + 10800 + 1080 =
-// 12880 > 8200, held; with 30 min 1000 + 1800 + 180 = 2980, not.
+// borrows 4, which team-e's idle guarantee lends) can reclaim d0 on that
+// loan only once `run` (within team-c's guarantee) has ended: the estimate
+// starts it at 1000 + 3600 + 30 (the termination) = 4630 s. team-b's `b`
+// (2 GPUs, borrows) is held by big unless it ends first: with a 3 h
+// estimate 1000 + 10800 + 1080 = 12880 > 4630, held; with 30 min
+// 1000 + 1800 + 180 = 2980, not.
 TEST(CohortBackfill, AHeadTheCohortHoldsBackReclaimsNothing) {
   const struct {
     const char* name;
@@ -245,7 +307,7 @@ TEST(CohortBackfill, AHeadTheCohortHoldsBackReclaimsNothing) {
     h.queue->RefreshEstimates();
     if (row.a_strategy == QueueingStrategy::kBackfill) {
       ASSERT_TRUE(h.queue->EstimateOf(big.uid).has_value());
-      EXPECT_EQ(h.queue->EstimateOf(big.uid)->start.start_s, 8200);
+      EXPECT_EQ(h.queue->EstimateOf(big.uid)->start.start_s, 4630);
     }
     h.now_ms += row.age_s * 1000;
     EXPECT_THAT(h.Filter(b), IsEmpty());  // no idle GPU without reclaim either way

@@ -257,6 +257,47 @@ TEST(EstimateStarts, GuaranteeReclaimTakesBorrowersPodsWithinTheRules) {
   }
 }
 
+// A cohort's loan. The same two nodes, all 16 GPUs held by b (guarantee 0)
+// as above. a (guarantee 0) waits for 8 GPUs: it would borrow all 8. With
+// e (guarantee `e_guarantee`, idle) in a's cohort, the cohort lends e's idle
+// guarantee: when it covers the 8, a reclaims b1 from b, which borrows
+// outside the cohort, and starts after the 30 s termination. A borrower
+// inside the cohort is not reclaimed for a loan.
+TEST(EstimateStarts, ACohortsLoanReclaimsFromBorrowersOutsideTheCohort) {
+  const int64_t ends = 36'000 - 100;
+  const struct {
+    const char* name;
+    int64_t e_guarantee;
+    std::string b_cohort;
+    int64_t a_limit;
+    int64_t start;
+    const char* basis;
+  } kRows[] = {
+      {"the cohort lends 8", 8, "", 16, 30, "after cohort c's loan reclaims 1 borrowed pod"},
+      {"the cohort lends 4 only", 4, "", 16, ends, "when 3 running"},
+      // e's 24 less b's 16 borrowed inside the cohort: it lends 8, but not
+      // from b.
+      {"the borrower is in the cohort", 24, "c", 16, ends, "when 3 running"},
+      {"above a's limit", 8, "", 7, -1, ""},
+  };
+  for (const auto& row : kRows) {
+    SCOPED_TRACE(row.name);
+    Estimator e(2,
+                {{"b1", "b", "h0", 0xff, 100, 36'000},
+                 {"b3", "b", "h1", 0x0f, 50, 36'050},
+                 {"b2", "b", "h1", 0xf0, 0, 36'100}},
+                Quotas({{"a", Quota(0, row.a_limit, "c")},
+                        {"b", Quota(0, 16, row.b_cohort)},
+                        {"e", Quota(row.e_guarantee, 16, "c")}}));
+    e.reclaim = true;
+    e.reclaim_lower_priority_only = false;
+    std::map<std::string, std::string> basis;
+    auto s = e.Starts({{"p", "a", 8, 3600}}, &basis);
+    EXPECT_EQ(s["p"], row.start);
+    EXPECT_NE(basis["p"].find(row.basis), std::string::npos) << basis["p"];
+  }
+}
+
 // A pod taken by reclaim no longer ends where it was. One node: b2 (4 GPUs,
 // ends T+500) and b3 (4, ends T+1000) of the borrower b. a's p1 (4, within
 // a's guarantee of 4) takes b2; p2 (4 more, above the guarantee: no
