@@ -104,6 +104,7 @@ struct Running {
   int64_t milli = 0;
   int32_t priority = 0;
   int64_t start_s = 0;
+  std::string gang;  // "ns/gang" of a gang member, "" for a single pod
 };
 
 class Simulation {
@@ -166,10 +167,14 @@ class Simulation {
   std::string LoanCohort(const std::string& ns, int64_t demand) const;
   const Victims& StepVictims(Rule rule, int32_t step);
   const Running* Usable(const Taker& tk, const std::string& uid) const;
-  bool KeepsGuarantee(const Taker& tk, const Running& r) const;
+  bool KeepsGuarantee(const Taker& tk, const Running& r, int64_t milli) const;
   std::vector<std::pair<int32_t, size_t>> RoomNodes(const Taker& tk, const policy::PodContext& ctx);
   bool TakeOnNode(const Taker& tk, size_t k, const policy::PodContext& ctx,
                   std::vector<Taken>* taken);
+  // A victim and, if it is a gang member, the gang's other running members
+  // (a gang is taken whole, as the planners evict it); its GPUs in all.
+  std::vector<std::string> WithGang(const std::string& uid, const Running& r, int64_t* milli) const;
+  void Take(const std::string& uid, std::vector<Taken>* taken);
   void Undo(std::vector<Taken>* taken, size_t keep);
   void AddRunning(const std::string& uid, Running r);
   void RemoveRunning(const std::string& uid);
@@ -201,6 +206,7 @@ class Simulation {
   std::vector<int32_t> head_at_;     // per queue: the step its head was tried in
   absl::flat_hash_map<std::string, Running> running_;  // by uid
   absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> running_by_ns_;
+  absl::flat_hash_map<std::string, std::vector<std::string>> gang_running_;  // by Running::gang
   std::map<int32_t, int32_t> priorities_;      // of the running pods: how many of each
   absl::flat_hash_set<std::string> evicted_;   // taken for a head; their ends are void
   absl::flat_hash_set<std::string> evicting_;  // taken by the attempt being tried
@@ -235,7 +241,8 @@ void Simulation::Init() {
       int64_t end = start + run;
       if (end <= in_.now_s) end = in_.now_s + std::max<int64_t>(60, run / 4);  // overrun
       ends_.push({end, k, p.uid, p.ns, int64_t{p.gpus} * p.milli_per_gpu, est <= 0});
-      AddRunning(p.uid, {k, p.ns, int64_t{p.gpus} * p.milli_per_gpu, p.priority, start});
+      AddRunning(p.uid, {k, p.ns, int64_t{p.gpus} * p.milli_per_gpu, p.priority, start,
+                         p.gang.empty() ? "" : StrCat(p.ns, "/", p.gang)});
       out_.running_end[p.uid] = end;
     }
     if (!holders.empty()) nodes_.Set(k, policy::WithoutPods(nodes_.View(k), holders));
@@ -395,8 +402,10 @@ bool Simulation::TryStart(const EstimateUnit& unit, int64_t t) {
     ledger_.Add(ns, *product, milli);
     started.push_back({t + run, k, m.uid, ns, milli, !unit.runtime.known()});
   }
+  const std::string& gang = unit.members.front()->gang;
   for (End& e : started) {
-    AddRunning(e.uid, {e.node, ns, e.milli, unit.members.front()->priority, t});
+    AddRunning(e.uid, {e.node, ns, e.milli, unit.members.front()->priority, t,
+                       gang.empty() ? "" : StrCat(ns, "/", gang)});
     ends_.push(std::move(e));
   }
   return true;
@@ -405,12 +414,17 @@ bool Simulation::TryStart(const EstimateUnit& unit, int64_t t) {
 void Simulation::AddRunning(const std::string& uid, Running r) {
   running_by_ns_[r.ns].insert(uid);
   ++priorities_[r.priority];
+  if (!r.gang.empty()) gang_running_[r.gang].push_back(uid);
   running_[uid] = std::move(r);
 }
 
 void Simulation::RemoveRunning(const std::string& uid) {
   auto it = running_.find(uid);
   if (it == running_.end()) return;
+  if (auto g = gang_running_.find(it->second.gang); g != gang_running_.end()) {
+    std::erase(g->second, uid);
+    if (g->second.empty()) gang_running_.erase(g);
+  }
   running_by_ns_[it->second.ns].erase(uid);
   if (auto p = priorities_.find(it->second.priority); --p->second == 0) priorities_.erase(p);
   running_.erase(it);
@@ -458,12 +472,36 @@ const Running* Simulation::Usable(const Taker& tk, const std::string& uid) const
   return &r;
 }
 
-// Whether taking `r` leaves its namespace at or above its guarantee where
-// the rule requires it: always for reclaim; for preemption, when the pod is
-// another namespace's and the head would only borrow.
-bool Simulation::KeepsGuarantee(const Taker& tk, const Running& r) const {
+// Whether taking `milli` of `r`'s namespace leaves it at or above its
+// guarantee where the rule requires it: always for reclaim; for
+// preemption, when the pod is another namespace's and the head would only
+// borrow.
+bool Simulation::KeepsGuarantee(const Taker& tk, const Running& r, int64_t milli) const {
   if (tk.rule == kPreempt && (r.ns == tk.head->ns || !tk.borrows)) return true;
-  return ledger_.Usage(r.ns) - r.milli >= ledger_.Guaranteed(r.ns);
+  return ledger_.Usage(r.ns) - milli >= ledger_.Guaranteed(r.ns);
+}
+
+std::vector<std::string> Simulation::WithGang(const std::string& uid, const Running& r,
+                                              int64_t* milli) const {
+  std::vector<std::string> out{uid};
+  *milli = r.milli;
+  auto g = gang_running_.find(r.gang);
+  if (r.gang.empty() || g == gang_running_.end()) return out;
+  for (const std::string& m : g->second) {
+    if (m == uid || evicting_.contains(m)) continue;
+    out.push_back(m);
+    *milli += running_.at(m).milli;
+  }
+  return out;
+}
+
+void Simulation::Take(const std::string& uid, std::vector<Taken>* taken) {
+  const Running& r = running_.at(uid);
+  const NodeInfo& n = nodes_.View(r.node);
+  taken->push_back({uid, r.node, n, r.ns, in_.snapshot->product(n), r.milli});
+  evicting_.insert(uid);
+  nodes_.Set(r.node, policy::WithoutPods(n, {uid}));
+  ledger_.Add(taken->back().ns, taken->back().product, -taken->back().milli);
 }
 
 // How many of `victims` (in order) must go before node `n` has `need`
@@ -526,12 +564,11 @@ bool Simulation::TakeOnNode(const Taker& tk, size_t k, const policy::PodContext&
   for (const Victim& v : cache_[tk.rule].victims.at(k)) {
     const std::string& uid = v.uid;
     const Running* r = Usable(tk, uid);
-    if (r == nullptr || !KeepsGuarantee(tk, *r)) continue;
-    const NodeInfo& n = nodes_.View(k);
-    taken->push_back({uid, k, n, r->ns, in_.snapshot->product(n), r->milli});
-    evicting_.insert(uid);
-    nodes_.Set(k, policy::WithoutPods(n, {uid}));
-    ledger_.Add(taken->back().ns, taken->back().product, -taken->back().milli);
+    if (r == nullptr) continue;
+    int64_t milli = 0;
+    const std::vector<std::string> uids = WithGang(uid, *r, &milli);
+    if (!KeepsGuarantee(tk, *r, milli)) continue;
+    for (const std::string& u : uids) Take(u, taken);
     if (policy::FitsWithDevices(*in_.fw, ctx, nodes_.View(k))) return true;
   }
   Undo(taken, before);

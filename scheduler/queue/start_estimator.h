@@ -51,9 +51,11 @@
 // borrow, within its limit and no more than the idle guarantee of its
 // cohort's other members (QuotaLedger::CohortLendable), reclaims the same
 // way from borrowers outside its cohort only.
-// Not modelled: fair-share reclaim and attained-service preemption, gangs
-// as victims (a member is taken alone), and a shared-GPU pod is placed only on a device
-// that is wholly free.
+// A victim that is a gang member is taken with every other running member
+// of its gang, wherever they run (the planners evict a gang whole); the
+// guarantee floor counts them all.
+// Not modelled: fair-share reclaim and attained-service preemption; a
+// shared-GPU pod is placed only on a device that is wholly free.
 //
 // Pure: reads only its input. Callers: QueueManager's estimate refresh
 // (off the request path, on a PlanningView) and tests.

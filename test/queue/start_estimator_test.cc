@@ -32,6 +32,8 @@ struct Running {
   int64_t ago;
   int64_t runtime;
   int32_t priority = 0;
+  std::string gang;  // "" for a single pod; members of one gang share it
+  int32_t gang_size = 0;
 };
 
 // A waiting unit: `members` pods of `gpus` GPUs (a gang if > 1), expected to
@@ -58,6 +60,7 @@ class Estimator {
                          .OnNode(r.node, r.devices)
                          .Priority(r.priority)
                          .Build();
+      if (!r.gang.empty()) p.gang = r.gang, p.gang_size = r.gang_size;
       p.start_unix = kNow - r.ago;
       runtimes_[p.uid] = r.runtime;
       pods.push_back(p);
@@ -289,6 +292,37 @@ TEST(EstimateStarts, ACohortsLoanReclaimsFromBorrowersOutsideTheCohort) {
                 Quotas({{"a", Quota(0, row.a_limit, "c")},
                         {"b", Quota(0, 16, row.b_cohort)},
                         {"e", Quota(row.e_guarantee, 16, "c")}}));
+    e.reclaim = true;
+    e.reclaim_lower_priority_only = false;
+    std::map<std::string, std::string> basis;
+    auto s = e.Starts({{"p", "a", 8, 3600}}, &basis);
+    EXPECT_EQ(s["p"], row.start);
+    EXPECT_NE(basis["p"].find(row.basis), std::string::npos) << basis["p"];
+  }
+}
+
+// A gang is taken whole. b runs gang g: g-0 on h0 and g-1 on h1 (8 GPUs
+// each, until about T+36,000). a's p (8 GPUs, within a's guarantee of 8)
+// reclaims g-0, and g-1 goes with it: 2 pods. With b guaranteed 8, taking
+// g-0 alone would leave b at its guarantee, but the whole gang would leave
+// it at 0: nothing is taken, and p waits for g's end.
+TEST(EstimateStarts, AGangVictimIsTakenWholeAndCountsWholeAgainstItsGuarantee) {
+  const int64_t ends = 36'000 - 100;
+  const struct {
+    const char* name;
+    int64_t b_guarantee;
+    int64_t start;
+    const char* basis;
+  } kRows[] = {
+      {"taken whole", 0, 30, "after guarantee reclaim takes 2 borrowed pods "},
+      {"the whole gang would go below b's guarantee", 8, ends, "when 2 running"},
+  };
+  for (const auto& row : kRows) {
+    SCOPED_TRACE(row.name);
+    Estimator e(2,
+                {{"g-0", "b", "h0", 0xff, 100, 36'000, 0, "g", 2},
+                 {"g-1", "b", "h1", 0xff, 100, 36'000, 0, "g", 2}},
+                Quotas({{"a", Quota(8, 16)}, {"b", Quota(row.b_guarantee, 16)}}));
     e.reclaim = true;
     e.reclaim_lower_priority_only = false;
     std::map<std::string, std::string> basis;
