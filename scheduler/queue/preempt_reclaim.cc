@@ -50,13 +50,6 @@ int64_t Milli(const PodOnNode& p) { return int64_t{p.gpus} * p.milli_per_gpu; }
 //    namespaces outside the cohort borrow: those may go.
 enum class ReclaimKind { kNone, kGuarantee, kCohortLoan };
 
-// Whether any of `uids` is still a pod of `state` (one question, no copy).
-bool AnyPresent(const ClusterState& state, const std::vector<std::string>& uids) {
-  const std::vector<std::string_view> views(uids.begin(), uids.end());
-  const std::vector<bool> present = state.HasPods(views);
-  return std::find(present.begin(), present.end(), true) != present.end();
-}
-
 Borrowers BorrowersOf(const QuotaLedger& ledger) {
   Borrowers b;
   for (const std::string& ns : ledger.Namespaces()) {
@@ -566,7 +559,7 @@ std::optional<QueueManager::ReclaimJob> QueueManager::ReclaimJobForLocked(
     const Borrowers& borrowers, int64_t now) {
   auto busy = reclaiming_.find(ns);
   if (busy != reclaiming_.end() && now - busy->second.at_ms < options_.stale_after_ms &&
-      AnyPresent(*deps_.state, busy->second.victims)) {
+      busy->second.victims_present) {
     return std::nullopt;  // the last victims are still terminating (at most stale_after_ms)
   }
   // The head: the first unit filtered (or seen) within stale_after_ms.

@@ -272,6 +272,17 @@ void QueueManager::PruneReclaimsLocked(int64_t now) {
   std::erase_if(reclaiming_,
                 [&](const auto& kv) { return now - kv.second.at_ms >= stale_after_ms; });
   if (reclaiming_.size() != before) reclaim_view_.dirty = true;
+  std::vector<std::string_view> victims;
+  for (const auto& [ns, r] : reclaiming_)
+    victims.insert(victims.end(), r.victims.begin(), r.victims.end());
+  const std::vector<bool> present = deps_.state->HasPods(victims);
+  size_t next = 0;  // reclaiming_ is walked in the same order
+  for (auto& [ns, r] : reclaiming_) {
+    const auto end = present.begin() + static_cast<std::ptrdiff_t>(next + r.victims.size());
+    r.victims_present =
+        std::find(present.begin() + static_cast<std::ptrdiff_t>(next), end, true) != end;
+    next += r.victims.size();
+  }
 }
 
 int32_t QueueManager::HeldGangMembersLocked(const PodRequest& pod) const {

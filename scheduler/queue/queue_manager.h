@@ -1076,6 +1076,10 @@ class QueueManager final : public PodGate {
     // `nodes`, each with the reason a filter of another pod fails there;
     // made once when the reclaim is committed.
     std::shared_ptr<const HeldNodes> held;
+    // Whether any victim was still in the cluster at the last tick's sync
+    // (PruneReclaimsLocked asks for all reclaims at once), so that the
+    // reclaim choice does not ask ClusterState under the mutex per namespace.
+    bool victims_present = true;
   };
   // The nodes `pod` may not use because reclaim freed them for another
   // pod, one shared list per reclaim (flattened by the caller without the
@@ -1110,7 +1114,9 @@ class QueueManager final : public PodGate {
   // Forgets the pods evicted longer ago than stale_after_ms, or past the
   // cool-down and gone.
   void PruneEvictedLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Drops the reclaims gone stale (no longer read by anything).
+  // Drops the reclaims gone stale (no longer read by anything), and notes
+  // whether each one's victims are still there (one question to
+  // ClusterState for all of them).
   void PruneReclaimsLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ReclaimView reclaim_view_ ABSL_GUARDED_BY(mu_);
   // Attained service per workload and each opted-in namespace's preemption

@@ -548,6 +548,39 @@ TEST(ReclaimTest, NamespaceBelowGuaranteeEvictsLowerPriorityBorrowers) {
   EXPECT_EQ(h.writer.calls, (std::vector<std::string>{"await"}));  // nothing sent: one wait
 }
 
+// A namespace whose last reclaim's victims are still in the cluster (a pod
+// terminating through its grace period) plans no new reclaim: the tick's
+// sync asks the state once for every reclaim's victims, and the choice
+// reads that answer. team-a (guarantee 0) holds all 16 GPUs; team-b's b (8 GPUs, within
+// its guarantee of 8) reclaims a0 and a1 on h0. a0 is shown again (still
+// terminating): b still has no room, and a2 and a3 on h1 could make it,
+// but the next tick evicts nothing more; once a0 is gone, b fits.
+TEST(ReclaimTest, NoNewReclaimWhileTheLastVictimsAreStillThere) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(0, 16)}, {"team-b", Quota(8, 16)}});
+  o.reclaim.only_lower_priority = false;
+  const PodRequest a0 = Running("a0", "team-a", 4, "h0", 0x0f);
+  Harness h(H100s(2),
+            {a0, Running("a1", "team-a", 4, "h0", 0xf0), Running("a2", "team-a", 4, "h1", 0x0f),
+             Running("a3", "team-a", 4, "h1", 0xf0)},
+            o);
+  PodRequest b = PodBuilder("b", "team-b").Gpus(8).Build();
+  EXPECT_THAT(h.Filter(b), IsEmpty());
+  h.queue->Tick();
+  ASSERT_THAT(h.writer.evicted, ::testing::UnorderedElementsAre(a0.uid, "uid-team-a-a1"));
+  h.Submit(a0);  // still terminating on h0
+  EXPECT_THAT(h.Filter(b), IsEmpty());
+  h.now_ms += 1000;
+  h.queue->Tick();
+  EXPECT_THAT(h.writer.evicted, SizeIs(2));
+  h.state().RemovePod(a0.uid);
+  h.state().Commit();
+  h.now_ms += 1000;
+  h.queue->Tick();
+  EXPECT_THAT(h.writer.evicted, SizeIs(2));
+  EXPECT_THAT(h.Filter(b), ::testing::ElementsAre("h0"));
+}
+
 // The scheduling policy of each of this process's threads (field 41 of
 // /proc/self/task/<tid>/stat).
 std::vector<int> ThreadPolicies() {
