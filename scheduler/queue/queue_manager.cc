@@ -272,16 +272,20 @@ void QueueManager::PruneReclaimsLocked(int64_t now) {
   std::erase_if(reclaiming_,
                 [&](const auto& kv) { return now - kv.second.at_ms >= stale_after_ms; });
   if (reclaiming_.size() != before) reclaim_view_.dirty = true;
+  // Victims once gone never come back (a uid is never reused): only the
+  // reclaims whose victims were there at the last look are asked about.
   std::vector<std::string_view> victims;
-  for (const auto& [ns, r] : reclaiming_)
-    victims.insert(victims.end(), r.victims.begin(), r.victims.end());
+  for (const auto& [ns, r] : reclaiming_) {
+    if (r.victims_present) victims.insert(victims.end(), r.victims.begin(), r.victims.end());
+  }
+  if (victims.empty()) return;
   const std::vector<bool> present = deps_.state->HasPods(victims);
-  size_t next = 0;  // reclaiming_ is walked in the same order
+  auto next = present.begin();  // reclaiming_ is walked in the same order
   for (auto& [ns, r] : reclaiming_) {
-    const auto end = present.begin() + static_cast<std::ptrdiff_t>(next + r.victims.size());
-    r.victims_present =
-        std::find(present.begin() + static_cast<std::ptrdiff_t>(next), end, true) != end;
-    next += r.victims.size();
+    if (!r.victims_present) continue;
+    const auto end = next + static_cast<std::ptrdiff_t>(r.victims.size());
+    r.victims_present = std::find(next, end, true) != end;
+    next = end;
   }
 }
 
