@@ -159,6 +159,49 @@ def queue_background_holds():
     return render(["site"] + [label for _, label in QUEUE_RUNS_HOLDS] + ["≤ 1 ms"], rows)
 
 
+# Runs that print the queue mutex's waits per site and the waits of 1 ms or
+# more by holder (`queue lock waits >= 1 ms ...`, from a3f0598 on).
+QUEUE_RUNS_WAITS = [
+    ("5000-nodes-run18-5min-a3f0598.txt", "18 (5 min)"),
+    ("5000-nodes-run19-5min-a3f0598.txt", "19, the same build again (5 min)"),
+    ("5000-nodes-run20-5min-a3f0598.txt", "20, the same build again (5 min)"),
+]
+REQUEST_SITES = ["admit", "assume-bind", "bound", "backfill", "gang-reserve", "reserved-node",
+                 "preempt", "preempt-commit"]
+
+
+def lock_waits(rel):
+    """One run's row: latencies, and the request waits of 1 ms or more by holder."""
+    text = read_text(rel)
+    filt = found(rel, text, r"^filter\s+n=\d+ p50=([\d.]+) ms p99=([\d.]+) ms max=([\d.]+) ms")
+    longest = found(rel, text, r"^queue lock wait admit\s+p99 <= [\d.]+ ms, longest <= ([\d.]+) ms")[0]
+    stop = found(rel, text, r"^machine alone: a spinning thread stopped for up to ([\d.]+) ms")[0]
+    on_background, on_request = {}, 0
+    for site, holder, n in re.findall(
+            r'^queue lock waits >= 1 ms \{site="([^"]+)",holder="([^"]+)"\}: (\d+)', text, re.M):
+        if site not in REQUEST_SITES:
+            continue
+        if holder in REQUEST_SITES or holder == "none":
+            on_request += int(n)
+        else:
+            on_background[holder] = on_background.get(holder, 0) + int(n)
+    total = sum(on_background.values())
+    by = ", ".join(f"`{h}` {n}" for h, n in sorted(on_background.items(), key=lambda kv: -kv[1]))
+    return total, [f"{filt[0]} / {filt[1]} / {filt[2]} ms", f"≤ {bucket(longest)} ms",
+                   f"{total} ({by})" if total else "**none**", str(on_request), f"{stop} ms"]
+
+
+def queue_lock_waits():
+    rows = []
+    for f, label in QUEUE_RUNS_WAITS:
+        total, cells = lock_waits(f"results/queue-scale/{f}")
+        rows.append([label] + cells + [verdict(total == 0)])
+    return render(["run", "filter p50 / p99 / max", "longest `admit` wait",
+                   "request waits ≥ 1 ms on background work (by holder)",
+                   "request waits ≥ 1 ms on another request", "machine alone, longest stop",
+                   "no request waits on background work ≥ 1 ms"], rows)
+
+
 # ---- in-process verbs (policy_bench) ---------------------------------------
 
 POLICY_BENCH = "results/perf/policy_bench.json"
@@ -357,6 +400,8 @@ PERF_TABLES = {
                            queue_scale_latest),
     "queue-background-holds": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_HOLDS],
                                queue_background_holds),
+    "queue-lock-waits": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_WAITS],
+                         queue_lock_waits),
     "policy-bench": ([POLICY_BENCH], policy_bench),
     "codec-bench": ([CODEC_BENCH], codec_bench),
     "http-load": ([LOAD.format(config=c, run=r) for c in LOAD_CONFIGS for r in LOAD_RUNS],
