@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -41,6 +42,33 @@ TEST(TimedLockTest, AHoldSpentAsleepIsCountedAsWaitedShortOnesAreNot) {
   EXPECT_EQ(metrics.CounterValue(name, {{"site", "short"}, {"holder", "ran"}}), 0);
   const std::string text = metrics.Render();
   EXPECT_NE(text.find("gpusched_queue_lock_hold_seconds_count{site=\"sleeper\"} 1"),
+            std::string::npos);
+}
+
+// A request that waits behind a background hold of 6 ms is counted under
+// the background site as its holder; one that finds the mutex free is not
+// counted at all.
+TEST(TimedLockTest, ALongWaitIsCountedByTheSiteHoldingTheMutexWhenItBegan) {
+  absl::Mutex mu;
+  LockHoldStats stats;
+  Metrics metrics;
+  { TimedLock l(&mu, &stats, &metrics, "admit"); }  // free: no wait
+  std::atomic<bool> held{false};
+  std::thread background([&] {
+    TimedLock l(&mu, &stats, &metrics, "tick-sync", LockUse::kBackgroundYield);
+    held = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(6));
+  });
+  while (!held) std::this_thread::yield();
+  { TimedLock l(&mu, &stats, &metrics, "admit"); }
+  background.join();
+  const std::string name = "gpusched_queue_lock_long_waits_total";
+  EXPECT_EQ(metrics.CounterValue(name, {{"site", "admit"}, {"holder", "tick-sync"}}), 1);
+  EXPECT_EQ(metrics.CounterValue(name, {{"site", "admit"}, {"holder", "none"}}), 0);
+  EXPECT_EQ(metrics.CounterValue(name, {{"site", "tick-sync"}, {"holder", "none"}}), 0);
+  EXPECT_EQ(stats.holder.load(), nullptr);  // nobody holds it now
+  const std::string text = metrics.Render();
+  EXPECT_NE(text.find("gpusched_queue_lock_wait_seconds_count{site=\"admit\"} 2"),
             std::string::npos);
 }
 
