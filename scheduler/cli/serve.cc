@@ -529,8 +529,10 @@ int Serve(const std::vector<std::string>& args) {
   auto history = StartHistoryStore(kube_rt.get(), queue_mgr.get(), &metrics);
   queue::TickThread ticker(queue_mgr.get(), std::chrono::milliseconds(1000));
   queue::ReclaimPlannerThread planner(queue_mgr.get());
-  queue::EstimateThread estimates(queue_mgr.get(), std::chrono::seconds(10),
-                                  std::chrono::milliseconds(1000));
+  // The first refresh 2 s after the start (the file source has loaded; an
+  // API list still going on makes it a short one), then every 10 s.
+  queue::EstimateThread estimates(queue_mgr.get(), std::chrono::seconds(2),
+                                  std::chrono::seconds(10), std::chrono::milliseconds(1000));
   auto positions = StartQueuePositions(kube_rt.get(), queue_mgr.get(), &metrics);
 
   queue::QueueConfigApplier quotas(queue_mgr.get(), config, start->config_path,

@@ -123,13 +123,13 @@ TickThread::~TickThread() {
   thread_.join();
 }
 
-EstimateThread::EstimateThread(QueueManager* queue, std::chrono::milliseconds every,
-                               std::chrono::milliseconds budget)
-    : thread_([this, queue, every, budget] {
-        while (true) {
+EstimateThread::EstimateThread(QueueManager* queue, std::chrono::milliseconds first,
+                               std::chrono::milliseconds every, std::chrono::milliseconds budget)
+    : thread_([this, queue, first, every, budget] {
+        for (auto wait = first;; wait = every) {
           {
             absl::MutexLock l(&mu_);
-            if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(every))) return;
+            if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(wait))) return;
           }
           queue->RefreshEstimates(budget);
         }

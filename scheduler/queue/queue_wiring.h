@@ -90,16 +90,18 @@ class TickThread {
   std::thread thread_;
 };
 
-// Calls queue->RefreshEstimates(budget) every `every` on a thread of its own
-// (estimated starts and runtime history; off every request's path). At the
+// Calls queue->RefreshEstimates(budget) `first` after the start, then every
+// `every`, on a thread of its own (estimated starts and runtime history; off
+// every request's path): a pod pending at start has an estimate within
+// `first`, not a whole period later. At the
 // normal CPU priority: the refresh holds the queue's mutex for copies, and
 // a thread at the lowest priority could be descheduled inside such a hold.
 // Its CPU is bounded by `budget` per refresh. Stops and joins on
 // destruction.
 class EstimateThread {
  public:
-  EstimateThread(QueueManager* queue, std::chrono::milliseconds every,
-                 std::chrono::milliseconds budget);
+  EstimateThread(QueueManager* queue, std::chrono::milliseconds first,
+                 std::chrono::milliseconds every, std::chrono::milliseconds budget);
   ~EstimateThread();
   EstimateThread(const EstimateThread&) = delete;
   EstimateThread& operator=(const EstimateThread&) = delete;

@@ -16,7 +16,12 @@
 // background acquisition may first yield the CPU (kBackgroundYield,
 // sched_yield): the kernel's scheduler then starts the hold on a fresh
 // time slice, so a short hold is rarely cut by the holder's own preemption,
-// which a waiting request would otherwise sit through. The queue manager
+// which a waiting request would otherwise sit through. Requests go first:
+// a background acquisition waits (at most kMaxDefer) while any request is
+// waiting for the mutex, so a background thread that releases and at once
+// takes the mutex again (the tick's holds follow one another) never barges
+// ahead of a request it just woke; a request then waits for at most one
+// background hold, not a chain of them. The queue manager
 // wraps every acquisition of its mutex in one, so /metrics shows whether a
 // request could ever wait long on background work, and on which.
 // Thread-safe; LockHoldStats is shared by all holders.
@@ -40,6 +45,9 @@ struct LockHoldStats {
   std::atomic<int64_t> count{0};
   // The site holding the mutex now (nullptr: none), for the waits' holder.
   std::atomic<const char*> holder{nullptr};
+  // Request acquisitions between asking for the mutex and getting it:
+  // background acquisitions let them go first.
+  std::atomic<int32_t> requests_waiting{0};
 
   void Record(int64_t ns) {
     count.fetch_add(1, std::memory_order_relaxed);
@@ -67,22 +75,46 @@ inline const char* LongHoldHolder(int64_t wall_ns, int64_t cpu_ns) {
 // (yielding the CPU first with kBackgroundYield).
 enum class LockUse { kRequest, kBackground, kBackgroundYield };
 
+// How a background acquisition's deferral to requests ended.
+enum class Deferral { kNone, kRequestsWent, kLimit };
+
+// Background work's side of "requests go first": returns once no request
+// waits for the mutex (kNone: none did), or after `limit` (kLimit: a stream
+// of requests cannot starve the tick). Sleeps in short steps: on a machine
+// with few cores, spinning would take the core the woken request needs.
+inline Deferral DeferToRequests(const LockHoldStats& stats, std::chrono::nanoseconds limit) {
+  if (stats.requests_waiting.load(std::memory_order_acquire) == 0) return Deferral::kNone;
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (stats.requests_waiting.load(std::memory_order_acquire) > 0) {
+    if (std::chrono::steady_clock::now() >= until) return Deferral::kLimit;
+    const timespec step{0, 20'000};  // 20 us
+    nanosleep(&step, nullptr);
+  }
+  return Deferral::kRequestsWent;
+}
+
 class ABSL_SCOPED_LOCKABLE TimedLock {
  public:
   static constexpr int64_t kLongHold = 5'000'000;  // ns: the longest a verb should wait
   static constexpr int64_t kLongWait = 1'000'000;  // ns: the request path's goal
+  // The longest a background acquisition lets waiting requests go first.
+  static constexpr std::chrono::milliseconds kMaxDefer{2};
 
   // `site` names the caller in the histograms (a string literal).
   TimedLock(absl::Mutex* mu, LockHoldStats* stats, Metrics* metrics, const char* site,
             LockUse use = LockUse::kRequest) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu)
       : mu_(mu), stats_(stats), metrics_(metrics), site_(site) {
+    const bool request = use == LockUse::kRequest;
+    if (!request) CountDeferral(DeferToRequests(*stats_, kMaxDefer));
     if (use == LockUse::kBackgroundYield) sched_yield();
     // The thread's CPU clock is a system call: read outside the hold, so
     // the span it measures is the hold plus the (short) acquisition.
     cpu_start_ns_ = ThreadCpuNanos();
     held_by_ = stats_->holder.load(std::memory_order_relaxed);
     const auto asked = std::chrono::steady_clock::now();
+    if (request) stats_->requests_waiting.fetch_add(1, std::memory_order_acq_rel);
     mu_->Lock();
+    if (request) stats_->requests_waiting.fetch_sub(1, std::memory_order_acq_rel);
     start_ = std::chrono::steady_clock::now();
     stats_->holder.store(site_, std::memory_order_relaxed);
     wait_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(start_ - asked).count();
@@ -128,6 +160,15 @@ class ABSL_SCOPED_LOCKABLE TimedLock {
   TimedLock& operator=(const TimedLock&) = delete;
 
  private:
+  void CountDeferral(Deferral d) {
+    if (d == Deferral::kNone || metrics_ == nullptr) return;
+    metrics_->Inc("gpusched_queue_lock_deferrals_total",
+                  "Background acquisitions of the queue manager's mutex that let waiting "
+                  "requests go first, by call site and by how the deferral ended "
+                  "(\"requests-went\", or \"limit\": 2 ms passed with requests still waiting).",
+                  {{"site", site_}, {"ended", d == Deferral::kLimit ? "limit" : "requests-went"}});
+  }
+
   absl::Mutex* mu_;
   LockHoldStats* stats_;
   Metrics* metrics_;

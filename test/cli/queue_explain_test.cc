@@ -105,7 +105,7 @@ std::string MaskTimes(const std::string& text) {
   return std::regex_replace(text, kTime, "<T>");
 }
 
-// One `gpusched serve` for the suite (its first estimate refresh comes 10 s
+// One `gpusched serve` for the suite (its first estimate refresh comes 2 s
 // after the start).
 class QueueExplainTest : public ::testing::Test {
  protected:
