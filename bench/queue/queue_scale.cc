@@ -415,6 +415,22 @@ std::map<std::string, double> CounterSeries(const std::string& text, const std::
   return out;
 }
 
+// Prints "LABEL {labels}: N" for each series of the counter `name` that
+// grew between the two scrapes, or "LABEL: none".
+void PrintCounterDeltas(const std::string& before, const std::string& after,
+                        const std::string& name, const char* label) {
+  const auto at_start = CounterSeries(before, name);
+  int grown = 0;
+  for (const auto& [series, value] : CounterSeries(after, name)) {
+    auto b = at_start.find(series);
+    const double d = value - (b == at_start.end() ? 0.0 : b->second);
+    if (d <= 0) continue;
+    ++grown;
+    std::printf("%s %s: %g\n", label, series.c_str(), d);
+  }
+  if (grown == 0) std::printf("%s: none\n", label);
+}
+
 // Upper bound of the bucket holding quantile q (q = 1: the largest) of what
 // was observed between two scrapes of the histogram `name` (its series whose
 // labels contain `match`).
@@ -644,17 +660,10 @@ int main(int argc, char** argv) {
                 HistogramQuantile(metrics_at_start, metrics, wait, 0.99, match) * 1000,
                 longest * 1000);
   }
-  const std::string long_waits = "gpusched_queue_lock_long_waits_total";
-  const auto waits_before = CounterSeries(metrics_at_start, long_waits);
-  int long_wait_series = 0;
-  for (const auto& [series, value] : CounterSeries(metrics, long_waits)) {
-    auto b = waits_before.find(series);
-    const double d = value - (b == waits_before.end() ? 0.0 : b->second);
-    if (d <= 0) continue;
-    ++long_wait_series;
-    std::printf("queue lock waits >= 1 ms %s: %g\n", series.c_str(), d);
-  }
-  if (long_wait_series == 0) std::printf("queue lock waits >= 1 ms: none\n");
+  PrintCounterDeltas(metrics_at_start, metrics, "gpusched_queue_lock_long_waits_total",
+                     "queue lock waits >= 1 ms");
+  PrintCounterDeltas(metrics_at_start, metrics, "gpusched_queue_lock_deferrals_total",
+                     "queue lock background deferrals to waiting requests");
   std::printf("tick: p50 <= %.3f ms, p99 <= %.3f ms, %g ticks\n",
               HistogramQuantile(metrics_at_start, metrics, tick, 0.5) * 1000,
               HistogramQuantile(metrics_at_start, metrics, tick, 0.99) * 1000,

@@ -52,10 +52,9 @@ enum class ReclaimKind { kNone, kGuarantee, kCohortLoan };
 
 Borrowers BorrowersOf(const QuotaLedger& ledger) {
   Borrowers b;
-  for (const std::string& ns : ledger.Namespaces()) {
-    if (ledger.Usage(ns) <= ledger.Guaranteed(ns)) continue;
+  ledger.ForEachBorrower([&b, &ledger](const std::string& ns) {
     if (b.names.insert(ns).second) ++b.per_cohort[ledger.Quota(ns).cohort];
-  }
+  });
   return b;
 }
 

@@ -89,6 +89,18 @@ class QuotaLedger {
   int64_t Guaranteed(const std::string& ns) const { return Quota(ns).gpus.guaranteed * 1000; }
   int64_t Limit(const std::string& ns) const { return Quota(ns).gpus.limit * 1000; }
   int64_t Borrowed(const std::string& ns) const;
+  // Calls fn(ns) for each namespace using more than its guarantee, in no
+  // set order: O(namespaces with usage), nothing copied (a namespace
+  // without usage never borrows).
+  template <typename Fn>
+  void ForEachBorrower(Fn fn) const {
+    for (const UsageTable::Row& u : base_->rows()) {
+      if (!changed_.contains(u->ns) && u->total > Guaranteed(u->ns)) fn(u->ns);
+    }
+    for (const auto& [ns, u] : changed_) {
+      if (u.total > Guaranteed(ns)) fn(ns);
+    }
+  }
   // The part of `demand` more that ns would borrow (take above its
   // guarantee) once `before` more is in use (milli, >= 0).
   int64_t WouldBorrow(const std::string& ns, int64_t before, int64_t demand) const;
