@@ -162,9 +162,15 @@ def queue_background_holds():
 # Runs that print the queue mutex's waits per site and the waits of 1 ms or
 # more by holder (`queue lock waits >= 1 ms ...`, from a3f0598 on).
 QUEUE_RUNS_WAITS = [
-    ("5000-nodes-run18-5min-a3f0598.txt", "18 (5 min)"),
-    ("5000-nodes-run19-5min-a3f0598.txt", "19, the same build again (5 min)"),
-    ("5000-nodes-run20-5min-a3f0598.txt", "20, the same build again (5 min)"),
+    ("5000-nodes-run18-5min-a3f0598.txt", "18, a3f0598 (5 min)"),
+    ("5000-nodes-run19-5min-a3f0598.txt", "19, a3f0598 again (5 min)"),
+    ("5000-nodes-run20-5min-a3f0598.txt", "20, a3f0598 again (5 min)"),
+    ("5000-nodes-run21-5min-1a3db48.txt", "21, requests go first (1a3db48, 5 min)"),
+    ("5000-nodes-run22-5min-1a3db48.txt", "22, 1a3db48 again (5 min)"),
+    ("5000-nodes-run23-5min-1a3db48.txt", "23, 1a3db48 again (5 min)"),
+    ("5000-nodes-run24-5min-ac393e0.txt", "24, and the borrowers' walk (ac393e0, 5 min)"),
+    ("5000-nodes-run25-5min-ac393e0.txt", "25, ac393e0 again (5 min)"),
+    ("5000-nodes-run26-5min-ac393e0.txt", "26, ac393e0 again (5 min)"),
 ]
 REQUEST_SITES = ["admit", "assume-bind", "bound", "backfill", "gang-reserve", "reserved-node",
                  "preempt", "preempt-commit"]
