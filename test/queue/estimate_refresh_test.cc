@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
+#include "scheduler/queue/queue_wiring.h"
 #include "test/queue/harness.h"
 
 namespace gpusched::queue {
@@ -60,6 +64,25 @@ TEST(EstimateRefresh, PositionsAndDebugPagesCarryTheLastRefresh) {
   auto queues = h.queue->Report();
   ASSERT_FALSE(queues.namespaces.empty());
   EXPECT_EQ(queues.namespaces[0].queue[0].estimated_start_unix, 4000);
+}
+
+// The serving thread refreshes `first` after its start, not a whole period
+// later: a pod pending when the server starts has an estimate within
+// seconds (here the period is an hour; the first refresh comes at 20 ms).
+TEST(EstimateRefresh, TheThreadsFirstRefreshComesAfterFirstNotAfterAPeriod) {
+  Harness h({Hgx8H100("h0")}, {RunningPod("run", 8, 0xff, 400, "1h")}, QueueOptions{});
+  PodRequest next = PodBuilder("next", "team-a").Gpus(8).Created(1).Build();
+  next.expected_runtime = "30m";
+  h.Submit(next);
+  EstimateThread thread(h.queue.get(), std::chrono::milliseconds(20), std::chrono::hours(1),
+                        std::chrono::milliseconds(1000));
+  int64_t start = -1;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (start == -1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    start = Find(h.queue->Positions(10), "next").estimated_start_unix;
+  }
+  EXPECT_EQ(start, 4000);
 }
 
 TEST(EstimateRefresh, ARunningPodOfAJobEndsAtTheJobsDeadline) {
