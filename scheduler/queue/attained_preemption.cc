@@ -29,7 +29,7 @@ void QueueManager::RelevelLocked(const std::string& ns) {
     e->level = LevelLocked(*e->pod);
     q->second.insert(e);
   }
-  if (!moved.empty()) unit_index_.erase(ns);
+  if (!moved.empty()) QueueChangedLocked(ns);
 }
 
 QueueManager::PreemptionBudget& QueueManager::Refill(

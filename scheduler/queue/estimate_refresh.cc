@@ -1,6 +1,7 @@
 // QueueManager: the estimate refresh (runtime estimates, the runtime
 // history, estimated starts). Off the request path: the queue's mutex is
-// held only to copy the planning view and each namespace's units.
+// held only to copy the planning view and the units of each namespace
+// whose queue changed since the last refresh.
 #include <algorithm>
 #include <chrono>
 
@@ -129,32 +130,54 @@ int64_t QueueManager::RunningRuntimeLocked(const PodOnNode& p, const EstimateBoa
   return seconds;
 }
 
-std::vector<EstimateQueue> QueueManager::EstimateQueuesLocked(const std::vector<std::string>& names,
+QueueManager::CopiedQueue QueueManager::CopyUnits(const std::string& ns, size_t max_units) {
+  CopiedQueue copy{0, max_units, {}};
+  UnitCursor cursor;
+  for (bool first = true; !cursor.done && copy.units.size() < max_units; first = false) {
+    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-copy", BackgroundUse());
+    // A change after the first hold moves changed_at_ past copied_at: the
+    // next refresh copies the namespace again.
+    if (first) copy.copied_at = queue_version_;
+    const size_t want = std::min(kUnitsPerHold, max_units - copy.units.size());
+    for (const Unit& u : NextUnitsLocked(ns, &cursor, want)) {
+      EstimateUnit eu;
+      eu.members.reserve(u.members.size());
+      for (const Entry* e : u.members) eu.members.push_back(e->pod);
+      copy.units.push_back(std::move(eu));
+    }
+  }
+  return copy;
+}
+
+std::vector<EstimateQueue> QueueManager::EstimateQueuesLocked(const CopyPlan& plan,
                                                               EstimateBoard* board, int64_t now_s) {
   std::vector<EstimateQueue> queues;
-  for (const std::string& ns : names) {
-    EstimateQueue q{ns, {}};
-    // At most estimate_max_units units, copied kUnitsPerHold per hold of
-    // the mutex (a deep queue is copied in several holds).
-    UnitCursor cursor;
-    while (!cursor.done) {
-      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-copy", BackgroundUse());
-      const size_t max_units = options_.estimate_max_units;
-      if (q.units.size() >= max_units) break;
-      for (const Unit& u :
-           NextUnitsLocked(ns, &cursor, std::min(kUnitsPerHold, max_units - q.units.size()))) {
-        EstimateUnit eu;
-        eu.members.reserve(u.members.size());
-        for (const Entry* e : u.members) eu.members.push_back(e->pod);
-        q.units.push_back(std::move(eu));
-      }
-    }
+  absl::flat_hash_map<std::string, CopiedQueue> copies;
+  int64_t reused = 0;
+  for (const QueueStamp& stamp : plan.queues) {
+    auto last = copies_.find(stamp.ns);
+    const bool unchanged = plan.reuse && last != copies_.end() &&
+                           last->second.max_units == plan.max_units &&
+                           stamp.changed_at <= last->second.copied_at;
+    CopiedQueue& copy = copies[stamp.ns] =
+        unchanged ? std::move(last->second) : CopyUnits(stamp.ns, plan.max_units);
+    reused += unchanged ? 1 : 0;
+    EstimateQueue q{stamp.ns, copy.units};
     for (EstimateUnit& eu : q.units) {
       eu.runtime = EstimateRuntime(*eu.members.front(), history_, now_s);
       const RuntimeFacts facts = FactsOf(eu.runtime);
       for (const auto& m : eu.members) board->runtimes[m->uid] = facts;
     }
     if (!q.units.empty()) queues.push_back(std::move(q));
+  }
+  copies_ = std::move(copies);
+  if (deps_.metrics != nullptr) {
+    constexpr char kHelp[] =
+        "Namespaces' queues an estimate refresh copied under the queue mutex, or reused from "
+        "the last refresh (unchanged since)";
+    const int64_t copied = static_cast<int64_t>(plan.queues.size()) - reused;
+    deps_.metrics->Inc("gpusched_estimate_queue_copies_total", kHelp, {{"copy", "copied"}}, copied);
+    deps_.metrics->Inc("gpusched_estimate_queue_copies_total", kHelp, {{"copy", "reused"}}, reused);
   }
   return queues;
 }
@@ -164,14 +187,20 @@ void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
   const auto started = std::chrono::steady_clock::now();
   auto fw = deps_.framework();
   std::shared_ptr<const PlanningView> view;
-  std::vector<std::string> names;
+  CopyPlan plan;
   int64_t now_ms = 0;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-view", BackgroundUse());
     SyncLocked(deps_.state->Snapshot());
     view = PlanningViewLocked();
     now_ms = Now();
-    for (const auto& [ns, q] : order_) names.push_back(ns);
+    plan.queues.reserve(order_.size());
+    for (const auto& [ns, q] : order_) {
+      auto c = changed_at_.find(ns);  // always there: QueueChangedLocked
+      plan.queues.push_back({ns, c != changed_at_.end() ? c->second : queue_version_ + 1});
+    }
+    plan.max_units = options_.estimate_max_units;
+    plan.reuse = !options_.recompute_from_scratch;
   }
   const int64_t now_s = now_ms / 1000;
   UpdateHistoryLocked(*view, now_s);
@@ -179,7 +208,7 @@ void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
   const std::shared_ptr<const EstimateBoard> previous = Board();
   runtime_seen_.clear();
   StartEstimatorInput in;
-  in.queues = EstimateQueuesLocked(names, board.get(), now_s);
+  in.queues = EstimateQueuesLocked(plan, board.get(), now_s);
   in.snapshot = view->snapshot.get();
   in.fw = fw.get();
   in.ledger = view->ledger.get();

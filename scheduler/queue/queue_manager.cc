@@ -107,17 +107,25 @@ void QueueManager::AddPendingLocked(const PodRequest& pod, int sign) {
   if (it->second == 0) pending_milli_.erase(it);
 }
 
+void QueueManager::QueueChangedLocked(const std::string& ns) {
+  ++queue_version_;
+  changed_at_[ns] = queue_version_;
+  unit_index_.erase(ns);
+  reclaim_view_.dirty = true;
+}
+
 void QueueManager::EraseEntryLocked(const std::string& uid) {
   auto it = entries_.find(uid);
   if (it == entries_.end()) return;
   Entry* e = &it->second;
-  ++queue_version_;
-  unit_index_.erase(e->pod->ns);
-  reclaim_view_.dirty = true;  // it may be a reclaim's pod
+  QueueChangedLocked(e->pod->ns);  // it may be a reclaim's pod too
   auto q = order_.find(e->pod->ns);
   if (q != order_.end()) {
     q->second.erase(e);
-    if (q->second.empty()) order_.erase(q);
+    if (q->second.empty()) {
+      order_.erase(q);
+      changed_at_.erase(e->pod->ns);
+    }
   }
   AddPendingLocked(*e->pod, -1);
   if (IsGang(*e->pod)) {
@@ -132,12 +140,10 @@ void QueueManager::EraseEntryLocked(const std::string& uid) {
 
 void QueueManager::UpsertEntryLocked(std::shared_ptr<const PodRequest> pod) {
   Entry* e = FindEntryLocked(pod->uid);
-  ++queue_version_;
-  unit_index_.erase(pod->ns);  // demand or gang size may change even in place
-  reclaim_view_.dirty = true;
   // An entry keeps the attained-service level it was queued with (until its
   // namespace's attained-service settings change: RelevelLocked).
   if (e != nullptr && SamePlace(*e->pod, *pod)) {
+    QueueChangedLocked(pod->ns);  // demand or gang size may change even in place
     AddPendingLocked(*e->pod, -1);
     AddPendingLocked(*pod, 1);
     e->pod = std::move(pod);  // the fields that order it are unchanged
@@ -157,6 +163,7 @@ void QueueManager::UpsertEntryLocked(std::shared_ptr<const PodRequest> pod) {
   fresh.level = level;
   const PodRequest& p = *fresh.pod;
   order_[p.ns].insert(&fresh);
+  QueueChangedLocked(p.ns);
   AddPendingLocked(p, 1);
   if (IsGang(p)) gang_members_[GangKey(p.ns, p.gang)].push_back(&fresh);
 }

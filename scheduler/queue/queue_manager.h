@@ -1182,6 +1182,13 @@ class QueueManager final : public PodGate {
   absl::flat_hash_map<std::string, int64_t> evicted_ ABSL_GUARDED_BY(mu_);
   uint64_t evicted_version_ ABSL_GUARDED_BY(mu_) = 0;  // moves with every change of evicted_
   uint64_t queue_version_ ABSL_GUARDED_BY(mu_) = 0;    // moves with every pending entry change
+  // Per namespace with pending entries, queue_version_ at the last change of
+  // its units (an entry queued, changed, gone or moved): the estimate
+  // refresh copies only the namespaces changed since its last copy.
+  absl::flat_hash_map<std::string, uint64_t> changed_at_ ABSL_GUARDED_BY(mu_);
+  // The one place a change of `ns`'s pending entries is recorded: moves
+  // queue_version_ and changed_at_, drops what was derived from the units.
+  void QueueChangedLocked(const std::string& ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const PlanningView> view_ ABSL_GUARDED_BY(mu_);  // the last published
   // Ledger cache for one snapshot generation and config version.
   std::unique_ptr<QuotaLedger> ledger_ ABSL_GUARDED_BY(mu_);
@@ -1230,9 +1237,32 @@ class QueueManager final : public PodGate {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_);
   // The estimator's queues at `now_s`: every namespace's units, copied per
   // namespace.
-  std::vector<EstimateQueue> EstimateQueuesLocked(const std::vector<std::string>& names,
-                                                  EstimateBoard* board, int64_t now_s)
+  // A namespace with pending entries as the refresh's first hold saw it.
+  struct QueueStamp {
+    std::string ns;
+    uint64_t changed_at = 0;  // changed_at_[ns]
+  };
+  // One namespace's units as a refresh copied them (runtimes not set).
+  struct CopiedQueue {
+    uint64_t copied_at = 0;  // queue_version_ when its copy began
+    size_t max_units = 0;    // estimate_max_units it was copied with
+    std::vector<EstimateUnit> units;
+  };
+  // What the first hold of a refresh reads for EstimateQueuesLocked.
+  struct CopyPlan {
+    std::vector<QueueStamp> queues;
+    size_t max_units = 0;
+    bool reuse = true;  // false: recompute_from_scratch (copy every namespace)
+  };
+  // The estimator's queues at `now_s`: every namespace's units. A
+  // namespace unchanged since the last refresh copied it is taken from that
+  // copy (copies_) without the mutex; the others are copied in holds of
+  // kUnitsPerHold units.
+  std::vector<EstimateQueue> EstimateQueuesLocked(const CopyPlan& plan, EstimateBoard* board,
+                                                  int64_t now_s)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // `ns`'s units copied under the mutex, in holds of kUnitsPerHold units.
+  CopiedQueue CopyUnits(const std::string& ns, size_t max_units) ABSL_LOCKS_EXCLUDED(mu_);
   mutable absl::Mutex refresh_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   RuntimeHistory history_ ABSL_GUARDED_BY(refresh_mu_);
   RunObserver observer_ ABSL_GUARDED_BY(refresh_mu_);
@@ -1241,6 +1271,8 @@ class QueueManager final : public PodGate {
   // first saw each running (pods still waiting have theirs on the board).
   absl::flat_hash_map<std::string, int64_t> runtime_of_ ABSL_GUARDED_BY(refresh_mu_);
   absl::flat_hash_map<std::string, int64_t> runtime_seen_ ABSL_GUARDED_BY(refresh_mu_);
+  // The last refresh's copy of each namespace's units.
+  absl::flat_hash_map<std::string, CopiedQueue> copies_ ABSL_GUARDED_BY(refresh_mu_);
   // The last board, for Backfill's admissions (set by the refresh under
   // mu_: a pointer copy), and the units admitted by Backfill: uid -> the
   // end promised by its estimate (an overrun is counted, never evicted).

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
+#include <random>
 #include <thread>
 
 #include "scheduler/queue/queue_wiring.h"
@@ -83,6 +85,104 @@ TEST(EstimateRefresh, TheThreadsFirstRefreshComesAfterFirstNotAfterAPeriod) {
     start = Find(h.queue->Positions(10), "next").estimated_start_unix;
   }
   EXPECT_EQ(start, 4000);
+}
+
+// A refresh copies only the namespaces whose queue changed since the last
+// one; the others' copies are reused. Differential: after each round of
+// random queue changes (pods queued, gone, changed in place, moved by a
+// new priority, gang members), every pending pod's estimate equals the one
+// a manager copying every namespace (recompute_from_scratch) publishes on
+// the same cluster, and untouched namespaces were reused.
+TEST(EstimateRefresh, AQueueCopyIsReusedOnlyWhileItsNamespaceIsUnchanged) {
+  const std::vector<NodeSpec> nodes = {Hgx8H100("h0"), Hgx8H100("h1"), Hgx8H100("h2")};
+  const std::vector<PodRequest> running = {RunningPod("run", 8, 0xff, 400, "1h")};
+  QueueOptions scratch;
+  scratch.recompute_from_scratch = true;
+  Metrics metrics;
+  Harness inc(nodes, running, QueueOptions{}), ref(nodes, running, scratch);
+  inc.metrics = &metrics;
+  inc.Restart();
+  std::mt19937 rng(29);
+  std::map<std::string, PodRequest> pending;  // by uid
+  const std::vector<std::string> runtimes = {"", "10m", "1h", "3h"};
+  auto pick = [&rng](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  auto submit = [&](const PodRequest& p) {
+    inc.Submit(p);
+    ref.Submit(p);
+    pending[p.uid] = p;
+  };
+  int created = 0;
+  auto fresh_pod = [&](const std::string& ns) {
+    ++created;
+    PodRequest p = PodBuilder("p" + std::to_string(created), ns)
+                       .Gpus(1 + static_cast<int>(pick(8)))
+                       .Priority(static_cast<int32_t>(pick(3)) * 100)
+                       .Created(created)
+                       .Build();
+    p.expected_runtime = runtimes[pick(runtimes.size())];
+    return p;
+  };
+  for (int round = 0; round < 40; ++round) {
+    for (int change = 1 + static_cast<int>(pick(3)); change > 0; --change) {
+      const std::string ns = "team-" + std::to_string(pick(6));
+      auto some = pending.begin();
+      if (!pending.empty()) std::advance(some, pick(pending.size()));
+      switch (pending.empty() ? 0 : pick(5)) {
+        case 0:
+          submit(fresh_pod(ns));
+          break;
+        case 1: {  // a gang of two
+          PodRequest a = fresh_pod(ns), b = fresh_pod(ns);
+          const std::string gang = "g" + std::to_string(created);
+          a.gang = b.gang = gang;
+          a.gang_size = b.gang_size = 2;
+          submit(a);
+          submit(b);
+          break;
+        }
+        case 2: {  // gone (bound elsewhere, deleted)
+          const std::string uid = some->first;
+          for (Harness* h : {&inc, &ref}) {
+            h->state().RemovePod(uid);
+            h->state().Commit();
+          }
+          pending.erase(some);
+          break;
+        }
+        case 3: {  // changed in place: its runtime annotation
+          PodRequest p = some->second;
+          p.expected_runtime = runtimes[pick(runtimes.size())];
+          submit(p);
+          break;
+        }
+        default: {  // moved: a new priority
+          PodRequest p = some->second;
+          p.priority = p.priority == 200 ? 0 : p.priority + 100;
+          submit(p);
+          break;
+        }
+      }
+    }
+    inc.now_ms = ref.now_ms = inc.now_ms + 10'000;
+    inc.queue->RefreshEstimates();
+    ref.queue->RefreshEstimates();
+    for (const auto& [uid, pod] : pending) {
+      auto a = inc.queue->EstimateOf(uid), b = ref.queue->EstimateOf(uid);
+      ASSERT_EQ(a.has_value(), b.has_value())
+          << "round " << round << " " << pod.ns << "/" << pod.name;
+      if (!a.has_value()) continue;
+      EXPECT_EQ(a->start.start_s, b->start.start_s) << "round " << round << " " << pod.name;
+      EXPECT_EQ(a->start.basis, b->start.basis) << "round " << round << " " << pod.name;
+      EXPECT_EQ(a->runtime.seconds, b->runtime.seconds) << "round " << round << " " << pod.name;
+      EXPECT_EQ(a->runtime.source, b->runtime.source) << "round " << round << " " << pod.name;
+    }
+  }
+  const int64_t reused =
+      metrics.CounterValue("gpusched_estimate_queue_copies_total", {{"copy", "reused"}});
+  const int64_t copied =
+      metrics.CounterValue("gpusched_estimate_queue_copies_total", {{"copy", "copied"}});
+  EXPECT_GT(reused, 40);  // at most 3 of 6 namespaces change a round
+  EXPECT_GT(copied, 40);
 }
 
 TEST(EstimateRefresh, ARunningPodOfAJobEndsAtTheJobsDeadline) {

@@ -76,8 +76,11 @@ TEST(TimedLockTest, ALongWaitIsCountedByTheSiteHoldingTheMutexWhenItBegan) {
 // request waits for it and at once asks for it again (as the tick's holds
 // follow one another) gets it only after the request. Without the deferral
 // the background thread usually takes it back before the woken request
-// runs, and the request waits through both holds.
+// runs, and the request waits through both holds. (A round in which the
+// woken request did not run within kMaxDefer, as on a loaded machine, is
+// the one case where the background thread may go first.)
 TEST(TimedLockTest, ABackgroundHoldNeverBargesAheadOfAWaitingRequest) {
+  int strict_rounds = 0;
   for (int round = 0; round < 20; ++round) {
     absl::Mutex mu;
     LockHoldStats stats;
@@ -99,15 +102,19 @@ TEST(TimedLockTest, ABackgroundHoldNeverBargesAheadOfAWaitingRequest) {
       request_at = order++;
     }
     background.join();
+    EXPECT_EQ(stats.requests_waiting.load(), 0);
+    // Whether it had to defer depends on how fast the woken request ran.
+    // On a loaded machine the request may not run for kMaxDefer; then, and
+    // only then, the background acquisition goes ahead (and says so).
+    if (metrics.CounterValue("gpusched_queue_lock_deferrals_total",
+                             {{"site", "tick-choose"}, {"ended", "limit"}}) > 0) {
+      continue;
+    }
+    ++strict_rounds;
     ASSERT_EQ(request_at, 0) << "round " << round;
     ASSERT_EQ(second_hold_at, 1) << "round " << round;
-    // Whether it had to defer depends on how fast the woken request ran;
-    // it never ran out of time.
-    EXPECT_EQ(metrics.CounterValue("gpusched_queue_lock_deferrals_total",
-                                   {{"site", "tick-choose"}, {"ended", "limit"}}),
-              0);
-    EXPECT_EQ(stats.requests_waiting.load(), 0);
   }
+  EXPECT_GT(strict_rounds, 0) << "every round ran out of deferral time";
 }
 
 // The deferral is bounded: with a request that never stops waiting (here
