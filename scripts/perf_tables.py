@@ -171,6 +171,10 @@ QUEUE_RUNS_WAITS = [
     ("5000-nodes-run24-5min-ac393e0.txt", "24, and the borrowers' walk (ac393e0, 5 min)"),
     ("5000-nodes-run25-5min-ac393e0.txt", "25, ac393e0 again (5 min)"),
     ("5000-nodes-run26-5min-ac393e0.txt", "26, ac393e0 again (5 min)"),
+    ("5000-nodes-run27-5min-75c067b.txt",
+     "27, and only changed namespaces copied for estimates (75c067b, 5 min)"),
+    ("5000-nodes-run28-5min-75c067b.txt", "28, 75c067b again (5 min)"),
+    ("5000-nodes-run29-5min-75c067b.txt", "29, 75c067b again (5 min)"),
 ]
 REQUEST_SITES = ["admit", "assume-bind", "bound", "backfill", "gang-reserve", "reserved-node",
                  "preempt", "preempt-commit"]
@@ -206,6 +210,31 @@ def queue_lock_waits():
                    "request waits ≥ 1 ms on background work (by holder)",
                    "request waits ≥ 1 ms on another request", "machine alone, longest stop",
                    "no request waits on background work ≥ 1 ms"], rows)
+
+
+# Idle runs (`--idle`, 2 min) of two builds on one day, alternated (ABBA):
+# is a slower idle filter the code or the machine?
+QUEUE_IDLE_AB = [
+    ("idle-ab/1-75c067b.txt", "1st, 75c067b"),
+    ("idle-ab/2-4ad8ce2.txt", "2nd, 4ad8ce2"),
+    ("idle-ab/3-4ad8ce2.txt", "3rd, 4ad8ce2 again"),
+    ("idle-ab/4-75c067b.txt", "4th, 75c067b again"),
+]
+
+
+def queue_idle_ab():
+    rows = []
+    for f, label in QUEUE_IDLE_AB:
+        rel = f"results/queue-scale/{f}"
+        text = read_text(rel)
+        filt = found(rel, text, r"^filter\s+n=(\d+) p50=([\d.]+) ms p99=([\d.]+) ms max=([\d.]+) ms")
+        stop = found(rel, text, r"^machine alone: a spinning thread stopped for up to ([\d.]+) ms "
+                                r"\((\d+) stops > 1 ms")
+        rows.append([label, grouped(int(filt[0])), f"{filt[1]} / {filt[2]} / {filt[3]} ms",
+                     f"{stop[0]} ms, {stop[1]} stops > 1 ms",
+                     verdict(float(filt[1]) <= 0.3 and float(filt[2]) <= 0.6)])
+    return render(["run (one after another)", "filters", "filter p50 / p99 / max",
+                   "machine alone, longest stop", "p50 ≤ 0.3 ms, p99 ≤ 0.6 ms"], rows)
 
 
 # ---- in-process verbs (policy_bench) ---------------------------------------
@@ -408,6 +437,7 @@ PERF_TABLES = {
                                queue_background_holds),
     "queue-lock-waits": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_WAITS],
                          queue_lock_waits),
+    "queue-idle-ab": ([f"results/queue-scale/{f}" for f, _ in QUEUE_IDLE_AB], queue_idle_ab),
     "policy-bench": ([POLICY_BENCH], policy_bench),
     "codec-bench": ([CODEC_BENCH], codec_bench),
     "http-load": ([LOAD.format(config=c, run=r) for c in LOAD_CONFIGS for r in LOAD_RUNS],
