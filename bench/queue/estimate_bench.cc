@@ -2,7 +2,8 @@
 // pods within 1 s of CPU on one core): EstimateStarts alone on a cluster of
 // HGX H100 nodes about 90 % busy with pods of known runtimes, and the whole
 // QueueManager::RefreshEstimates (copies under the mutex, history, the
-// simulation) on the same cluster with the pods queued. No time budget: the
+// simulation) on the same cluster with the pods queued, with all, a tenth or
+// none of the namespaces' queues changed since the last refresh. No time budget: the
 // whole queue is simulated (to the 7-day horizon). BM_EstimateStarts' third
 // argument turns guarantee reclaim and preemption on, with the even
 // namespaces guaranteed more than they hold (their heads reclaim) and the
@@ -10,9 +11,13 @@
 // never found, its whole cost).
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
+#include "gpusched/util/metrics.h"
 #include "scheduler/queue/start_estimator.h"
 #include "test/queue/harness.h"
 
@@ -126,19 +131,57 @@ BENCHMARK(BM_EstimateStarts)
     ->MeasureProcessCPUTime()
     ->UseRealTime();
 
+// Seconds the queue mutex was held at `site` so far (the hold histogram's
+// sum, gpusched_queue_lock_hold_seconds).
+double HeldSeconds(const Metrics& metrics, const std::string& site) {
+  const std::string text = metrics.Render();
+  const std::string key = "gpusched_queue_lock_hold_seconds_sum{site=\"" + site + "\"} ";
+  const size_t at = text.find(key);
+  return at == std::string::npos ? 0 : std::stod(text.substr(at + key.size()));
+}
+
+// The whole refresh, after a first one (untimed) copied every namespace:
+// before each timed refresh one waiting pod of each of the first `changed`
+// namespaces (of 50) changes in place, so only those namespaces' queues are
+// copied under the mutex again (the others' copies are reused). Counters:
+// the holds of the queue mutex per refresh and the time the copies held it.
 void BM_RefreshEstimates(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0)), waiting = static_cast<int>(state.range(1));
-  Scale s = Make(nodes, waiting, 50);
+  const int changed = static_cast<int>(state.range(2));
+  constexpr int kNamespaces = 50;
+  Scale s = Make(nodes, waiting, kNamespaces);
   std::vector<PodRequest> all = s.running;
   all.insert(all.end(), s.waiting.begin(), s.waiting.end());
-  testing::Harness h(s.nodes, all, Options(50));
+  testing::Harness h(s.nodes, all, Options(kNamespaces));
+  Metrics metrics;
+  h.metrics = &metrics;
+  h.Restart();
+  const auto budget = std::chrono::milliseconds(60'000);
+  h.queue->RefreshEstimates(budget);
+  const int64_t holds_before = h.queue->lock_stats().count.load();
+  const double copy_before = HeldSeconds(metrics, "estimate-copy");
+  int64_t round = 0;
   for (auto _ : state) {
-    h.queue->RefreshEstimates(std::chrono::milliseconds(60'000));
+    state.PauseTiming();
+    ++round;
+    for (int i = 0; i < changed && i < waiting; ++i) {  // s.waiting[i] is in namespace i % 50
+      PodRequest p = s.waiting[i];
+      p.expected_runtime = std::to_string(600 + round) + "s";
+      h.Submit(p);
+    }
+    state.ResumeTiming();
+    h.queue->RefreshEstimates(budget);
   }
-  state.counters["max_hold_ms"] = static_cast<double>(h.queue->lock_stats().max_ns.load()) / 1e6;
+  const double holds = static_cast<double>(h.queue->lock_stats().count.load() - holds_before);
+  const double refreshes = static_cast<double>(state.iterations());
+  state.counters["holds_per_refresh"] = holds / refreshes;
+  state.counters["copy_held_ms_per_refresh"] =
+      (HeldSeconds(metrics, "estimate-copy") - copy_before) * 1e3 / refreshes;
 }
 BENCHMARK(BM_RefreshEstimates)
-    ->Args({5000, 50000})
+    ->Args({5000, 50000, 50})
+    ->Args({5000, 50000, 5})
+    ->Args({5000, 50000, 0})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime()
     ->UseRealTime();
