@@ -1235,8 +1235,6 @@ class QueueManager final : public PodGate {
   // start (a Job's deadline: the time left when it started).
   int64_t RunningRuntimeLocked(const PodOnNode& p, const EstimateBoard* previous, int64_t now_s)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_);
-  // The estimator's queues at `now_s`: every namespace's units, copied per
-  // namespace.
   // A namespace with pending entries as the refresh's first hold saw it.
   struct QueueStamp {
     std::string ns;
