@@ -175,6 +175,8 @@ QUEUE_RUNS_WAITS = [
      "27, and only changed namespaces copied for estimates (75c067b, 5 min)"),
     ("5000-nodes-run28-5min-75c067b.txt", "28, 75c067b again (5 min)"),
     ("5000-nodes-run29-5min-75c067b.txt", "29, 75c067b again (5 min)"),
+    ("5000-nodes-run30-5min-6c2fe37.txt",
+     "30, 6c2fe37 (75c067b's queue; `queue_scale` counts the copies, 5 min)"),
 ]
 REQUEST_SITES = ["admit", "assume-bind", "bound", "backfill", "gang-reserve", "reserved-node",
                  "preempt", "preempt-commit"]
