@@ -30,8 +30,11 @@ class StateWriter final : public ClusterWriter {
   }
   bool AwaitSent(std::chrono::milliseconds) override {
     calls.push_back("await");
+    if (on_await) on_await();
     return true;
   }
+  // Run by every AwaitSent when set (a test's stand-in for a slow wait).
+  std::function<void()> on_await;
   std::vector<std::string> evicted;
   std::vector<std::string> reasons;  // per eviction, as `evicted`
   std::vector<std::string> calls;    // Evict and AwaitSent, in order

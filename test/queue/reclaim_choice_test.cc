@@ -7,9 +7,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test/queue/harness.h"
@@ -97,6 +99,21 @@ struct Guaranteed {
   Harness h;
   std::vector<std::string> names;  // in name order
 };
+
+// The tick's planning budget (reclaim_plan_budget_ms, counted from the
+// tick's start) bounds the work after the first job: a tick whose wait for
+// the last evictions alone outlasts it still plans and commits one.
+TEST(ReclaimChoice, ATickPastItsPlanningBudgetStillPlansOneJob) {
+  QueueOptions o = Guaranteed::Options(1, 16);
+  o.reclaim_plan_budget_ms = 1;
+  o.reclaim.only_lower_priority = false;  // the borrower's pod is of the same priority
+  Harness h(H100s(1), {Guaranteed::Borrower()}, o);
+  h.Filter(Guaranteed::Head(Ns(0)));
+  h.writer.on_await = [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };
+  EXPECT_EQ(h.queue->Tick(), 1);
+  ASSERT_EQ(h.writer.evicted.size(), 1u);
+  EXPECT_EQ(h.writer.evicted[0], Guaranteed::Borrower().uid);
+}
 
 TEST(ReclaimChoice, EveryNamespaceIsLookedAtOnceOverBoundedHolds) {
   Guaranteed g(150, 1000);
