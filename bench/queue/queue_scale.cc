@@ -666,6 +666,8 @@ int main(int argc, char** argv) {
                      "queue lock background deferrals to waiting requests");
   PrintCounterDeltas(metrics_at_start, metrics, "gpusched_estimate_queue_copies_total",
                      "estimate refresh namespaces' queues");
+  PrintCounterDeltas(metrics_at_start, metrics, "gpusched_queue_admissions_total",
+                     "filter admissions of GPU pods");
   std::printf("tick: p50 <= %.3f ms, p99 <= %.3f ms, %g ticks\n",
               HistogramQuantile(metrics_at_start, metrics, tick, 0.5) * 1000,
               HistogramQuantile(metrics_at_start, metrics, tick, 0.99) * 1000,

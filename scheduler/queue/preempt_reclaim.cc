@@ -567,7 +567,7 @@ std::optional<QueueManager::ReclaimJob> QueueManager::ReclaimJobForLocked(
   absl::flat_hash_set<std::string> gangs;
   for (const Entry* e : order) {
     if (IsGang(*e->pod) && !gangs.insert(e->pod->gang).second) continue;
-    if (now - std::max(e->last_filter_ms, e->first_seen_ms) > options_.stale_after_ms) continue;
+    if (now - std::max(e->last_filter_ms(), e->first_seen_ms) > options_.stale_after_ms) continue;
     head = e;
     break;
   }

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <limits>
 
+#include "absl/cleanup/cleanup.h"
 #include "gpusched/util/strings.h"
 
 namespace gpusched::queue {
@@ -150,16 +151,17 @@ void QueueManager::UpsertEntryLocked(std::shared_ptr<const PodRequest> pod) {
     return;
   }
   const int8_t level = LevelLocked(*pod);
-  int64_t first_seen = Now(), last_filter = -1;
+  int64_t first_seen = Now();
+  std::shared_ptr<AskClock> asked;
   if (e != nullptr) {
     first_seen = e->first_seen_ms;
-    last_filter = e->last_filter_ms;
+    asked = std::move(e->asked);  // the same pod, moved in the order
     EraseEntryLocked(pod->uid);
   }
   Entry& fresh = entries_[pod->uid];
   fresh.pod = std::move(pod);
   fresh.first_seen_ms = first_seen;
-  fresh.last_filter_ms = last_filter;
+  fresh.asked = asked != nullptr ? std::move(asked) : std::make_shared<AskClock>();
   fresh.level = level;
   const PodRequest& p = *fresh.pod;
   order_[p.ns].insert(&fresh);
@@ -232,7 +234,7 @@ const QueueManager::ReclaimView& QueueManager::ReclaimViewLocked() {
   const int64_t now = Now();
   if (!v.dirty && now >= v.built_at_ms && now < v.valid_until_ms) return v;
   std::map<std::string, int64_t> claims;
-  v.holds.clear();
+  auto holds = std::make_shared<std::vector<ReclaimHold>>();
   v.valid_until_ms = std::numeric_limits<int64_t>::max();
   for (const auto& [ns, r] : reclaiming_) {
     if (now - r.at_ms >= options_.stale_after_ms) continue;
@@ -240,8 +242,11 @@ const QueueManager::ReclaimView& QueueManager::ReclaimViewLocked() {
     const Entry* e = FindEntryLocked(r.for_uid);
     if (e == nullptr) continue;  // bound or gone: nothing is claimed or held any more
     if (e->pod->ns == ns) claims[ns] = r.demand;
-    if (r.held != nullptr && !r.held->empty()) v.holds.push_back({&ns, &r});
+    if (r.held != nullptr && !r.held->empty()) {
+      holds->push_back({ns, r.for_uid, r.gang, r.priority, r.for_guarantee, r.held});
+    }
   }
+  v.holds = std::move(holds);
   if (claims != v.claims) {
     v.claims = std::move(claims);
     ++v.generation;
@@ -440,15 +445,27 @@ QueueManager::Evaluation QueueManager::EvaluateAhead(const Unit& unit, int32_t p
                                                      const ClusterSnapshot& snapshot,
                                                      const policy::Framework& fw, bool all_checks,
                                                      BehindScan* deferred) {
+  return EvaluateQueued(
+      {unit.demand, pos, ahead.demand, ahead.count},
+      [&ahead](std::vector<BehindScan::Head>* heads) {
+        for (const Unit* u : ahead.asked) heads->push_back({u->head->pod, u->demand});
+      },
+      pod, in, snapshot, fw, all_checks, deferred);
+}
+
+QueueManager::Evaluation QueueManager::EvaluateQueued(
+    const QueuedAt& at, absl::FunctionRef<void(std::vector<BehindScan::Head>*)> add_heads,
+    const PodRequest& pod, const EvalInputs& in, const ClusterSnapshot& snapshot,
+    const policy::Framework& fw, bool all_checks, BehindScan* deferred) {
   Evaluation ev;
-  ev.position = pos;
+  ev.position = at.pos;
   ev.needs_gang_reservation = IsGang(pod);
   if (in.gang_reserved) return ev;
   if (!in.options->quotas.enabled) return ev;
 
   const QuotaLedger& ledger = *in.ledger;
-  const int64_t ahead_demand = ahead.demand;
-  const int64_t demand = unit.demand;
+  const int64_t ahead_demand = at.ahead_demand;
+  const int64_t demand = at.unit_demand;
   ev.quota_demand = ahead_demand + demand;
   const std::string position = StrCat("position ", ev.position, " in queue");
   const std::string needs = IsGang(pod) ? StrCat("gang ", pod.gang, " needs ", FormatGpus(demand))
@@ -458,7 +475,8 @@ QueueManager::Evaluation QueueManager::EvaluateAhead(const Unit& unit, int32_t p
     QuotaVerdict own = ledger.Check(pod.ns, demand);
     ev.reason = StrCat(QuotaMessage(pod.ns, ledger.Quota(pod.ns).cohort, own), "; ", needs);
     if (ahead_demand > 0) {
-      StrAppend(&ev.reason, "; ", ahead.count, " earlier in queue need ", FormatGpus(ahead_demand));
+      StrAppend(&ev.reason, "; ", at.ahead_count, " earlier in queue need ",
+                FormatGpus(ahead_demand));
     }
     StrAppend(&ev.reason, "; ", position);
     if (!all_checks) return ev;
@@ -467,7 +485,7 @@ QueueManager::Evaluation QueueManager::EvaluateAhead(const Unit& unit, int32_t p
   // Only units kube-scheduler has asked about count (one never asked for may
   // not be wanted yet); with none, this pod's node scan is skipped.
   BehindScan scan;
-  for (const Unit* u : ahead.asked) scan.heads.push_back({u->head->pod, u->demand});
+  add_heads(&scan.heads);
   if (scan.heads.empty()) return ev;  // no node scan needed
   scan.pod = pod;
   scan.position = position;
@@ -538,10 +556,21 @@ std::string QueueManager::AdmitUnconfirmedLocked(const PodRequest& pod,
 }
 
 Admission QueueManager::Admit(const PodRequest& request,
-                              const std::shared_ptr<const ClusterSnapshot>& snapshot_ptr,
+                              const std::shared_ptr<const ClusterSnapshot>& snapshot,
                               const policy::Framework& fw) {
-  const ClusterSnapshot& snapshot = *snapshot_ptr;
   if (request.gpu.count == 0 || request.HoldsGpus()) return Admission::Yes();
+  if (std::optional<Admission> answer = AdmitOnSnapshot(request, *snapshot, fw)) {
+    CountAdmission("snapshot");
+    return *std::move(answer);
+  }
+  CountAdmission("mutex");
+  return AdmitUnderMutex(request, snapshot, fw);
+}
+
+Admission QueueManager::AdmitUnderMutex(const PodRequest& request,
+                                        const std::shared_ptr<const ClusterSnapshot>& snapshot_ptr,
+                                        const policy::Framework& fw) {
+  const ClusterSnapshot& snapshot = *snapshot_ptr;
   // Three steps, so that the node scan (an earlier unit that could use the
   // same nodes; up to kBehindScanHeads x every node) runs without the mutex:
   // quota in queue order under it, the scan on copies, then (a gang) the
@@ -553,6 +582,11 @@ Admission QueueManager::Admit(const PodRequest& request,
   bool decided = false;
   {
     TimedLock l(&mu_, &lock_stats_, deps_.metrics, "admit");
+    // Last in the hold, whatever the answer: the state as it leaves it.
+    absl::Cleanup publish = [this, &request] {
+      mu_.AssertHeld();
+      PublishAdmitSnapshotLocked(request.ns);
+    };
     SyncLocked(snapshot_ptr);
     Entry* e = FindEntryLocked(request.uid);
     std::string why;
@@ -618,9 +652,14 @@ std::string QueueManager::AdmitLocked(Entry& e, const ClusterSnapshot& snapshot,
 
 std::vector<std::string> QueueManager::ProductRefusalsLocked(const PodRequest& pod,
                                                              const ClusterSnapshot& snapshot) {
+  if (!options_.quotas.enabled) return {};
+  return ProductRefusals(pod, snapshot, LedgerLocked());
+}
+
+std::vector<std::string> QueueManager::ProductRefusals(const PodRequest& pod,
+                                                       const ClusterSnapshot& snapshot,
+                                                       const QuotaLedger& ledger) {
   std::vector<std::string> refusals;
-  if (!options_.quotas.enabled) return refusals;
-  const QuotaLedger& ledger = LedgerLocked();
   if (ledger.Quota(pod.ns).models.empty()) return refusals;
   const int64_t demand = DemandMilli(pod.gpu);
   for (const std::string& product : snapshot.products()) {
@@ -631,23 +670,28 @@ std::vector<std::string> QueueManager::ProductRefusalsLocked(const PodRequest& p
 
 std::vector<std::shared_ptr<const QueueManager::HeldNodes>> QueueManager::HeldForReclaimLocked(
     const PodRequest& pod) {
+  if (!options_.quotas.enabled) return {};
+  const ReclaimView& view = ReclaimViewLocked();
+  if (view.holds == nullptr || view.holds->empty()) return {};
+  return HeldFor(pod, *view.holds, LedgerLocked());
+}
+
+std::vector<std::shared_ptr<const QueueManager::HeldNodes>> QueueManager::HeldFor(
+    const PodRequest& pod, const std::vector<ReclaimHold>& holds, const QuotaLedger& ledger) {
   std::vector<std::shared_ptr<const HeldNodes>> held;
-  if (!options_.quotas.enabled) return held;
   std::optional<bool> within;  // pod stays within its namespace's guarantee
-  for (const ReclaimView::Hold& h : ReclaimViewLocked().holds) {
-    const Reclaim& r = *h.reclaim;
-    if (r.for_uid == pod.uid) continue;
-    if (!r.for_guarantee) {
+  for (const ReclaimHold& h : holds) {
+    if (h.for_uid == pod.uid) continue;
+    if (!h.for_guarantee) {
       // A borrower's hold never keeps a guarantee from a pod.
       if (!within.has_value()) {
-        const QuotaLedger& ledger = LedgerLocked();
         within = ledger.Usage(pod.ns) + DemandMilli(pod.gpu) <= ledger.Guaranteed(pod.ns);
       }
       if (*within) continue;
     }
-    if (pod.ns == *h.ns && !r.gang.empty() && pod.gang == r.gang) continue;  // its own gang
-    if (pod.priority > r.priority) continue;
-    held.push_back(r.held);
+    if (pod.ns == h.ns && !h.gang.empty() && pod.gang == h.gang) continue;  // its own gang
+    if (pod.priority > h.priority) continue;
+    held.push_back(h.held);
   }
   return held;
 }

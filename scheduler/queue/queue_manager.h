@@ -41,7 +41,9 @@
 // result, by one commit rule (PlanCurrentLocked, plan_commit.cc). Admit decides
 // quota in queue order under the mutex (O(1) in the queue's depth: the
 // UnitIndex's prefix sums) and runs rule (2)'s node scan on copies of the
-// earlier heads after unlocking.
+// earlier heads after unlocking; a repeated ask for a queued single pod is
+// answered the same way on the admission snapshot that the last locked
+// admission published, without the mutex (admit_snapshot.h).
 //
 // Thread-safe. Locks, in the order they may be taken (a lock is never taken
 // while one after it is held):
@@ -75,6 +77,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gpusched/core/cluster_source.h"
@@ -85,6 +88,7 @@
 #include "gpusched/policy/framework.h"
 #include "gpusched/policy/preemption_planner.h"
 #include "gpusched/util/metrics.h"
+#include "scheduler/queue/admit_snapshot.h"
 #include "scheduler/queue/attained_service.h"
 #include "scheduler/queue/queue_report.h"
 #include "scheduler/queue/quota_coverage.h"
@@ -315,7 +319,13 @@ class QueueManager final : public PodGate {
     // (a change of the pod replaces it).
     std::shared_ptr<const PodRequest> pod;
     int64_t first_seen_ms = 0;
-    int64_t last_filter_ms = -1;  // -1: never filtered (known from the source)
+    // When a filter last asked about it: made when it is queued, shared with
+    // the admission snapshots (AdmitOnSnapshot notes an ask without the mutex).
+    std::shared_ptr<AskClock> asked;
+    // -1: never filtered (known from the source).
+    int64_t last_filter_ms() const {
+      return asked == nullptr ? -1 : asked->at.load(std::memory_order_relaxed);
+    }
     // Attained-service level within its priority: 0, or 1 once its workload
     // has run past its namespace's threshold (decided when it is queued).
     int8_t level = 0;
@@ -679,6 +689,9 @@ class QueueManager final : public PodGate {
     uint64_t config_version = 0;
     uint64_t usage_generation = 0;
     std::vector<std::pair<size_t, int32_t>> gang_held;  // (gang unit, members placed at build)
+    // The queue frozen from it for the admission snapshot, if any; marked
+    // no longer current when this index changes or goes.
+    FrozenLink frozen;
   };
   // The walk: what counts ahead of units[k] (`strict`: StrictFIFO).
   static Ahead WalkAhead(const std::vector<Unit>& units, size_t k, const EvalInputs& in,
@@ -702,6 +715,20 @@ class QueueManager final : public PodGate {
                                   const PodRequest& pod, const EvalInputs& in,
                                   const ClusterSnapshot& snapshot, const policy::Framework& fw,
                                   bool all_checks, BehindScan* deferred);
+  // EvaluateAhead on sums: the unit's demand, the counted demand and units
+  // ahead, and `add_heads` appending the node scan's heads (the counted
+  // units asked about ahead, at most kBehindScanHeads), called only when
+  // the scan is due. Pure: the mutex path and the snapshot path share it.
+  struct QueuedAt {
+    int64_t unit_demand = 0;
+    int32_t pos = 0;
+    int64_t ahead_demand = 0;
+    int32_t ahead_count = 0;
+  };
+  static Evaluation EvaluateQueued(
+      const QueuedAt& at, absl::FunctionRef<void(std::vector<BehindScan::Head>*)> add_heads,
+      const PodRequest& pod, const EvalInputs& in, const ClusterSnapshot& snapshot,
+      const policy::Framework& fw, bool all_checks, BehindScan* deferred);
   // The reason the source's pod `e` waits, or "" (Admit under the mutex).
   // When `deferred` comes back with heads, the answer so far is "" and the
   // caller still owes the scan and, for a gang, ReserveForGang; without
@@ -719,6 +746,35 @@ class QueueManager final : public PodGate {
   std::vector<std::string> ProductRefusalsLocked(const PodRequest& pod,
                                                  const ClusterSnapshot& snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same on `ledger` (quotas enabled). Pure.
+  static std::vector<std::string> ProductRefusals(const PodRequest& pod,
+                                                  const ClusterSnapshot& snapshot,
+                                                  const QuotaLedger& ledger);
+
+  // ---- Admission on a snapshot (admit_snapshot.cc, admit_snapshot.h) ----
+  // Admit under the mutex: syncs, decides quota in queue order, then runs
+  // the node scan (and a gang's reservation) after unlocking; publishes the
+  // admission snapshot at the end of its first hold.
+  Admission AdmitUnderMutex(const PodRequest& request,
+                            const std::shared_ptr<const ClusterSnapshot>& snapshot,
+                            const policy::Framework& fw) ABSL_LOCKS_EXCLUDED(mu_);
+  // Admit without the mutex, on the published snapshot: the answer the
+  // mutex path would give now, or nullopt when the snapshot cannot give it
+  // (not current; not a single pod queued in a namespace it froze; Backfill;
+  // the pod's first ask, or its first after going stale, which changes the
+  // index).
+  std::optional<Admission> AdmitOnSnapshot(const PodRequest& request,
+                                           const ClusterSnapshot& snapshot,
+                                           const policy::Framework& fw) ABSL_LOCKS_EXCLUDED(mu_);
+  // Publishes a snapshot of the state as this hold leaves it, with `ns`'s
+  // queue frozen if it can be answered from (its index current, not
+  // Backfill). Called last in a hold. No-op with recompute_from_scratch.
+  void PublishAdmitSnapshotLocked(const std::string& ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `ns`'s queue frozen from its current index `x` (and linked to it).
+  std::shared_ptr<const FrozenQueue> FreezeQueueLocked(UnitIndex& x)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CountAdmission(const char* path) const;
+  std::atomic<std::shared_ptr<const AdmitSnapshot>> admit_snapshot_;  // written under mu_
   // The ledger of the usage last synced (SyncLocked), with current claims.
   const QuotaLedger& LedgerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteWaitLocked(const std::string& ns, double seconds) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -1059,8 +1115,7 @@ class QueueManager final : public PodGate {
   // The nodes the victims were on are held for that pod (and its gang) the
   // same way: no pod of no higher priority passes filter there meanwhile,
   // so the freed devices are not taken back before it binds.
-  // (node, reason) pairs: nodes a pod may not use (Admission::held_nodes).
-  using HeldNodes = std::vector<std::pair<std::string, std::string>>;
+  using HeldNodes = queue::HeldNodes;  // admit_snapshot.h
   struct Reclaim {
     int64_t at_ms = 0;
     std::vector<std::string> victims;
@@ -1086,6 +1141,10 @@ class QueueManager final : public PodGate {
   // mutex).
   std::vector<std::shared_ptr<const HeldNodes>> HeldForReclaimLocked(const PodRequest& pod)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rule itself, on `holds` and `ledger` (the current ones or a
+  // snapshot's). Pure.
+  static std::vector<std::shared_ptr<const HeldNodes>> HeldFor(
+      const PodRequest& pod, const std::vector<ReclaimHold>& holds, const QuotaLedger& ledger);
   std::map<std::string, Reclaim> reclaiming_ ABSL_GUARDED_BY(mu_);
   // Logs the quota coverage's warnings (quota_coverage.h) when they change:
   // GPUs no quota can use, guarantees over-promising the cluster.
@@ -1099,12 +1158,9 @@ class QueueManager final : public PodGate {
   // entry changes (`dirty`), after the first current reclaim goes stale
   // (`valid_until_ms`) or if the clock went back (`built_at_ms`).
   struct ReclaimView {
-    struct Hold {
-      const std::string* ns;   // the namespace that reclaimed
-      const Reclaim* reclaim;  // with nodes held
-    };
     std::map<std::string, int64_t> claims;  // namespace -> demand it claims
-    std::vector<Hold> holds;
+    // The reclaims with nodes held, copied (the admission snapshot shares them).
+    std::shared_ptr<const std::vector<ReclaimHold>> holds;
     bool dirty = true;
     int64_t built_at_ms = 0;
     int64_t valid_until_ms = 0;

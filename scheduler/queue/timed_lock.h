@@ -48,6 +48,10 @@ struct LockHoldStats {
   // Request acquisitions between asking for the mutex and getting it:
   // background acquisitions let them go first.
   std::atomic<int32_t> requests_waiting{0};
+  // Acquisitions so far, counted as each one gets the mutex (before its
+  // holder writes anything): an admission snapshot is current only while
+  // this has not moved since the hold that published it.
+  std::atomic<uint64_t> acquisitions{0};
 
   void Record(int64_t ns) {
     count.fetch_add(1, std::memory_order_relaxed);
@@ -114,6 +118,7 @@ class ABSL_SCOPED_LOCKABLE TimedLock {
     const auto asked = std::chrono::steady_clock::now();
     if (request) stats_->requests_waiting.fetch_add(1, std::memory_order_acq_rel);
     mu_->Lock();
+    stats_->acquisitions.fetch_add(1, std::memory_order_seq_cst);
     if (request) stats_->requests_waiting.fetch_sub(1, std::memory_order_acq_rel);
     start_ = std::chrono::steady_clock::now();
     stats_->holder.store(site_, std::memory_order_relaxed);

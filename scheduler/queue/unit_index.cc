@@ -26,12 +26,13 @@ QueueManager::Ahead QueueManager::WalkAhead(const std::vector<Unit>& units, size
   if (!strict) return ahead;  // BestEffortFIFO: no earlier unit holds this one back
   for (size_t i = 0; i < k; ++i) {
     const Unit& u = units[i];
-    const int64_t seen = std::max(u.head->last_filter_ms, u.head->first_seen_ms);
+    const int64_t asked = u.head->last_filter_ms();
+    const int64_t seen = std::max(asked, u.head->first_seen_ms);
     if (!Counts(seen, u.demand, in.now_ms, in.options->stale_after_ms, limit)) continue;
     ahead.demand += u.demand;
     ++ahead.count;
     // Never asked for: kube-scheduler may not want it yet.
-    if (u.head->last_filter_ms >= 0 && ahead.asked.size() < kBehindScanHeads) {
+    if (asked >= 0 && ahead.asked.size() < kBehindScanHeads) {
       ahead.asked.push_back(&u);
     }
   }
@@ -40,10 +41,11 @@ QueueManager::Ahead QueueManager::WalkAhead(const std::vector<Unit>& units, size
 
 void QueueManager::NoteAskedLocked(Entry& e) {
   const int64_t now = Now();
-  const int64_t seen = std::max(e.last_filter_ms, e.first_seen_ms);
-  const bool first_ask = e.last_filter_ms < 0;
+  const int64_t asked = e.last_filter_ms();
+  const int64_t seen = std::max(asked, e.first_seen_ms);
+  const bool first_ask = asked < 0;
   const bool was_stale = now - seen > options_.stale_after_ms;
-  e.last_filter_ms = now;
+  e.asked->at.store(now, std::memory_order_relaxed);
   if (!first_ask && !was_stale) return;
   auto it = unit_index_.find(e.pod->ns);
   if (it == unit_index_.end()) return;
@@ -63,6 +65,7 @@ void QueueManager::NoteAskedLocked(Entry& e) {
   // (if it fits the limit), so only the candidates of the node scan change.
   if (x.count_before[i + 1] == x.count_before[i] + 1) {
     x.asked.insert(std::lower_bound(x.asked.begin(), x.asked.end(), i), i);
+    x.frozen.Drop();  // its scan candidates moved
   }
 }
 
@@ -101,12 +104,13 @@ const QueueManager::UnitIndex& QueueManager::UnitIndexLocked(const std::string& 
     for (const Entry* m : u.members) x.unit_of.emplace(m, i);
     x.unit_of.emplace(u.head, i);
     if (IsGang(*u.head->pod)) x.gang_held.emplace_back(i, HeldGangMembersLocked(*u.head->pod));
-    const int64_t seen = std::max(u.head->last_filter_ms, u.head->first_seen_ms);
+    const int64_t asked = u.head->last_filter_ms();
+    const int64_t seen = std::max(asked, u.head->first_seen_ms);
     if (!Counts(seen, u.demand, now, stale, limit)) continue;
     x.valid_until_ms = std::min(x.valid_until_ms, seen + stale);
     demand += u.demand;
     ++count;
-    if (u.head->last_filter_ms >= 0) x.asked.push_back(i);
+    if (asked >= 0) x.asked.push_back(i);
   }
   x.demand_before.push_back(demand);
   x.count_before.push_back(count);

@@ -27,7 +27,7 @@ class BackgroundHoldsProbe {
 
   void PlanOverLimit() {
     {
-      absl::MutexLock l(&q_.mu_);
+      TimedLock l(&q_.mu_, &q_.lock_stats_, nullptr, "test");
       q_.SyncLocked(q_.deps_.state->Snapshot());
       view_ = q_.PlanningViewLocked();
       queue_version_ = q_.queue_version_;
@@ -38,7 +38,7 @@ class BackgroundHoldsProbe {
 
   // The uids the commit marks for eviction now.
   std::vector<std::string> Commit() {
-    absl::MutexLock l(&q_.mu_);
+    TimedLock l(&q_.mu_, &q_.lock_stats_, nullptr, "test");
     std::vector<std::string> out;
     for (const auto& [pod, reason] : q_.CommitOverLimitLocked(plan_, view_->stamp, queue_version_))
       out.push_back(pod.uid);
@@ -47,7 +47,7 @@ class BackgroundHoldsProbe {
 
   // Another plan's commit evicts `uid` meanwhile.
   void MarkEvicted(const std::string& uid) {
-    absl::MutexLock l(&q_.mu_);
+    TimedLock l(&q_.mu_, &q_.lock_stats_, nullptr, "test");
     q_.MarkEvictedLocked(uid);
   }
 

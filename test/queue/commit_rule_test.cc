@@ -31,7 +31,7 @@ class CommitRuleProbe {
   };
 
   CommitRuleProbe(QueueManager& q, Plan plan) : q_(q), plan_(std::move(plan)) {
-    absl::MutexLock l(&q_.mu_);
+    TimedLock l(&q_.mu_, &q_.lock_stats_, nullptr, "test");
     q_.SyncLocked(q_.deps_.state->Snapshot());
     place_.view = q_.PlanningViewLocked();
     place_.queue_version = q_.queue_version_;
@@ -45,7 +45,7 @@ class CommitRuleProbe {
 
   // Whether the rule records the plan now.
   bool Current() {
-    absl::MutexLock l(&q_.mu_);
+    TimedLock l(&q_.mu_, &q_.lock_stats_, nullptr, "test");
     q_.SyncLocked(q_.deps_.state->Snapshot());
     if (plan_.gang) return q_.PlanCurrentLocked(place_.Basis());
     const std::vector<std::string>* victims = plan_.victims ? &*plan_.victims : nullptr;
@@ -55,7 +55,7 @@ class CommitRuleProbe {
 
   // Another plan's commit evicts `uid` meanwhile.
   void MarkEvicted(const std::string& uid) {
-    absl::MutexLock l(&q_.mu_);
+    TimedLock l(&q_.mu_, &q_.lock_stats_, nullptr, "test");
     q_.MarkEvictedLocked(uid);
   }
 

@@ -28,7 +28,7 @@ class FailedPlacementProbe {
 
   bool Answers(const std::string& uid, const policy::Framework& fw,
                const std::function<void(Place&)>& change) {
-    absl::MutexLock l(&q_.mu_);
+    TimedLock l(&q_.mu_, &q_.lock_stats_, nullptr, "test");
     q_.SyncLocked(q_.deps_.state->Snapshot());
     Place place;
     if (!q_.ClaimOrPrepareLocked(*q_.FindEntryLocked(uid)->pod, &place).empty()) return false;
@@ -37,7 +37,7 @@ class FailedPlacementProbe {
   }
 
   size_t Recorded() {
-    absl::MutexLock l(&q_.mu_);
+    TimedLock l(&q_.mu_, &q_.lock_stats_, nullptr, "test");
     return q_.failed_placements_.size();
   }
 

@@ -564,6 +564,11 @@ TEST(QueueConcurrencyTest, InvariantsHoldWhileEverythingRunsAtOnce) {
             << n.quota_switches << " quota source changes, " << n.node_changes << " node changes, "
             << n.pod_changes << " pod changes, " << n.reads << " debug reads, " << n.estimates
             << " estimate refreshes, " << n.checks << " snapshot checks\n";
+  const int64_t on_snapshot =
+      server.metrics.CounterValue("gpusched_queue_admissions_total", {{"path", "snapshot"}});
+  std::cout << "admissions: " << on_snapshot << " on the snapshot, "
+            << server.metrics.CounterValue("gpusched_queue_admissions_total", {{"path", "mutex"}})
+            << " under the mutex\n";
   EXPECT_EQ(stress.violations().All(), "");
   EXPECT_EQ(SnapshotViolations(*server.state->Snapshot()), "");
   EXPECT_EQ(CheckQueueInvariants(*server.state, *server.queue), "");
@@ -571,6 +576,7 @@ TEST(QueueConcurrencyTest, InvariantsHoldWhileEverythingRunsAtOnce) {
   EXPECT_GT(n.filters, 0);
   EXPECT_GT(n.binds, 0);
   EXPECT_GT(n.estimates, 0);
+  EXPECT_GT(on_snapshot, 0);  // the lock-free path ran alongside everything else
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ class ReclaimChoiceProbe {
     holds_ = 0;
     while (!c.done) {
       {
-        absl::MutexLock l(&q_.mu_);
+        TimedLock l(&q_.mu_, &q_.lock_stats_, nullptr, "test");
         q_.ChooseReclaimsLocked(c);
       }
       ++holds_;
@@ -44,7 +44,7 @@ class ReclaimChoiceProbe {
   int holds() const { return holds_; }
   uint64_t chosen_at_version() const { return version_; }
   uint64_t queue_version() {
-    absl::MutexLock l(&q_.mu_);
+    TimedLock l(&q_.mu_, &q_.lock_stats_, nullptr, "test");
     return q_.queue_version_;
   }
 

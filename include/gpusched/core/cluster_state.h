@@ -137,6 +137,9 @@ class ClusterState {
   };
   PodChanges TakePodChanges(const std::function<bool(const PodRequest&)>& keep, bool all = false)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a pod changed since the last TakePodChanges. Without the mutex
+  // (the queue's admission on a snapshot asks it per filter).
+  bool PodChangesPending() const { return pods_changed_.load(std::memory_order_acquire); }
 
   // Node specs whose topology annotation was rejected, with why.
   std::vector<std::pair<std::string, std::string>> TopologyErrors() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -1,0 +1,282 @@
+// Admission on a snapshot (scheduler/queue/admit_snapshot.h): a repeated
+// filter for a queued single pod is answered without the queue mutex, and
+// always as the mutex path would answer it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gpusched/util/metrics.h"
+#include "gpusched/util/strings.h"
+#include "test/queue/harness.h"
+
+namespace gpusched::queue::testing {
+namespace {
+
+using ::gpusched::testing::DgxA100;
+using ::gpusched::testing::Hgx8H100;
+using ::gpusched::testing::Pcie4xT4;
+using ::gpusched::testing::PodBuilder;
+
+// The whole answer of a filter over every node: passing nodes, then each
+// failing node with its reason.
+std::string FilterAnswer(Harness& h, const PodRequest& pod) {
+  ExtenderArgs args;
+  args.pod = pod;
+  for (const NodeSpec& n : h.nodes) args.node_names.push_back(n.name);
+  FilterOutcome out = h.service->Filter(args);
+  std::string s = StrCat("error=", out.error, "\npassed:");
+  for (int32_t i : out.passed) StrAppend(&s, " ", h.nodes[i].name);
+  for (const FilterOutcome::Failure& f : out.failed) {
+    StrAppend(&s, "\nfailed ", h.nodes[f.node].name, ": ", out.reasons[f.reason]);
+  }
+  for (const FilterOutcome::Failure& f : out.unresolvable) {
+    StrAppend(&s, "\nunresolvable ", h.nodes[f.node].name, ": ", out.reasons[f.reason]);
+  }
+  return s;
+}
+
+int64_t Admissions(Metrics& m, const char* path) {
+  return m.CounterValue("gpusched_queue_admissions_total", {{"path", path}});
+}
+
+// team-a (StrictFIFO, cohort r, at most 8 H100s), team-b (StrictFIFO,
+// cohort r), team-c (BestEffortFIFO), team-d (Backfill: always the mutex
+// path) and namespaces without an entry (the default: no guarantee, no
+// limit).
+QueueOptions MixedQuotas(int64_t b_limit) {
+  NamespaceQuota a = Quota(8, 24, "r");
+  a.models["H100"] = {8, 8};
+  NamespaceQuota c = Quota(0, 8);
+  c.queueing = QueueingStrategy::kBestEffortFifo;
+  NamespaceQuota d = Quota(4, 12, "r");
+  d.queueing = QueueingStrategy::kBackfill;
+  QueueOptions o;
+  NamespaceQuota others = Quota(0, 64);
+  others.queueing = QueueingStrategy::kBestEffortFifo;
+  o.quotas = Quotas(
+      {{"team-a", a}, {"team-b", Quota(8, b_limit, "r")}, {"team-c", c}, {"team-d", d}}, others);
+  o.reclaim.enabled = true;
+  o.stale_after_ms = 120'000;
+  return o;
+}
+
+// Differential: two managers see the same cluster; `ref` rebuilds its state
+// before every decision and so always decides under the mutex
+// (recompute_from_scratch publishes no snapshot). Random rounds of changes:
+// pods queued (single or a gang of two), gone, bound where the filter let
+// them; running pods finishing; quota reloads; time passing (past
+// stale_after_ms too); ticks with reclaim. After each round every pending
+// pod is filtered three times over (the first ask of a pod is the mutex
+// path's, the next ones may be the snapshot's), and every answer must be
+// the same in both, down to each node's reason.
+TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
+  const std::vector<NodeSpec> nodes = {Hgx8H100("h0"), Hgx8H100("h1"), DgxA100("a0"), DgxA100("a1"),
+                                       Pcie4xT4("t0")};
+  QueueOptions scratch = MixedQuotas(16);
+  scratch.recompute_from_scratch = true;
+  Metrics metrics;
+  Harness inc(nodes, {}, MixedQuotas(16)), ref(nodes, {}, scratch);
+  inc.metrics = &metrics;
+  inc.capture_log = ref.capture_log = true;
+  inc.Restart();
+  ref.Restart();
+  std::mt19937 rng(1129);
+  auto pick = [&rng](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  const std::vector<std::string> namespaces = {"team-a", "team-b", "team-c", "team-d", "team-e"};
+  std::map<std::string, PodRequest> pending;  // by uid
+  std::set<std::string> running;
+  int created = 0, binds = 0, ticks = 0;
+  auto both = [&](auto&& f) {
+    f(inc);
+    f(ref);
+  };
+  auto fresh_pod = [&](const std::string& ns) {
+    ++created;
+    return PodBuilder("p" + std::to_string(created), ns)
+        .Gpus(1 + static_cast<int>(pick(8)))
+        .Priority(static_cast<int32_t>(pick(3)) * 100)
+        .Created(created)
+        .Build();
+  };
+  auto submit = [&](const PodRequest& p) {
+    both([&](Harness& h) { h.Submit(p); });
+    pending[p.uid] = p;
+  };
+  for (int round = 0; round < 80; ++round) {
+    for (int change = 1 + static_cast<int>(pick(4)); change > 0; --change) {
+      auto some = pending.begin();
+      if (!pending.empty()) std::advance(some, pick(pending.size()));
+      switch (pending.empty() ? 0 : pick(8)) {
+        case 0:
+          submit(fresh_pod(namespaces[pick(namespaces.size())]));
+          break;
+        case 1: {  // a gang of two
+          PodRequest x = fresh_pod(namespaces[pick(namespaces.size())]);
+          PodRequest y = fresh_pod(x.ns);
+          x.gang = y.gang = "g" + std::to_string(created);
+          x.gang_size = y.gang_size = 2;
+          submit(x);
+          submit(y);
+          break;
+        }
+        case 2:  // gone
+          both([&](Harness& h) {
+            h.state().RemovePod(some->first);
+            h.state().Commit();
+          });
+          pending.erase(some);
+          break;
+        case 3: {  // the first of up to 8 pods (from a random one) the filter lets bind
+          for (int tries = 0; tries < 8 && some != pending.end(); ++tries, ++some) {
+            const PodRequest pod = some->second;
+            ASSERT_EQ(FilterAnswer(inc, pod), FilterAnswer(ref, pod))
+                << "round " << round << " " << pod.Key();
+            const std::vector<std::string> passing = inc.FilterOnly(pod);
+            ref.FilterOnly(pod);
+            if (passing.empty()) continue;
+            const std::string bound = inc.Bind(pod, passing.front());
+            ASSERT_EQ(bound, ref.Bind(pod, passing.front())) << "round " << round;
+            if (!bound.empty()) continue;
+            ++binds;
+            running.insert(pod.uid);
+            pending.erase(pod.uid);
+            break;
+          }
+          break;
+        }
+        case 4:  // a running pod finishes
+          if (running.empty()) break;
+          {
+            auto r = running.begin();
+            std::advance(r, pick(running.size()));
+            both([&](Harness& h) {
+              h.state().RemovePod(*r);
+              h.state().Commit();
+            });
+            running.erase(r);
+          }
+          break;
+        case 5: {  // a reload lowers or raises team-b's limit
+          const int64_t limit = pick(2) == 0 ? 8 : 16;
+          QueueOptions o = MixedQuotas(limit);
+          inc.queue->SetOptions(o);
+          o.recompute_from_scratch = true;
+          ref.queue->SetOptions(o);
+          break;
+        }
+        case 6: {  // time passes, now and then past stale_after_ms
+          const int64_t ms = pick(4) == 0 ? 150'000 : 1'000 * static_cast<int64_t>(1 + pick(30));
+          inc.now_ms = ref.now_ms = inc.now_ms + ms;
+          break;
+        }
+        default:
+          ++ticks;
+          ASSERT_EQ(inc.queue->Tick(), ref.queue->Tick()) << "round " << round;
+          ASSERT_EQ(inc.writer.evicted, ref.writer.evicted) << "round " << round;
+          break;
+      }
+    }
+    for (const std::string& uid : inc.writer.evicted) running.erase(uid);
+    for (int pass = 0; pass < 3; ++pass) {
+      for (const auto& [uid, pod] : pending) {
+        ASSERT_EQ(FilterAnswer(inc, pod), FilterAnswer(ref, pod))
+            << "round " << round << " pass " << pass << " " << pod.Key();
+      }
+      inc.now_ms = ref.now_ms = inc.now_ms + 1'000;
+    }
+  }
+  std::cout << binds << " binds, " << ticks << " ticks, " << inc.writer.evicted.size()
+            << " evictions; admissions: " << Admissions(metrics, "snapshot") << " on the snapshot, "
+            << Admissions(metrics, "mutex") << " under the mutex\n";
+  EXPECT_GT(binds, 10);
+  EXPECT_GT(ticks, 10);
+  // Both paths answered: the snapshot hundreds of repeated asks (about one
+  // in six here: every change, gang member, Backfill pod and first ask
+  // goes to the mutex, and each round changes something).
+  EXPECT_GT(Admissions(metrics, "snapshot"), 250);
+  EXPECT_GT(Admissions(metrics, "mutex"), 500);
+}
+
+// One pod's asks, step by step: the first under the mutex, a repeat on the
+// snapshot, and after each kind of change (a bind, a tick, a new pod, time
+// past stale_after_ms, a reload) the mutex again, with the answer the
+// change makes.
+TEST(AdmitSnapshot, ARepeatedAskIsAnsweredWithoutTheMutexUntilSomethingChanges) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 8)}});
+  o.stale_after_ms = 60'000;
+  Metrics metrics;
+  Harness h(H100s(2), {}, o);
+  h.metrics = &metrics;
+  h.Restart();
+  const PodRequest first = PodBuilder("first", "team-a").Gpus(8).Created(1).Build();
+  const PodRequest second = PodBuilder("second", "team-a").Gpus(4).Created(2).Build();
+  h.Submit(first);
+  h.Submit(second);
+  auto snapshot = [&] { return Admissions(metrics, "snapshot"); };
+  auto mutex = [&] { return Admissions(metrics, "mutex"); };
+  std::string reason;
+
+  EXPECT_THAT(h.FilterOnly(first), ::testing::SizeIs(2));
+  EXPECT_THAT(h.FilterOnly(second, &reason), ::testing::IsEmpty());  // first ask: the mutex
+  EXPECT_EQ(mutex(), 2);
+  EXPECT_EQ(snapshot(), 0);
+  const std::string behind = reason;
+  EXPECT_THAT(behind, ::testing::HasSubstr("1 earlier in queue need 8"));
+  EXPECT_THAT(h.FilterOnly(second, &reason), ::testing::IsEmpty());
+  EXPECT_EQ(reason, behind);
+  EXPECT_THAT(h.FilterOnly(first), ::testing::SizeIs(2));
+  EXPECT_EQ(snapshot(), 2);  // both repeats
+  EXPECT_EQ(mutex(), 2);
+
+  // A bind: the usage moved, the mutex path answers with it.
+  ASSERT_EQ(h.Bind(first, "h0"), "");
+  EXPECT_THAT(h.FilterOnly(second, &reason), ::testing::IsEmpty());
+  EXPECT_EQ(mutex(), 3);
+  EXPECT_THAT(reason, ::testing::HasSubstr("at its limit: holds 8 of limit 8 GPUs"));
+  EXPECT_THAT(h.FilterOnly(second), ::testing::IsEmpty());
+  EXPECT_EQ(snapshot(), 3);
+
+  // A tick takes the mutex: the next ask is the mutex path's.
+  h.queue->Tick();
+  h.FilterOnly(second);
+  EXPECT_EQ(mutex(), 4);
+  h.FilterOnly(second);
+  EXPECT_EQ(snapshot(), 4);
+
+  // The running pod finishes: a pod change the queue has not taken.
+  h.state().RemovePod(first.uid);
+  h.state().Commit();
+  EXPECT_THAT(h.FilterOnly(second), ::testing::SizeIs(2));
+  EXPECT_EQ(mutex(), 5);
+  EXPECT_THAT(h.FilterOnly(second), ::testing::SizeIs(2));
+  EXPECT_EQ(snapshot(), 5);
+
+  // An earlier pod is queued: its namespace's queue changed.
+  h.Submit(PodBuilder("earlier", "team-a").Gpus(8).Priority(100).Created(3).Build());
+  EXPECT_THAT(h.FilterOnly(second), ::testing::IsEmpty());
+  EXPECT_EQ(mutex(), 6);
+
+  // Past stale_after_ms since its last ask: the ask itself changes the
+  // index (it counts again), so the mutex path notes it.
+  h.FilterOnly(second);
+  EXPECT_EQ(snapshot(), 6);
+  h.now_ms += 61'000;
+  h.FilterOnly(second);
+  EXPECT_EQ(mutex(), 7);
+
+  // A reload (the same options) takes the mutex too.
+  h.queue->SetOptions(o);
+  h.FilterOnly(second);
+  EXPECT_EQ(mutex(), 8);
+  EXPECT_EQ(snapshot(), 6);
+}
+
+}  // namespace
+}  // namespace gpusched::queue::testing
