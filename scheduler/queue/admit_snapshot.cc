@@ -13,6 +13,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 #include "scheduler/queue/queue_manager.h"
+#include "scheduler/queue/usage_index.h"
 
 namespace gpusched::queue {
 
@@ -54,11 +55,17 @@ void QueueManager::PublishAdmitSnapshotLocked(const std::string& ns) {
   s->acquisitions = lock_stats_.acquisitions.load(std::memory_order_relaxed);  // this hold's
   s->usage_generation = usage_.generation();
   s->config_version = config_version_;
-  // The view's ledger is LedgerLocked()'s, claims included, warmed for
-  // readers on several threads; the reclaim view is the one it was made from.
-  std::shared_ptr<const PlanningView> view = PlanningViewLocked();
-  s->ledger = std::shared_ptr<const QuotaLedger>(view, view->ledger.get());
-  s->options = view->options;
+  // The ledger itself, claims included, warmed for readers on several
+  // threads (LedgerLocked copies it before changing its claims); the reclaim
+  // view is the one its claims come from.
+  const QuotaLedger& ledger = LedgerLocked();
+  if (!ledger_warm_) {
+    ledger.Warm();
+    ledger_warm_ = true;
+  }
+  s->ledger = ledger_;
+  s->options = ledger_options_;
+  s->gangs = usage_.Gangs();
   s->holds = reclaim_view_.holds;
   s->holds_from_ms = reclaim_view_.built_at_ms;
   s->holds_until_ms = reclaim_view_.valid_until_ms;
@@ -79,34 +86,33 @@ void QueueManager::PublishAdmitSnapshotLocked(const std::string& ns) {
 
 std::shared_ptr<const FrozenQueue> QueueManager::FreezeQueueLocked(UnitIndex& x) {
   auto q = std::make_shared<FrozenQueue>();
-  q->unit_demand.reserve(x.units.size());
-  for (const Unit& u : x.units) q->unit_demand.push_back(u.demand);
+  q->units.reserve(x.units.size());
+  for (const Unit& u : x.units) {
+    q->units.push_back({u.head->pod, u.head->asked, u.head->first_seen_ms, u.demand});
+  }
   q->demand_before = x.demand_before;
   q->count_before = x.count_before;
-  // The scan's heads for any unit are the first kBehindScanHeads asked
-  // units before it: a prefix of this list.
-  for (size_t i : x.asked) {
-    if (q->asked.size() == kBehindScanHeads) break;
-    q->asked.push_back({x.units[i].head->pod, x.units[i].demand, i});
-  }
   // A pod holding a gang slot is answered with its slot's node: never here.
   absl::flat_hash_set<std::string_view> slotted;
+  const std::string& ns = x.units.empty() ? "" : x.units.front().head->pod->ns;
   for (const auto& [key, r] : reservations_) {
+    if (r.ns != ns) continue;
     for (const Slot& slot : r.slots) {
       if (!slot.member_uid.empty()) slotted.insert(slot.member_uid);
     }
   }
   q->singles.reserve(x.units.size());
   for (size_t i = 0; i < x.units.size(); ++i) {
-    const Entry& head = *x.units[i].head;
-    if (IsGang(*head.pod) || slotted.contains(head.pod->uid)) continue;
-    q->singles.emplace(std::string_view(head.pod->uid),
-                       FrozenQueue::Single{head.pod, head.asked, head.first_seen_ms, i});
+    const PodRequest& head = *x.units[i].head->pod;
+    if (IsGang(head) || slotted.contains(head.uid)) continue;
+    q->singles.emplace(std::string_view(head.uid), i);
   }
   q->valid_until_ms = x.valid_until_ms;
   q->config_version = x.config_version;
   q->usage_generation = usage_.generation();
-  q->has_gangs = !x.gang_held.empty();
+  for (const auto& [unit, held] : x.gang_held) {
+    q->gangs_held.emplace_back(x.units[unit].head->pod->gang, held);
+  }
   x.frozen.Set(q);
   return q;
 }
@@ -127,31 +133,35 @@ std::optional<Admission> QueueManager::AdmitOnSnapshot(const PodRequest& request
   const int64_t now = Now();
   if (now < s->holds_from_ms || now >= s->holds_until_ms) return std::nullopt;
   const FrozenQueue* q = s->queues.Find(request.ns);
-  if (q == nullptr || q->config_version != s->config_version || now > q->valid_until_ms ||
-      (q->has_gangs && q->usage_generation != s->usage_generation)) {
+  if (q == nullptr || q->config_version != s->config_version || now > q->valid_until_ms) {
     return std::nullopt;
+  }
+  if (q->usage_generation != s->usage_generation) {
+    for (const auto& [gang, held] : q->gangs_held) {
+      if (s->gangs->Held(request.ns, gang) != held) return std::nullopt;
+    }
   }
   auto found = q->singles.find(request.uid);
   if (found == q->singles.end()) return std::nullopt;
-  const FrozenQueue::Single& me = found->second;
+  const size_t k = found->second;
+  const FrozenQueue::Unit& me = q->units[k];
   const QueueOptions& options = *s->options;
   const QuotaLedger& ledger = *s->ledger;
-  // The ask, as NoteAskedLocked notes it; a first ask or one after going
-  // stale changes the index: the mutex path's.
+  // The ask, as NoteAskedLocked notes it. One after going stale makes the
+  // unit count again (the index changes: the mutex path's); a first ask
+  // changes nothing the index holds (scans read the clocks).
   const int64_t asked = me.asked->at.load(std::memory_order_relaxed);
-  if (asked < 0 || now - std::max(asked, me.first_seen_ms) > options.stale_after_ms) {
-    return std::nullopt;
-  }
-  const PodRequest& pod = *me.pod;  // the source's
+  if (now - std::max(asked, me.first_seen_ms) > options.stale_after_ms) return std::nullopt;
+  const PodRequest& pod = *me.head;  // the source's
   const QueueingStrategy queueing = ledger.Quota(pod.ns).queueing;
   if (queueing == QueueingStrategy::kBackfill) return std::nullopt;
   me.asked->at.store(now, std::memory_order_relaxed);
 
   const bool strict = queueing != QueueingStrategy::kBestEffortFifo;
-  QueuedAt at{q->unit_demand[me.unit], static_cast<int32_t>(me.unit + 1), 0, 0};
+  QueuedAt at{me.demand, static_cast<int32_t>(k + 1), 0, 0};
   if (strict) {
-    at.ahead_demand = q->demand_before[me.unit];
-    at.ahead_count = q->count_before[me.unit];
+    at.ahead_demand = q->demand_before[k];
+    at.ahead_count = q->count_before[k];
   }
   const EvalInputs in{&ledger, &options, /*gang_reserved=*/false, now, /*board=*/nullptr};
   BehindScan scan;
@@ -159,9 +169,13 @@ std::optional<Admission> QueueManager::AdmitOnSnapshot(const PodRequest& request
       at,
       [&](std::vector<BehindScan::Head>* heads) {
         if (!strict) return;
-        for (const FrozenQueue::Head& h : q->asked) {
-          if (h.unit >= me.unit) break;
-          heads->push_back({h.pod, h.demand});
+        // AskedAhead's rule, on the frozen units.
+        for (size_t i = 0; i < k && heads->size() < kBehindScanHeads; ++i) {
+          const FrozenQueue::Unit& u = q->units[i];
+          if (q->count_before[i + 1] > q->count_before[i] &&
+              u.asked->at.load(std::memory_order_relaxed) >= 0) {
+            heads->push_back({u.head, u.demand});
+          }
         }
       },
       pod, in, snapshot, fw, /*all_checks=*/false, &scan);

@@ -29,6 +29,7 @@
 
 namespace gpusched::queue {
 
+class GangUsage;
 class QuotaLedger;
 struct QueueOptions;
 
@@ -53,32 +54,29 @@ struct ReclaimHold {
   std::shared_ptr<const HeldNodes> held;
 };
 
-// One namespace's queue as admission reads it: the UnitIndex's sums, the
-// counted units kube-scheduler asked about, and the single pods it can
-// answer for, with their pods and ask clocks shared (so it outlives the
-// queue's entries).
+// One namespace's queue as admission reads it: the UnitIndex's sums and
+// each unit's head with its ask clock (the node scan's candidates are the
+// counted units asked about), with the pods and clocks shared, so that it
+// outlives the queue's entries; and the single pods it can answer for.
 struct FrozenQueue {
-  struct Single {
-    std::shared_ptr<const PodRequest> pod;  // the source's
-    std::shared_ptr<AskClock> asked;
-    int64_t first_seen_ms = 0;
-    size_t unit = 0;
+  struct Unit {
+    std::shared_ptr<const PodRequest> head;  // the source's
+    std::shared_ptr<AskClock> asked;         // the head's
+    int64_t first_seen_ms = 0;               // the head's
+    int64_t demand = 0;                      // milli-GPUs the unit still needs
   };
-  struct Head {
-    std::shared_ptr<const PodRequest> pod;
-    int64_t demand = 0;
-    size_t unit = 0;
-  };
-  std::vector<int64_t> unit_demand;    // [i]: milli-GPUs unit i still needs
+  std::vector<Unit> units;
   std::vector<int64_t> demand_before;  // [i]: counted demand before unit i
   std::vector<int32_t> count_before;   // [i]: counted units before unit i
-  std::vector<Head> asked;             // counted units asked about, in order
-  // By the pod's uid (a view of the pod's own string): single pods only.
-  absl::flat_hash_map<std::string_view, Single> singles;
+  // Single pods (not gang members) by uid (a view of the pod's own string)
+  // -> their unit.
+  absl::flat_hash_map<std::string_view, size_t> singles;
   int64_t valid_until_ms = 0;     // the first time a counted unit goes stale
   uint64_t config_version = 0;    // the config it was built under
   uint64_t usage_generation = 0;  // the usage it was built on
-  bool has_gangs = false;         // its sums read the gangs' members placed
+  // Its gang units' gangs with their members on nodes then: on another
+  // usage, its sums hold while each gang still has as many (UnitIndex's rule).
+  std::vector<std::pair<std::string, int32_t>> gangs_held;
   // False once the UnitIndex it was frozen from changed or went away.
   mutable std::atomic<bool> current{true};
 };
@@ -140,6 +138,7 @@ struct AdmitSnapshot {
   uint64_t config_version = 0;
   std::shared_ptr<const QuotaLedger> ledger;  // with claims, warmed (shared by threads)
   std::shared_ptr<const QueueOptions> options;
+  std::shared_ptr<const GangUsage> gangs;  // the usage's gang sums
   std::shared_ptr<const std::vector<ReclaimHold>> holds;
   int64_t holds_from_ms = 0;  // the holds are the ones of [from, until)
   int64_t holds_until_ms = 0;

@@ -128,10 +128,12 @@ int64_t QueueManager::CohortHoldsLocked(const PodRequest& pod, int64_t own_deman
     const NamespaceQuota& other = ledger.Quota(ns);
     if (other.cohort != quota.cohort || other.queueing != QueueingStrategy::kBackfill) continue;
     const UnitIndex& index = UnitIndexLocked(ns, ledger, in.now_ms);
-    size_t walked = 0;
-    for (size_t i : index.asked) {
-      if (++walked > kBehindScanHeads || heads->size() >= kBehindScanHeads) break;
-      const Unit& u = index.units[i];
+    std::vector<const Unit*> asked;
+    AskedAhead(index, index.units.size(), &asked);
+    for (const Unit* unit : asked) {
+      if (heads->size() >= kBehindScanHeads) break;
+      const Unit& u = *unit;
+      const size_t i = static_cast<size_t>(&u - index.units.data());
       auto est = board.starts.by_uid.find(u.head->pod->uid);
       // No estimate: no reservation (it may never start, or start any time).
       if (est == board.starts.by_uid.end() || est->second.start_s < 0) continue;

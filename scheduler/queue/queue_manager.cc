@@ -215,7 +215,11 @@ void QueueManager::Resync() {
 const QuotaLedger& QueueManager::LedgerLocked() {
   if (ledger_ == nullptr || ledger_generation_ != usage_.generation() ||
       ledger_version_ != config_version_) {
-    ledger_ = std::make_unique<QuotaLedger>(options_.quotas, usage_.Table());
+    // Bound to the shared options, not options_: the admission snapshot
+    // shares this ledger with readers that outlive a reload.
+    ledger_options_ = shared_options_;
+    ledger_ = std::make_shared<QuotaLedger>(ledger_options_->quotas, usage_.Table());
+    ledger_warm_ = false;
     ledger_generation_ = usage_.generation();
     ledger_version_ = config_version_;
     ledger_claims_ = 0;  // a new ledger has none
@@ -223,7 +227,12 @@ const QuotaLedger& QueueManager::LedgerLocked() {
   // Claims last while the pod reclaim works for waits (bounded in time).
   const ReclaimView& view = ReclaimViewLocked();
   if (ledger_claims_ != view.generation) {
-    if (view.claims != ledger_->claims()) ledger_->SetClaims(view.claims);
+    if (view.claims != ledger_->claims()) {
+      // Published (admission snapshot): copied on write.
+      if (ledger_.use_count() > 1) ledger_ = std::make_shared<QuotaLedger>(*ledger_);
+      ledger_->SetClaims(view.claims);
+      ledger_warm_ = false;
+    }
     ledger_claims_ = view.generation;
   }
   return *ledger_;
@@ -409,10 +418,7 @@ QueueManager::Evaluation QueueManager::EvaluateLocked(const PodRequest& pod,
   if (queueing != QueueingStrategy::kBestEffortFifo && backfill == 0) {
     ahead.demand = index.demand_before[k];
     ahead.count = index.count_before[k];
-    for (size_t i : index.asked) {
-      if (i >= k || ahead.asked.size() == kBehindScanHeads) break;
-      ahead.asked.push_back(&index.units[i]);
-    }
+    AskedAhead(index, k, &ahead.asked);
   }
   Evaluation ev = EvaluateAhead(index.units[k], static_cast<int32_t>(k + 1), ahead, p, in, snapshot,
                                 fw, all_checks, deferred);

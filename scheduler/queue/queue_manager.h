@@ -684,7 +684,6 @@ class QueueManager final : public PodGate {
     absl::flat_hash_map<const Entry*, size_t> unit_of;  // every member -> its unit
     std::vector<int64_t> demand_before;                 // [i]: counted demand before unit i
     std::vector<int32_t> count_before;                  // [i]: counted units before unit i
-    std::vector<size_t> asked;                          // counted units kube-scheduler asked about
     int64_t valid_until_ms = 0;                         // the first time a counted unit goes stale
     uint64_t config_version = 0;
     uint64_t usage_generation = 0;
@@ -699,11 +698,14 @@ class QueueManager final : public PodGate {
   // `ns`'s index, rebuilt if stale. REQUIRES: LedgerLocked() current.
   const UnitIndex& UnitIndexLocked(const std::string& ns, const QuotaLedger& ledger, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets e.last_filter_ms to now and keeps its namespace's index current:
-  // a head asked about for the first time joins the scan candidates in
-  // place; a head asked again after going stale drops the index (it counts
-  // again, so the prefix sums move).
+  // Sets e's ask clock to now and keeps its namespace's index current: a
+  // head asked again after going stale drops the index (it counts again, so
+  // the prefix sums move); a first ask changes nothing the index holds.
   void NoteAskedLocked(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The node scan's candidates ahead of unit k of `x`: the first
+  // kBehindScanHeads counted units before it that kube-scheduler asked about
+  // (their heads' clocks), in queue order.
+  static void AskedAhead(const UnitIndex& x, size_t k, std::vector<const Unit*>* heads);
   // The admission rule for the pod of units[k] (`pod`), given the units
   // before it in order. Pure.
   static Evaluation EvaluateUnits(const std::vector<Unit>& units, size_t k, const PodRequest& pod,
@@ -1247,7 +1249,12 @@ class QueueManager final : public PodGate {
   void QueueChangedLocked(const std::string& ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const PlanningView> view_ ABSL_GUARDED_BY(mu_);  // the last published
   // Ledger cache for one snapshot generation and config version.
-  std::unique_ptr<QuotaLedger> ledger_ ABSL_GUARDED_BY(mu_);
+  // Shared with the admission snapshot once published (then warmed, and
+  // copied before a change of its claims).
+  std::shared_ptr<QuotaLedger> ledger_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const QueueOptions> ledger_options_ ABSL_GUARDED_BY(mu_);  // it is bound to
+  bool ledger_warm_ ABSL_GUARDED_BY(mu_) =
+      false;  // its lazy sums filled (Warm) since its last change
   uint64_t ledger_generation_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t config_version_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t ledger_version_ ABSL_GUARDED_BY(mu_) = 0;

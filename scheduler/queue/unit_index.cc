@@ -42,9 +42,8 @@ QueueManager::Ahead QueueManager::WalkAhead(const std::vector<Unit>& units, size
 void QueueManager::NoteAskedLocked(Entry& e) {
   const int64_t now = Now();
   const int64_t asked = e.last_filter_ms();
-  const int64_t seen = std::max(asked, e.first_seen_ms);
   const bool first_ask = asked < 0;
-  const bool was_stale = now - seen > options_.stale_after_ms;
+  const bool was_stale = now - std::max(asked, e.first_seen_ms) > options_.stale_after_ms;
   e.asked->at.store(now, std::memory_order_relaxed);
   if (!first_ask && !was_stale) return;
   auto it = unit_index_.find(e.pod->ns);
@@ -55,17 +54,18 @@ void QueueManager::NoteAskedLocked(Entry& e) {
     unit_index_.erase(it);
     return;
   }
-  const size_t i = u->second;
-  if (x.units[i].head != &e) return;  // only a unit's head is read for its age
-  if (was_stale) {
-    unit_index_.erase(it);  // it counts again: every later unit's sums move
-    return;
-  }
-  // A head asked about for the first time, not stale: it counted already
-  // (if it fits the limit), so only the candidates of the node scan change.
-  if (x.count_before[i + 1] == x.count_before[i] + 1) {
-    x.asked.insert(std::lower_bound(x.asked.begin(), x.asked.end(), i), i);
-    x.frozen.Drop();  // its scan candidates moved
+  if (x.units[u->second].head != &e) return;  // only a unit's head is read for its age
+  // Asked again after going stale, it counts again: every later unit's sums
+  // move. A first ask moves no sum: the node scan reads the heads' clocks
+  // (AskedAhead), so it changes nothing the index holds.
+  if (was_stale) unit_index_.erase(it);
+}
+
+void QueueManager::AskedAhead(const UnitIndex& x, size_t k, std::vector<const Unit*>* heads) {
+  for (size_t i = 0; i < k && heads->size() < kBehindScanHeads; ++i) {
+    if (x.count_before[i + 1] > x.count_before[i] && x.units[i].head->last_filter_ms() >= 0) {
+      heads->push_back(&x.units[i]);
+    }
   }
 }
 
@@ -104,13 +104,11 @@ const QueueManager::UnitIndex& QueueManager::UnitIndexLocked(const std::string& 
     for (const Entry* m : u.members) x.unit_of.emplace(m, i);
     x.unit_of.emplace(u.head, i);
     if (IsGang(*u.head->pod)) x.gang_held.emplace_back(i, HeldGangMembersLocked(*u.head->pod));
-    const int64_t asked = u.head->last_filter_ms();
-    const int64_t seen = std::max(asked, u.head->first_seen_ms);
+    const int64_t seen = std::max(u.head->last_filter_ms(), u.head->first_seen_ms);
     if (!Counts(seen, u.demand, now, stale, limit)) continue;
     x.valid_until_ms = std::min(x.valid_until_ms, seen + stale);
     demand += u.demand;
     ++count;
-    if (asked >= 0) x.asked.push_back(i);
   }
   x.demand_before.push_back(demand);
   x.count_before.push_back(count);

@@ -72,9 +72,10 @@ QueueOptions MixedQuotas(int64_t b_limit) {
 // pods queued (single or a gang of two), gone, bound where the filter let
 // them; running pods finishing; quota reloads; time passing (past
 // stale_after_ms too); ticks with reclaim. After each round every pending
-// pod is filtered three times over (the first ask of a pod is the mutex
-// path's, the next ones may be the snapshot's), and every answer must be
-// the same in both, down to each node's reason.
+// pod is filtered three times over, and every answer must be the same in
+// both, down to each node's reason. team-b starts with 150 pods of 1 GPU,
+// so that its first asks are the snapshot's too once 64 units ahead of
+// them have been asked about.
 TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
   const std::vector<NodeSpec> nodes = {Hgx8H100("h0"), Hgx8H100("h1"), DgxA100("a0"), DgxA100("a1"),
                                        Pcie4xT4("t0")};
@@ -108,6 +109,14 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
     both([&](Harness& h) { h.Submit(p); });
     pending[p.uid] = p;
   };
+  // A deep queue: more counted units asked about than a node scan reads
+  // (kBehindScanHeads), so that later first asks are the snapshot's too.
+  for (int i = 0; i < 150; ++i) {
+    PodRequest p = fresh_pod("team-b");
+    p.gpu.count = 1;
+    p.priority = 0;
+    submit(p);
+  }
   for (int round = 0; round < 80; ++round) {
     for (int change = 1 + static_cast<int>(pick(4)); change > 0; --change) {
       auto some = pending.begin();
@@ -132,8 +141,8 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
           });
           pending.erase(some);
           break;
-        case 3: {  // the first of up to 8 pods (from a random one) the filter lets bind
-          for (int tries = 0; tries < 8 && some != pending.end(); ++tries, ++some) {
+        case 3: {  // the first of up to 40 pods (from a random one) the filter lets bind
+          for (int tries = 0; tries < 40 && some != pending.end(); ++tries, ++some) {
             const PodRequest pod = some->second;
             ASSERT_EQ(FilterAnswer(inc, pod), FilterAnswer(ref, pod))
                 << "round " << round << " " << pod.Key();
@@ -194,7 +203,7 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
   std::cout << binds << " binds, " << ticks << " ticks, " << inc.writer.evicted.size()
             << " evictions; admissions: " << Admissions(metrics, "snapshot") << " on the snapshot, "
             << Admissions(metrics, "mutex") << " under the mutex\n";
-  EXPECT_GT(binds, 10);
+  EXPECT_GT(binds, 5);
   EXPECT_GT(ticks, 10);
   // Both paths answered: the snapshot hundreds of repeated asks (about one
   // in six here: every change, gang member, Backfill pod and first ask
@@ -203,17 +212,18 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
   EXPECT_GT(Admissions(metrics, "mutex"), 500);
 }
 
-// One pod's asks, step by step: the first under the mutex, a repeat on the
-// snapshot, and after each kind of change (a bind, a tick, a new pod, time
-// past stale_after_ms, a reload) the mutex again, with the answer the
+// One pod's asks, step by step: on the snapshot while nothing changed, and
+// after each kind of change (a bind, a tick, a pod finishing, a new pod,
+// time past stale_after_ms, a reload) under the mutex, with the answer the
 // change makes.
-TEST(AdmitSnapshot, ARepeatedAskIsAnsweredWithoutTheMutexUntilSomethingChanges) {
+TEST(AdmitSnapshot, AnAskIsAnsweredWithoutTheMutexUntilSomethingChanges) {
   QueueOptions o;
   o.quotas = Quotas({{"team-a", Quota(8, 8)}});
   o.stale_after_ms = 60'000;
   Metrics metrics;
   Harness h(H100s(2), {}, o);
   h.metrics = &metrics;
+  h.capture_log = true;
   h.Restart();
   const PodRequest first = PodBuilder("first", "team-a").Gpus(8).Created(1).Build();
   const PodRequest second = PodBuilder("second", "team-a").Gpus(4).Created(2).Build();
@@ -223,59 +233,94 @@ TEST(AdmitSnapshot, ARepeatedAskIsAnsweredWithoutTheMutexUntilSomethingChanges) 
   auto mutex = [&] { return Admissions(metrics, "mutex"); };
   std::string reason;
 
-  EXPECT_THAT(h.FilterOnly(first), ::testing::SizeIs(2));
-  EXPECT_THAT(h.FilterOnly(second, &reason), ::testing::IsEmpty());  // first ask: the mutex
-  EXPECT_EQ(mutex(), 2);
-  EXPECT_EQ(snapshot(), 0);
+  EXPECT_THAT(h.FilterOnly(first), ::testing::SizeIs(2));  // no snapshot yet: the mutex
+  EXPECT_EQ(mutex(), 1);
+  EXPECT_THAT(h.FilterOnly(second, &reason), ::testing::IsEmpty());  // its first ask
+  EXPECT_EQ(snapshot(), 1);
   const std::string behind = reason;
   EXPECT_THAT(behind, ::testing::HasSubstr("1 earlier in queue need 8"));
   EXPECT_THAT(h.FilterOnly(second, &reason), ::testing::IsEmpty());
   EXPECT_EQ(reason, behind);
   EXPECT_THAT(h.FilterOnly(first), ::testing::SizeIs(2));
-  EXPECT_EQ(snapshot(), 2);  // both repeats
-  EXPECT_EQ(mutex(), 2);
+  EXPECT_EQ(snapshot(), 3);
+  EXPECT_EQ(mutex(), 1);
 
   // A bind: the usage moved, the mutex path answers with it.
   ASSERT_EQ(h.Bind(first, "h0"), "");
   EXPECT_THAT(h.FilterOnly(second, &reason), ::testing::IsEmpty());
-  EXPECT_EQ(mutex(), 3);
+  EXPECT_EQ(mutex(), 2);
   EXPECT_THAT(reason, ::testing::HasSubstr("at its limit: holds 8 of limit 8 GPUs"));
   EXPECT_THAT(h.FilterOnly(second), ::testing::IsEmpty());
-  EXPECT_EQ(snapshot(), 3);
+  EXPECT_EQ(snapshot(), 4);
 
   // A tick takes the mutex: the next ask is the mutex path's.
   h.queue->Tick();
   h.FilterOnly(second);
-  EXPECT_EQ(mutex(), 4);
+  EXPECT_EQ(mutex(), 3);
   h.FilterOnly(second);
-  EXPECT_EQ(snapshot(), 4);
+  EXPECT_EQ(snapshot(), 5);
 
   // The running pod finishes: a pod change the queue has not taken.
   h.state().RemovePod(first.uid);
   h.state().Commit();
   EXPECT_THAT(h.FilterOnly(second), ::testing::SizeIs(2));
-  EXPECT_EQ(mutex(), 5);
+  EXPECT_EQ(mutex(), 4);
   EXPECT_THAT(h.FilterOnly(second), ::testing::SizeIs(2));
-  EXPECT_EQ(snapshot(), 5);
+  EXPECT_EQ(snapshot(), 6);
 
   // An earlier pod is queued: its namespace's queue changed.
   h.Submit(PodBuilder("earlier", "team-a").Gpus(8).Priority(100).Created(3).Build());
   EXPECT_THAT(h.FilterOnly(second), ::testing::IsEmpty());
-  EXPECT_EQ(mutex(), 6);
-
-  // Past stale_after_ms since its last ask: the ask itself changes the
-  // index (it counts again), so the mutex path notes it.
+  EXPECT_EQ(mutex(), 5);
   h.FilterOnly(second);
-  EXPECT_EQ(snapshot(), 6);
+  EXPECT_EQ(snapshot(), 7);
+
+  // Past stale_after_ms: the mutex path again.
   h.now_ms += 61'000;
   h.FilterOnly(second);
-  EXPECT_EQ(mutex(), 7);
+  EXPECT_EQ(mutex(), 6);
 
   // A reload (the same options) takes the mutex too.
   h.queue->SetOptions(o);
   h.FilterOnly(second);
-  EXPECT_EQ(mutex(), 8);
-  EXPECT_EQ(snapshot(), 6);
+  EXPECT_EQ(mutex(), 7);
+  EXPECT_EQ(snapshot(), 7);
+}
+
+// A first ask answered on the snapshot makes its pod a node-scan candidate
+// of the later pods at once: the scan reads the shared ask clocks.
+TEST(AdmitSnapshot, AFirstAskOnTheSnapshotJoinsTheScanOfLaterPods) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(100, 100)}});
+  Metrics metrics;
+  Harness h(H100s(2), {}, o);
+  h.metrics = &metrics;
+  h.capture_log = true;
+  h.Restart();
+  std::vector<PodRequest> q;
+  for (int i = 0; i < 70; ++i) {
+    q.push_back(PodBuilder("q" + std::to_string(i), "team-a").Gpus(1).Created(i + 1).Build());
+    h.Submit(q.back());
+  }
+  auto snapshot = [&] { return Admissions(metrics, "snapshot"); };
+  auto mutex = [&] { return Admissions(metrics, "mutex"); };
+  std::string reason;
+  EXPECT_THAT(h.FilterOnly(q[69]), ::testing::SizeIs(2));  // nobody ahead asked about yet
+  EXPECT_EQ(mutex(), 1);
+  EXPECT_THAT(h.FilterOnly(q[0]), ::testing::SizeIs(2));  // the head's first ask
+  EXPECT_EQ(snapshot(), 1);
+  EXPECT_THAT(h.FilterOnly(q[69], &reason), ::testing::IsEmpty());
+  EXPECT_THAT(reason, ::testing::HasSubstr("waiting behind q0 "));
+  EXPECT_EQ(snapshot(), 2);
+  EXPECT_THAT(h.FilterOnly(q[1], &reason), ::testing::IsEmpty());
+  EXPECT_THAT(reason, ::testing::HasSubstr("waiting behind q0 "));
+  EXPECT_EQ(snapshot(), 3);
+  // q0 binds: its namespace's queue changed; q1 heads the candidates now.
+  ASSERT_EQ(h.Bind(q[0], "h0"), "");
+  EXPECT_THAT(h.FilterOnly(q[69], &reason), ::testing::IsEmpty());
+  EXPECT_THAT(reason, ::testing::HasSubstr("waiting behind q1 "));
+  EXPECT_EQ(mutex(), 2);
+  EXPECT_EQ(snapshot(), 3);
 }
 
 }  // namespace
