@@ -177,6 +177,10 @@ QUEUE_RUNS_WAITS = [
     ("5000-nodes-run29-5min-75c067b.txt", "29, 75c067b again (5 min)"),
     ("5000-nodes-run30-5min-6c2fe37.txt",
      "30, 6c2fe37 (75c067b's queue; `queue_scale` counts the copies, 5 min)"),
+    ("5000-nodes-run31-5min-18f073a.txt",
+     "31, admission snapshot, first version (18f073a, 5 min)"),
+    ("5000-nodes-run32-5min-46327e1.txt",
+     "32, admission snapshot: asks are clocks, shared ledger (46327e1, 5 min)"),
 ]
 REQUEST_SITES = ["admit", "assume-bind", "bound", "backfill", "gang-reserve", "reserved-node",
                  "preempt", "preempt-commit"]

@@ -57,11 +57,12 @@ QueueOptions MixedQuotas(int64_t b_limit) {
   NamespaceQuota d = Quota(4, 12, "r");
   d.queueing = QueueingStrategy::kBackfill;
   QueueOptions o;
-  NamespaceQuota others = Quota(0, 64);
+  NamespaceQuota others = Quota(0, 64, "r");
   others.queueing = QueueingStrategy::kBestEffortFifo;
   o.quotas = Quotas(
       {{"team-a", a}, {"team-b", Quota(8, b_limit, "r")}, {"team-c", c}, {"team-d", d}}, others);
   o.reclaim.enabled = true;
+  o.reclaim.only_lower_priority = false;  // team-e's borrowers go whatever their priority
   o.stale_after_ms = 120'000;
   return o;
 }
@@ -81,8 +82,18 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
                                        Pcie4xT4("t0")};
   QueueOptions scratch = MixedQuotas(16);
   scratch.recompute_from_scratch = true;
+  // team-e (no quota entry: cohort r, no guarantee) holds most of the GPUs
+  // at the start, so that capacity as well as quota refuses pods.
+  std::vector<PodRequest> borrowers;
+  for (const char* node : {"h0", "h1", "a0", "a1"}) {
+    borrowers.push_back(PodBuilder(std::string("borrow-") + node, "team-e")
+                            .Gpus(8)
+                            .OnNode(node, 0xff)
+                            .Created(0)
+                            .Build());
+  }
   Metrics metrics;
-  Harness inc(nodes, {}, MixedQuotas(16)), ref(nodes, {}, scratch);
+  Harness inc(nodes, borrowers, MixedQuotas(16)), ref(nodes, borrowers, scratch);
   inc.metrics = &metrics;
   inc.capture_log = ref.capture_log = true;
   inc.Restart();
@@ -92,6 +103,7 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
   const std::vector<std::string> namespaces = {"team-a", "team-b", "team-c", "team-d", "team-e"};
   std::map<std::string, PodRequest> pending;  // by uid
   std::set<std::string> running;
+  for (const PodRequest& p : borrowers) running.insert(p.uid);
   int created = 0, binds = 0, ticks = 0;
   auto both = [&](auto&& f) {
     f(inc);
@@ -200,7 +212,8 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
       inc.now_ms = ref.now_ms = inc.now_ms + 1'000;
     }
   }
-  std::cout << binds << " binds, " << ticks << " ticks, " << inc.writer.evicted.size()
+  std::cout << inc.state().Snapshot()->AllocatedGpuMilli() / 1000 << " GPUs in use, " << binds
+            << " binds, " << ticks << " ticks, " << inc.writer.evicted.size()
             << " evictions; admissions: " << Admissions(metrics, "snapshot") << " on the snapshot, "
             << Admissions(metrics, "mutex") << " under the mutex\n";
   EXPECT_GT(binds, 5);
