@@ -82,8 +82,8 @@ struct FrozenQueue {
 };
 
 // The UnitIndex's link to the queue frozen from it: marks that queue no
-// longer current when the index is changed in place, rebuilt (assigned) or
-// erased. Moving the index (a rehash) keeps it current.
+// longer current when the index is rebuilt (assigned) or erased. Moving the
+// index (a rehash) keeps it current.
 class FrozenLink {
  public:
   FrozenLink() = default;

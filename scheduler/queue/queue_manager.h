@@ -763,8 +763,7 @@ class QueueManager final : public PodGate {
   // Admit without the mutex, on the published snapshot: the answer the
   // mutex path would give now, or nullopt when the snapshot cannot give it
   // (not current; not a single pod queued in a namespace it froze; Backfill;
-  // the pod's first ask, or its first after going stale, which changes the
-  // index).
+  // the pod's first ask after going stale, which changes the index).
   std::optional<Admission> AdmitOnSnapshot(const PodRequest& request,
                                            const ClusterSnapshot& snapshot,
                                            const policy::Framework& fw) ABSL_LOCKS_EXCLUDED(mu_);
