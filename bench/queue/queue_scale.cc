@@ -668,6 +668,8 @@ int main(int argc, char** argv) {
                      "estimate refresh namespaces' queues");
   PrintCounterDeltas(metrics_at_start, metrics, "gpusched_queue_admissions_total",
                      "filter admissions of GPU pods");
+  PrintCounterDeltas(metrics_at_start, metrics, "gpusched_queue_snapshot_misses_total",
+                     "filter admissions the snapshot could not answer");
   std::printf("tick: p50 <= %.3f ms, p99 <= %.3f ms, %g ticks\n",
               HistogramQuantile(metrics_at_start, metrics, tick, 0.5) * 1000,
               HistogramQuantile(metrics_at_start, metrics, tick, 0.99) * 1000,

@@ -528,6 +528,7 @@ int Serve(const std::vector<std::string>& args) {
   auto queue_mgr = queue::InstallQueue(&service, &state, &writer, config, &metrics);
   auto history = StartHistoryStore(kube_rt.get(), queue_mgr.get(), &metrics);
   queue::TickThread ticker(queue_mgr.get(), std::chrono::milliseconds(1000));
+  queue::SourceSyncThread source_sync(queue_mgr.get(), &state);
   queue::ReclaimPlannerThread planner(queue_mgr.get());
   // The first refresh 2 s after the start (the file source has loaded; an
   // API list still going on makes it a short one), then every 10 s.

@@ -544,6 +544,16 @@ std::vector<PodRequest> ClusterState::PodsWhere(
   return out;
 }
 
+bool ClusterState::AwaitPodChanges(absl::Duration timeout) const {
+  // NoteChanged sets the flag under mu_, so the condition is looked at again
+  // whenever a writer releases it.
+  absl::MutexLock l(&mu_);
+  return mu_.AwaitWithTimeout(
+      absl::Condition(+[](const std::atomic<bool>* changed) { return changed->load(); },
+                      &pods_changed_),
+      timeout);
+}
+
 ClusterState::PodChanges ClusterState::TakePodChanges(
     const std::function<bool(const PodRequest&)>& keep, bool all) {
   PodChanges out;

@@ -1,10 +1,11 @@
 // Admission on a snapshot (admit_snapshot.h; docs/architecture.md). The
-// state owner is the admission that holds the queue mutex: as its hold ends
-// it publishes what admission reads (the usage's ledger with its claims,
-// the options, the reclaim holds and the frozen queues). A later filter for
-// a single pod already queued is answered from that snapshot without the
-// mutex, by the same rules (EvaluateQueued, HeldFor, ProductRefusals,
-// ScanBehind), as long as nobody has taken the mutex since.
+// state owner is whoever holds the queue mutex: every hold (StateHold) ends
+// by taking the cluster source's changes and publishing what admission reads
+// (the usage's ledger with its claims, the options, the reclaim holds and
+// the frozen queues). A later filter for a single pod already queued is
+// answered from that snapshot without the mutex, by the same rules
+// (EvaluateQueued, HeldFor, ProductRefusals, ScanBehind), as long as nobody
+// has taken the mutex since.
 #include "scheduler/queue/admit_snapshot.h"
 
 #include <algorithm>
@@ -48,9 +49,17 @@ FrozenQueues FrozenQueues::With(const std::string& ns,
 
 // ---- publishing (under the mutex) -----------------------------------------------
 
-void QueueManager::PublishAdmitSnapshotLocked(const std::string& ns) {
-  if (options_.recompute_from_scratch) return;  // the reference decides under the mutex only
-  const int64_t now = Now();
+void QueueManager::PublishAfterHoldLocked(const std::string* freeze) {
+  if (deps_.state == nullptr) return;
+  // The source's changes first (a bind's own assumption, a watch burst): a
+  // snapshot behind them would answer nothing. The reference
+  // (recompute_from_scratch) takes them at the same moments, so that both
+  // see a pod start or leave at the same time (attained service).
+  std::shared_ptr<const ClusterSnapshot> newest = deps_.state->Snapshot();
+  if (deps_.state->PodChangesPending() || newest->generation() > usage_.generation()) {
+    SyncLocked(std::move(newest));
+  }
+  if (options_.recompute_from_scratch) return;  // it decides under the mutex only
   auto s = std::make_shared<AdmitSnapshot>();
   s->acquisitions = lock_stats_.acquisitions.load(std::memory_order_relaxed);  // this hold's
   s->usage_generation = usage_.generation();
@@ -72,16 +81,34 @@ void QueueManager::PublishAdmitSnapshotLocked(const std::string& ns) {
   if (std::shared_ptr<const AdmitSnapshot> old = admit_snapshot_.load(std::memory_order_relaxed)) {
     s->queues = old->queues;
   }
-  auto it = unit_index_.find(ns);
-  if (it != unit_index_.end() && it->second.frozen.get() == nullptr) {
-    UnitIndex& x = it->second;
-    const bool current = x.config_version == config_version_ && now <= x.valid_until_ms &&
-                         (x.gang_held.empty() || x.usage_generation == usage_.generation());
-    if (current && s->ledger->Quota(ns).queueing != QueueingStrategy::kBackfill) {
-      s->queues = s->queues.With(ns, FreezeQueueLocked(x));
-    }
+  if (freeze != nullptr) {
+    refreeze_.erase(*freeze);
+    FreezeIfCurrentLocked(*freeze, ledger, &s->queues);
+  }
+  // Queues this hold (or an earlier one, past the cap) dropped, frozen
+  // again so that their next filter reads the snapshot too.
+  for (int n = 0; n < kRefreezePerHold && !refreeze_.empty(); ++n) {
+    auto it = refreeze_.begin();
+    const std::string ns = *it;
+    refreeze_.erase(it);
+    FreezeIfCurrentLocked(ns, ledger, &s->queues);
   }
   admit_snapshot_.store(std::move(s), std::memory_order_release);
+}
+
+void QueueManager::FreezeIfCurrentLocked(const std::string& ns, const QuotaLedger& ledger,
+                                         FrozenQueues* queues) {
+  if (!order_.contains(ns) || ledger.Quota(ns).queueing == QueueingStrategy::kBackfill) return;
+  UnitIndex& x = UnitIndexLocked(ns, ledger, Now());  // rebuilt if not current
+  if (x.frozen.get() != nullptr) return;                // frozen already, still current
+  *queues = queues->With(ns, FreezeQueueLocked(x));
+}
+
+void QueueManager::ForgetUnitIndexLocked(const std::string& ns) {
+  auto it = unit_index_.find(ns);
+  if (it == unit_index_.end()) return;
+  if (it->second.frozen.get() != nullptr) refreeze_.insert(ns);
+  unit_index_.erase(it);
 }
 
 std::shared_ptr<const FrozenQueue> QueueManager::FreezeQueueLocked(UnitIndex& x) {
@@ -119,30 +146,58 @@ std::shared_ptr<const FrozenQueue> QueueManager::FreezeQueueLocked(UnitIndex& x)
 
 // ---- reading (no lock) ------------------------------------------------------------
 
-std::optional<Admission> QueueManager::AdmitOnSnapshot(const PodRequest& request,
-                                                       const ClusterSnapshot& snapshot,
-                                                       const policy::Framework& fw) {
-  const std::shared_ptr<const AdmitSnapshot> s = admit_snapshot_.load(std::memory_order_acquire);
-  if (s == nullptr) return std::nullopt;
-  // Current: nobody took the mutex since its hold, the queue has taken every
-  // pod change, and the usage is not older than the request's cluster.
-  if (lock_stats_.acquisitions.load(std::memory_order_seq_cst) != s->acquisitions ||
-      deps_.state->PodChangesPending() || snapshot.generation() > s->usage_generation) {
-    return std::nullopt;
+namespace {
+
+// AdmitOnSnapshot's "the snapshot cannot answer", with why.
+std::nullopt_t Miss(const char** miss, const char* why) {
+  *miss = why;
+  return std::nullopt;
+}
+
+// `ns`'s frozen queue in `s` if it answers at `now` (else null, and *miss
+// says why): within the reclaim holds' validity, frozen under the
+// snapshot's config, before its first counted unit goes stale and, on a
+// newer usage, with its gangs' members on nodes unchanged.
+const FrozenQueue* CurrentQueue(const AdmitSnapshot& s, const std::string& ns, int64_t now,
+                                const char** miss) {
+  auto no = [miss](const char* why) -> const FrozenQueue* {
+    *miss = why;
+    return nullptr;
+  };
+  if (now < s.holds_from_ms || now >= s.holds_until_ms) return no("holds-expired");
+  const FrozenQueue* q = s.queues.Find(ns);
+  if (q == nullptr) return no("queue-not-frozen");
+  if (q->config_version != s.config_version || now > q->valid_until_ms) {
+    return no("queue-outdated");
   }
-  const int64_t now = Now();
-  if (now < s->holds_from_ms || now >= s->holds_until_ms) return std::nullopt;
-  const FrozenQueue* q = s->queues.Find(request.ns);
-  if (q == nullptr || q->config_version != s->config_version || now > q->valid_until_ms) {
-    return std::nullopt;
-  }
-  if (q->usage_generation != s->usage_generation) {
+  if (q->usage_generation != s.usage_generation) {
     for (const auto& [gang, held] : q->gangs_held) {
-      if (s->gangs->Held(request.ns, gang) != held) return std::nullopt;
+      if (s.gangs->Held(ns, gang) != held) return no("gangs-moved");
     }
   }
+  return q;
+}
+
+}  // namespace
+
+std::optional<Admission> QueueManager::AdmitOnSnapshot(const PodRequest& request,
+                                                       const ClusterSnapshot& snapshot,
+                                                       const policy::Framework& fw,
+                                                       const char** miss) {
+  const std::shared_ptr<const AdmitSnapshot> s = admit_snapshot_.load(std::memory_order_acquire);
+  if (s == nullptr) return Miss(miss, "none");
+  // Current: nobody took the mutex since its hold, the queue has taken every
+  // pod change, and the usage is not older than the request's cluster.
+  if (lock_stats_.acquisitions.load(std::memory_order_seq_cst) != s->acquisitions) {
+    return Miss(miss, "mutex-taken");
+  }
+  if (deps_.state->PodChangesPending()) return Miss(miss, "pod-changes");
+  if (snapshot.generation() > s->usage_generation) return Miss(miss, "cluster-newer");
+  const int64_t now = Now();
+  const FrozenQueue* q = CurrentQueue(*s, request.ns, now, miss);
+  if (q == nullptr) return std::nullopt;
   auto found = q->singles.find(request.uid);
-  if (found == q->singles.end()) return std::nullopt;
+  if (found == q->singles.end()) return Miss(miss, "not-a-queued-single");
   const size_t k = found->second;
   const FrozenQueue::Unit& me = q->units[k];
   const QueueOptions& options = *s->options;
@@ -151,10 +206,12 @@ std::optional<Admission> QueueManager::AdmitOnSnapshot(const PodRequest& request
   // unit count again (the index changes: the mutex path's); a first ask
   // changes nothing the index holds (scans read the clocks).
   const int64_t asked = me.asked->at.load(std::memory_order_relaxed);
-  if (now - std::max(asked, me.first_seen_ms) > options.stale_after_ms) return std::nullopt;
+  if (now - std::max(asked, me.first_seen_ms) > options.stale_after_ms) {
+    return Miss(miss, "asked-after-stale");
+  }
   const PodRequest& pod = *me.head;  // the source's
   const QueueingStrategy queueing = ledger.Quota(pod.ns).queueing;
-  if (queueing == QueueingStrategy::kBackfill) return std::nullopt;
+  if (queueing == QueueingStrategy::kBackfill) return Miss(miss, "backfill");
   me.asked->at.store(now, std::memory_order_relaxed);
 
   const bool strict = queueing != QueueingStrategy::kBestEffortFifo;
@@ -197,8 +254,14 @@ std::optional<Admission> QueueManager::AdmitOnSnapshot(const PodRequest& request
   return yes;
 }
 
-void QueueManager::CountAdmission(const char* path) const {
+void QueueManager::CountAdmission(const char* path, const char* miss) const {
   if (deps_.metrics == nullptr) return;
+  if (miss != nullptr) {
+    deps_.metrics->Inc("gpusched_queue_snapshot_misses_total",
+                       "Filter admissions the admission snapshot could not answer, by why "
+                       "(decided under the queue mutex instead).",
+                       {{"why", miss}});
+  }
   deps_.metrics->Inc("gpusched_queue_admissions_total",
                      "Filter admissions of GPU pods, by where they were decided: on the "
                      "admission snapshot without the queue mutex (\"snapshot\") or under it "

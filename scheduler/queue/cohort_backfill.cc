@@ -88,7 +88,7 @@ void QueueManager::ExplainCohortHolds(const PodRequest& pod, const std::vector<U
       WalkAhead(units, k, in, in.ledger->Limit(pod.ns), /*strict=*/true).demand + units[k].demand;
   BehindScan scan;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "explain", BackgroundUse());
+    StateHold l(this, "explain", BackgroundUse());
     CohortHoldsLocked(pod, own, ev->backfill_end > 0, in, &scan.heads);
   }
   if (scan.heads.empty()) return;

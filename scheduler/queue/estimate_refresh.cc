@@ -134,7 +134,7 @@ QueueManager::CopiedQueue QueueManager::CopyUnits(const std::string& ns, size_t 
   CopiedQueue copy{0, max_units, {}};
   UnitCursor cursor;
   for (bool first = true; !cursor.done && copy.units.size() < max_units; first = false) {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-copy", BackgroundUse());
+    StateHold l(this, "estimate-copy", BackgroundUse());
     // A change after the first hold moves changed_at_ past copied_at: the
     // next refresh copies the namespace again.
     if (first) copy.copied_at = queue_version_;
@@ -190,7 +190,7 @@ void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
   CopyPlan plan;
   int64_t now_ms = 0;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-view", BackgroundUse());
+    StateHold l(this, "estimate-view", BackgroundUse());
     SyncLocked(deps_.state->Snapshot());
     view = PlanningViewLocked();
     now_ms = Now();
@@ -230,7 +230,7 @@ void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
   runtime_seen_ = {};
   int64_t overruns = 0;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "estimate-publish", BackgroundUse());
+    StateHold l(this, "estimate-publish", BackgroundUse());
     admit_board_ = board;
     overruns = CountOverrunsLocked(now_s);
   }

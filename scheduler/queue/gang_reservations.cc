@@ -29,7 +29,7 @@ QueueManager::Slot* QueueManager::SlotOfLocked(const std::string& uid) {
 }
 
 std::string QueueManager::ReservedNode(const PodRequest& pod) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "reserved-node");
+  StateHold l(this, "reserved-node");
   return ReservedNodeLocked(pod);
 }
 
@@ -230,7 +230,7 @@ std::string QueueManager::ReserveForGang(const std::string& uid, const policy::F
   GangPlacement place;
   for (int placements = 0;; ++placements) {
     {
-      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "gang-reserve");
+      StateHold l(this, "gang-reserve");
       SyncLocked(deps_.state->Snapshot());
       const Entry* e = FindEntryLocked(uid);
       if (e == nullptr) return "";  // bound or gone meanwhile

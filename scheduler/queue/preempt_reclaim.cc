@@ -413,7 +413,7 @@ PreemptionOutcome QueueManager::PreemptOne(const PreemptionArgs& args,
     if (plan.has_value()) plans.emplace_back(&c, std::move(*plan));
   }
   PreemptionOutcome out;
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt-commit");
+  StateHold l(this, "preempt-commit");
   for (const auto& [c, plan] : plans) {
     const std::vector<std::string> victims = plan.AllUids();
     if (!PlanCurrentLocked({work.view->stamp, work.queue_version, "", false, &victims})) continue;
@@ -429,7 +429,7 @@ PreemptionOutcome QueueManager::PreemptGang(const PreemptionArgs& args,
                                             const policy::Framework& fw, const PreemptWork& work) {
   const std::string key = GangKey(work.pod.ns, work.pod.gang);
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt-commit");
+    StateHold l(this, "preempt-commit");
     if (GangPlan* current = CurrentGangPlanLocked(key)) {  // planned meanwhile
       return AnswerFromGangPlanLocked(*current, work.pod, args, snapshot);
     }
@@ -437,7 +437,7 @@ PreemptionOutcome QueueManager::PreemptGang(const PreemptionArgs& args,
   auto plan = PlanGang(work.view->Inputs(), work.pod, work.missing, snapshot, fw,
                        /*reclaim=*/false, work.quota_demand);
   if (!plan.has_value()) return {};
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt");
+  StateHold l(this, "preempt");
   GangPlan* current = CurrentGangPlanLocked(key);  // another member's call may have planned
   if (current == nullptr) {
     std::vector<std::string> victims;
@@ -471,7 +471,7 @@ PreemptionOutcome QueueManager::Preempt(const PreemptionArgs& args, const Cluste
   // candidates).
   PreemptWork work;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "preempt");
+    StateHold l(this, "preempt");
     if (!PreparePreemptLocked(args, snapshot, fw, &work)) {
       if (!work.answered.has_value()) return {};
       return counted(std::move(*work.answered), args.pod.ns);

@@ -133,7 +133,7 @@ QueueReport QueueManager::Report(const ReportQuery& query) {
   const size_t limit = static_cast<size_t>(std::max(0, query.limit));
   size_t n = 0;
   do {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "report", BackgroundUse());
+    StateHold l(this, "report", BackgroundUse());
     SyncLocked(deps_.state->Snapshot());
     if (view == nullptr) {
       now = Now();
@@ -197,7 +197,7 @@ std::vector<QueuedPod> QueueManager::Positions(int32_t explained) {
     while (!cursor.done) {
       listed.clear();
       {
-        TimedLock l(&mu_, &lock_stats_, deps_.metrics, "positions", BackgroundUse());
+        StateHold l(this, "positions", BackgroundUse());
         for (const Unit& u : NextUnitsLocked(ns, &cursor, kUnitsPerHold)) {
           for (const Entry* e : u.members) {
             if (!done.contains(e->pod->uid)) listed.push_back({e->pod, e->first_seen_ms, unit});
@@ -306,7 +306,7 @@ std::optional<PodReport> QueueManager::ExplainPod(const std::string& ns, const s
   std::shared_ptr<const EstimateBoard> board;  // Backfill's, as Admit reads it
   EvalInputs in;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "explain", BackgroundUse());
+    StateHold l(this, "explain", BackgroundUse());
     SyncLocked(deps_.state->Snapshot());
     if (const Entry* e = FindEntryLocked(pod->uid); e != nullptr) {
       *pod = *e->pod;  // the source's pod where it waits
@@ -391,7 +391,7 @@ void QueueManager::CollectMetrics(GaugeWriter& w) {
   std::vector<std::pair<std::string, WaitHistogram>> waits;
   bool quotas = false;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "metrics", BackgroundUse());
+    StateHold l(this, "metrics", BackgroundUse());
     SyncLocked(deps_.state->Snapshot());
     const QuotaLedger& ledger = LedgerLocked();
     std::set<std::string> names;

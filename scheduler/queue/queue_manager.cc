@@ -6,7 +6,6 @@
 #include <iostream>
 #include <limits>
 
-#include "absl/cleanup/cleanup.h"
 #include "gpusched/util/strings.h"
 
 namespace gpusched::queue {
@@ -76,7 +75,7 @@ void QueueManager::Log(const std::string& line) const {
 }
 
 void QueueManager::SetOptions(QueueOptions options) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "options", BackgroundUse());
+  StateHold l(this, "options", BackgroundUse());
   // Only namespaces whose attained-service settings change are re-levelled:
   // walking every waiting pod held the mutex 12 ms at 50,000 of them.
   std::vector<std::string> relevel;
@@ -91,6 +90,11 @@ void QueueManager::SetOptions(QueueOptions options) {
   reclaim_backoff_.clear();    // new quotas or rules: plan again at once
   ++config_version_;
   for (const std::string& ns : relevel) RelevelLocked(ns);
+  // Every frozen queue was made under the old config: frozen again, a few
+  // a hold, as the holds after this one end.
+  for (const auto& [ns, x] : unit_index_) {
+    if (x.frozen.get() != nullptr) refreeze_.insert(ns);
+  }
 }
 
 // ---- the pending index ----------------------------------------------------
@@ -111,7 +115,7 @@ void QueueManager::AddPendingLocked(const PodRequest& pod, int sign) {
 void QueueManager::QueueChangedLocked(const std::string& ns) {
   ++queue_version_;
   changed_at_[ns] = queue_version_;
-  unit_index_.erase(ns);
+  ForgetUnitIndexLocked(ns);
   reclaim_view_.dirty = true;
 }
 
@@ -204,8 +208,13 @@ void QueueManager::SyncLocked(std::shared_ptr<const ClusterSnapshot> snapshot) {
   if (snapshot->generation() >= usage_.generation()) usage_.Update(std::move(snapshot));
 }
 
+void QueueManager::SyncWithCluster() {
+  StateHold l(this, "source-sync", BackgroundUse());
+  SyncLocked(deps_.state->Snapshot());
+}
+
 void QueueManager::Resync() {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "resync", BackgroundUse());
+  StateHold l(this, "resync", BackgroundUse());
   full_sync_ = true;
   SyncLocked(deps_.state->Snapshot());
 }
@@ -565,11 +574,12 @@ Admission QueueManager::Admit(const PodRequest& request,
                               const std::shared_ptr<const ClusterSnapshot>& snapshot,
                               const policy::Framework& fw) {
   if (request.gpu.count == 0 || request.HoldsGpus()) return Admission::Yes();
-  if (std::optional<Admission> answer = AdmitOnSnapshot(request, *snapshot, fw)) {
+  const char* miss = nullptr;
+  if (std::optional<Admission> answer = AdmitOnSnapshot(request, *snapshot, fw, &miss)) {
     CountAdmission("snapshot");
     return *std::move(answer);
   }
-  CountAdmission("mutex");
+  CountAdmission("mutex", miss);
   return AdmitUnderMutex(request, snapshot, fw);
 }
 
@@ -587,12 +597,8 @@ Admission QueueManager::AdmitUnderMutex(const PodRequest& request,
   std::vector<std::shared_ptr<const HeldNodes>> held;
   bool decided = false;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "admit");
-    // Last in the hold, whatever the answer: the state as it leaves it.
-    absl::Cleanup publish = [this, &request] {
-      mu_.AssertHeld();
-      PublishAdmitSnapshotLocked(request.ns);
-    };
+    StateHold l(this, "admit");
+    l.FreezeAtEnd(request.ns);  // whatever the answer
     SyncLocked(snapshot_ptr);
     Entry* e = FindEntryLocked(request.uid);
     std::string why;
@@ -625,7 +631,7 @@ Admission QueueManager::AdmitUnderMutex(const PodRequest& request,
     ScanBehind(scan, snapshot, fw, &ev);
     if (!ev.reason.empty()) return Admission::No(std::move(ev.reason));
     if (scan.backfill_end > 0) {
-      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "backfill");
+      StateHold l(this, "backfill");
       backfilled_.try_emplace(request.uid, scan.backfill_end);
     }
     if (!IsGang(scan.pod)) return yes;
@@ -713,17 +719,27 @@ void QueueManager::NoteWaitLocked(const std::string& ns, double seconds) {
   ++h.count;
 }
 
+void QueueManager::NoteBindingLocked(const std::string& uid) {
+  if (const Entry* e = FindEntryLocked(uid)) {
+    binding_[uid] = {e->pod->ns, e->first_seen_ms, Now()};
+  }
+}
+
 void QueueManager::OnBound(const PodRequest& pod) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "bound");
-  Entry* e = FindEntryLocked(pod.uid);
-  if (e == nullptr) return;
-  NoteWaitLocked(pod.ns, static_cast<double>(Now() - e->first_seen_ms) / 1000.0);
+  StateHold l(this, "bound");
+  auto b = binding_.find(pod.uid);
+  if (b != binding_.end()) {
+    NoteWaitLocked(b->second.ns, static_cast<double>(Now() - b->second.first_seen_ms) / 1000.0);
+    binding_.erase(b);
+  } else if (Entry* e = FindEntryLocked(pod.uid)) {
+    NoteWaitLocked(pod.ns, static_cast<double>(Now() - e->first_seen_ms) / 1000.0);
+  }
   EraseEntryLocked(pod.uid);
 }
 
 std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& pod,
                                         std::string_view node, DeviceMask* devices) {
-  TimedLock l(&mu_, &lock_stats_, deps_.metrics, "assume-bind");
+  StateHold l(this, "assume-bind");
   Slot* slot = SlotOfLocked(pod.uid);
   if (slot == nullptr && IsGang(pod)) {
     std::string why;
@@ -751,6 +767,7 @@ std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& p
       state.Commit();
       return StrCat("gpusched: ", FromAbsl(s.message()));
     }
+    NoteBindingLocked(pod.uid);
     slot->bound = true;
     *devices = slot->devices;
     auto r = reservations_.find(GangKey(pod.ns, pod.gang));
@@ -785,6 +802,7 @@ std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& p
   }
   absl::Status s = state.Assume(pod, node, *devices);
   if (!s.ok()) return StrCat("gpusched: ", FromAbsl(s.message()));
+  NoteBindingLocked(pod.uid);
   return "";
 }
 
@@ -823,7 +841,7 @@ std::shared_ptr<const QueueManager::PlanningView> QueueManager::PlanningViewLock
 QueueManager::PlanBatch QueueManager::ChooseReclaims() {
   ReclaimChoice choice;
   while (!choice.done) {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-choose", BackgroundUse());
+    StateHold l(this, "tick-choose", BackgroundUse());
     ChooseReclaimsLocked(choice);
   }
   PlanBatch b;
@@ -916,6 +934,7 @@ bool QueueManager::TickHousekeepingLocked(PlannerState& planner, std::optional<P
   for (auto it = gang_plans_.begin(); it != gang_plans_.end();) {
     it = now - it->second.at_ms > options_.stale_after_ms ? gang_plans_.erase(it) : std::next(it);
   }
+  absl::erase_if(binding_, [now](const auto& b) { return now - b.second.at_ms > kBindingForgetMs; });
   PruneEvictedLocked(now);
   PruneReclaimsLocked(now);
   DropStaleFailuresLocked();
@@ -949,7 +968,7 @@ int QueueManager::FollowupEvictions(bool after_evictions) {
   std::shared_ptr<const PlanningView> view;  // set: over-limit evictions to plan
   uint64_t queue_version = 0;
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-followup", BackgroundUse());
+    StateHold l(this, "tick-followup", BackgroundUse());
     SyncLocked(deps_.state->Snapshot());
     if (deps_.writer != nullptr) gangs = GangFollowupEvictionsLocked();
     if (options_.quotas.enabled && deps_.writer != nullptr && options_.reclaim.evict_over_limit) {
@@ -962,7 +981,7 @@ int QueueManager::FollowupEvictions(bool after_evictions) {
   if (view != nullptr) {
     const OverLimitPlan plan = PlanOverLimit(*view);
     if (!plan.victims.empty()) {
-      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-over-limit", BackgroundUse());
+      StateHold l(this, "tick-over-limit", BackgroundUse());
       over = CommitOverLimitLocked(plan, view->stamp, queue_version);
     }
   }
@@ -980,7 +999,7 @@ int QueueManager::Tick() {
   bool choose = false;
   std::optional<PlanBatch> stale;  // planned under an older config: dropped after the mutex
   {
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-sync", BackgroundUse());
+    StateHold l(this, "tick-sync", BackgroundUse());
     choose = TickHousekeepingLocked(planner, &stale);
   }
   PlanBatch batch = choose ? ChooseReclaims() : PlanBatch{};
@@ -990,7 +1009,7 @@ int QueueManager::Tick() {
     // tick-sync. A change between the two holds is the commit rule's (the
     // batch's queue version is the one its jobs were chosen at).
     batch.fw = deps_.framework();
-    TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-view", BackgroundUse());
+    StateHold l(this, "tick-view", BackgroundUse());
     batch.view = PlanningViewLocked();
     batch.evicted = batch.view->evicted;
   }
@@ -1000,7 +1019,7 @@ int QueueManager::Tick() {
   if (planner.done.has_value()) {
     std::vector<std::pair<PodRequest, std::string>> send;
     {
-      TimedLock l(&mu_, &lock_stats_, deps_.metrics, "tick-commit", BackgroundUse());
+      StateHold l(this, "tick-commit", BackgroundUse());
       send = CommitReclaimsLocked(planner.done->jobs, planner.done->view->stamp,
                                   planner.done->queue_version);
     }

@@ -263,6 +263,10 @@ class QueueManager final : public PodGate {
   bool PlanReclaims(absl::Duration wait) ABSL_LOCKS_EXCLUDED(mu_, plan_mu_);
   // Rebuilds the queue from ClusterState's pending pods (start, relist).
   void Resync() ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes the source's pod changes and newest snapshot, and publishes the
+  // admission snapshot: one background hold (SourceSyncThread calls it as
+  // the source's changes come, so the filter after them need not).
+  void SyncWithCluster() ABSL_LOCKS_EXCLUDED(mu_);
 
   // The queues for GET /debug/queues: copied under the mutex (at most
   // query.limit pods per namespace) in holds of at most kEntriesPerHold
@@ -696,8 +700,11 @@ class QueueManager final : public PodGate {
   static Ahead WalkAhead(const std::vector<Unit>& units, size_t k, const EvalInputs& in,
                          int64_t limit, bool strict);
   // `ns`'s index, rebuilt if stale. REQUIRES: LedgerLocked() current.
-  const UnitIndex& UnitIndexLocked(const std::string& ns, const QuotaLedger& ledger, int64_t now)
+  UnitIndex& UnitIndexLocked(const std::string& ns, const QuotaLedger& ledger, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops `ns`'s index; if a queue was frozen from it, `ns` is frozen again
+  // at the end of the hold (refreeze_).
+  void ForgetUnitIndexLocked(const std::string& ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets e's ask clock to now and keeps its namespace's index current: a
   // head asked again after going stale drops the index (it counts again, so
   // the prefix sums move); a first ask changes nothing the index holds.
@@ -763,22 +770,39 @@ class QueueManager final : public PodGate {
   // Admit without the mutex, on the published snapshot: the answer the
   // mutex path would give now, or nullopt when the snapshot cannot give it
   // (not current; not a single pod queued in a namespace it froze; Backfill;
-  // the pod's first ask after going stale, which changes the index).
+  // the pod's first ask after going stale, which changes the index); then
+  // `*miss` says why (a label of gpusched_queue_snapshot_misses_total).
   std::optional<Admission> AdmitOnSnapshot(const PodRequest& request,
                                            const ClusterSnapshot& snapshot,
-                                           const policy::Framework& fw) ABSL_LOCKS_EXCLUDED(mu_);
-  // Publishes a snapshot of the state as this hold leaves it, with `ns`'s
-  // queue frozen if it can be answered from (its index current, not
-  // Backfill). Called last in a hold. No-op with recompute_from_scratch.
-  void PublishAdmitSnapshotLocked(const std::string& ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                                           const policy::Framework& fw, const char** miss)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The last step of every StateHold: takes the cluster source's pod
+  // changes and newest snapshot (SyncLocked) if the queue is behind them,
+  // then publishes the state as the hold leaves it, with `freeze`'s queue
+  // (if any) and the namespaces whose frozen queue this hold dropped frozen
+  // again (RefreezeLocked). No-op with recompute_from_scratch.
+  void PublishAfterHoldLocked(const std::string* freeze) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `ns`'s queue frozen into `queues` unless it is frozen already: its
+  // index made current (UnitIndexLocked), unless Backfill or empty.
+  void FreezeIfCurrentLocked(const std::string& ns, const QuotaLedger& ledger,
+                             FrozenQueues* queues) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `ns`'s queue frozen from its current index `x` (and linked to it).
   std::shared_ptr<const FrozenQueue> FreezeQueueLocked(UnitIndex& x)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CountAdmission(const char* path) const;
+  // Counts an admission by path and, for one the snapshot could not answer,
+  // why (`miss`, or nullptr).
+  void CountAdmission(const char* path, const char* miss = nullptr) const;
+  // Namespaces whose frozen queue was dropped (their index changed, went or
+  // was rebuilt), frozen again by the next holds' publication, at most
+  // kRefreezePerHold a hold (each rebuilds an index: O(its queue)).
+  static constexpr int kRefreezePerHold = 4;
+  absl::flat_hash_set<std::string> refreeze_ ABSL_GUARDED_BY(mu_);
   std::atomic<std::shared_ptr<const AdmitSnapshot>> admit_snapshot_;  // written under mu_
   // The ledger of the usage last synced (SyncLocked), with current claims.
   const QuotaLedger& LedgerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteWaitLocked(const std::string& ns, double seconds) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records `uid`'s first-seen time for OnBound (binding_), if it waits.
+  void NoteBindingLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Gangs (gang_reservations.cc).
   Slot* SlotOfLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -1080,6 +1104,30 @@ class QueueManager final : public PodGate {
     return yield_background_.load(std::memory_order_relaxed) ? LockUse::kBackgroundYield
                                                              : LockUse::kBackground;
   }
+  // A hold of the queue's state: mu_, timed per site (TimedLock), whose last
+  // step publishes the admission snapshot (PublishAfterHoldLocked). Every
+  // hold of mu_ is one, so the state owner publishes after every change
+  // batch: a filter after a bind, a tick or a report reads the snapshot
+  // again instead of taking the mutex. FreezeAtEnd(ns) also freezes `ns`'s
+  // queue (the admission that just made its index current).
+  class ABSL_SCOPED_LOCKABLE StateHold {
+   public:
+    StateHold(QueueManager* q, const char* site, LockUse use = LockUse::kRequest)
+        ABSL_EXCLUSIVE_LOCK_FUNCTION(q->mu_)
+        : q_(q), lock_(&q->mu_, &q->lock_stats_, q->deps_.metrics, site, use) {}
+    ~StateHold() ABSL_UNLOCK_FUNCTION() {
+      q_->mu_.AssertHeld();
+      q_->PublishAfterHoldLocked(freeze_);
+    }
+    StateHold(const StateHold&) = delete;
+    StateHold& operator=(const StateHold&) = delete;
+    void FreezeAtEnd(const std::string& ns) { freeze_ = &ns; }
+
+   private:
+    QueueManager* q_;
+    TimedLock lock_;
+    const std::string* freeze_ = nullptr;  // outlives the hold
+  };
   QueueOptions options_ ABSL_GUARDED_BY(mu_);
   // options_ as one immutable copy, shared by what plans or reports without
   // the mutex (a pointer copy under it, not every namespace's quotas).
@@ -1265,6 +1313,17 @@ class QueueManager final : public PodGate {
     int64_t count = 0;
   };
   std::map<std::string, WaitHistogram> waits_ ABSL_GUARDED_BY(mu_);
+  // Pods assumed for a bind, by uid: when each was first seen, for OnBound
+  // to observe its wait (the assume's hold already took the pod off the
+  // queue as it ended). OnBound takes its pod's; the tick drops those whose
+  // bind never completed (the API write failed) after kBindingForgetMs.
+  struct Binding {
+    std::string ns;
+    int64_t first_seen_ms = 0;
+    int64_t at_ms = 0;
+  };
+  static constexpr int64_t kBindingForgetMs = 60'000;
+  absl::flat_hash_map<std::string, Binding> binding_ ABSL_GUARDED_BY(mu_);
 
   // Estimates (estimate_refresh.cc). refresh_mu_: one refresh at a time,
   // held across it and taken before mu_; est_mu_: a leaf guarding the

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gpusched/util/strings.h"
 
@@ -120,6 +121,20 @@ TickThread::~TickThread() {
     absl::MutexLock l(&mu_);
     stopping_ = true;
   }
+  thread_.join();
+}
+
+SourceSyncThread::SourceSyncThread(QueueManager* queue, const ClusterState* state)
+    : thread_([this, queue, state] {
+        while (!stopping_.load(std::memory_order_acquire)) {
+          if (!state->AwaitPodChanges(kPoll)) continue;
+          queue->SyncWithCluster();
+          absl::SleepFor(kMinGap);
+        }
+      }) {}
+
+SourceSyncThread::~SourceSyncThread() {
+  stopping_.store(true, std::memory_order_release);
   thread_.join();
 }
 

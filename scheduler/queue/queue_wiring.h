@@ -5,6 +5,7 @@
 #ifndef GPUSCHED_QUEUE_QUEUE_WIRING_H_
 #define GPUSCHED_QUEUE_QUEUE_WIRING_H_
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "gpusched/core/cluster_source.h"
 #include "gpusched/core/config.h"
 #include "gpusched/core/extender_service.h"
@@ -87,6 +89,29 @@ class TickThread {
  private:
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+// The queue's side of the cluster source: applies each burst of pod changes
+// (a watch batch, a file reload, an eviction) to the queue as it comes
+// (QueueManager::SyncWithCluster), on a thread of its own, so that the
+// admission snapshot is current again before the next filter asks; without
+// it the first filter after every change would decide under the queue
+// mutex. Sleeps while nothing changes. Stops and joins on destruction
+// (within kPoll).
+class SourceSyncThread {
+ public:
+  SourceSyncThread(QueueManager* queue, const ClusterState* state);
+  ~SourceSyncThread();
+  SourceSyncThread(const SourceSyncThread&) = delete;
+  SourceSyncThread& operator=(const SourceSyncThread&) = delete;
+
+ private:
+  static constexpr absl::Duration kPoll = absl::Milliseconds(100);
+  // The least time between two syncs: a stream of single changes is taken
+  // in batches, not one hold each.
+  static constexpr absl::Duration kMinGap = absl::Milliseconds(1);
+  std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 

@@ -51,14 +51,14 @@ void QueueManager::NoteAskedLocked(Entry& e) {
   UnitIndex& x = it->second;
   auto u = x.unit_of.find(&e);
   if (u == x.unit_of.end()) {
-    unit_index_.erase(it);
+    ForgetUnitIndexLocked(e.pod->ns);
     return;
   }
   if (x.units[u->second].head != &e) return;  // only a unit's head is read for its age
   // Asked again after going stale, it counts again: every later unit's sums
   // move. A first ask moves no sum: the node scan reads the heads' clocks
   // (AskedAhead), so it changes nothing the index holds.
-  if (was_stale) unit_index_.erase(it);
+  if (was_stale) ForgetUnitIndexLocked(e.pod->ns);
 }
 
 void QueueManager::AskedAhead(const UnitIndex& x, size_t k, std::vector<const Unit*>* heads) {
@@ -69,7 +69,7 @@ void QueueManager::AskedAhead(const UnitIndex& x, size_t k, std::vector<const Un
   }
 }
 
-const QueueManager::UnitIndex& QueueManager::UnitIndexLocked(const std::string& ns,
+QueueManager::UnitIndex& QueueManager::UnitIndexLocked(const std::string& ns,
                                                              const QuotaLedger& ledger,
                                                              int64_t now) {
   auto it = unit_index_.find(ns);
@@ -86,6 +86,7 @@ const QueueManager::UnitIndex& QueueManager::UnitIndexLocked(const std::string& 
     if (valid) return x;
   }
   UnitIndex& x = unit_index_[ns];
+  if (x.frozen.get() != nullptr) refreeze_.insert(ns);  // frozen again as the hold ends
   x = UnitIndex{};
   x.units = UnitsLocked(ns);
   x.config_version = config_version_;

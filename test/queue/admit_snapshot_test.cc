@@ -4,15 +4,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <iostream>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpusched/util/metrics.h"
 #include "gpusched/util/strings.h"
+#include "scheduler/queue/queue_wiring.h"
 #include "test/queue/harness.h"
 
 namespace gpusched::queue::testing {
@@ -225,11 +228,14 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
   EXPECT_GT(Admissions(metrics, "mutex"), 500);
 }
 
-// One pod's asks, step by step: on the snapshot while nothing changed, and
-// after each kind of change (a bind, a tick, a pod finishing, a new pod,
-// time past stale_after_ms, a reload) under the mutex, with the answer the
-// change makes.
-TEST(AdmitSnapshot, AnAskIsAnsweredWithoutTheMutexUntilSomethingChanges) {
+// One pod's asks, step by step. Every hold of the queue mutex ends by
+// publishing the state as it leaves it, so after a change the queue made
+// itself (a bind, a tick, a reload) the next ask is the snapshot's already,
+// with the answer the change makes. A change of the cluster source (a pod
+// finished, a pod queued) is the mutex path's until the queue takes it:
+// the first filter after it, or SyncWithCluster (serve's SourceSyncThread).
+// Past stale_after_ms the queue changes and the mutex path answers.
+TEST(AdmitSnapshot, AnAskIsAnsweredWithoutTheMutexAfterEveryChangeTheQueueHasTaken) {
   QueueOptions o;
   o.quotas = Quotas({{"team-a", Quota(8, 8)}});
   o.stale_after_ms = 60'000;
@@ -244,10 +250,15 @@ TEST(AdmitSnapshot, AnAskIsAnsweredWithoutTheMutexUntilSomethingChanges) {
   h.Submit(second);
   auto snapshot = [&] { return Admissions(metrics, "snapshot"); };
   auto mutex = [&] { return Admissions(metrics, "mutex"); };
+  auto misses = [&](const char* why) {
+    return metrics.CounterValue("gpusched_queue_snapshot_misses_total", {{"why", why}});
+  };
   std::string reason;
 
-  EXPECT_THAT(h.FilterOnly(first), ::testing::SizeIs(2));  // no snapshot yet: the mutex
+  // The source's pods are not taken yet: the mutex.
+  EXPECT_THAT(h.FilterOnly(first), ::testing::SizeIs(2));
   EXPECT_EQ(mutex(), 1);
+  EXPECT_EQ(misses("pod-changes"), 1);
   EXPECT_THAT(h.FilterOnly(second, &reason), ::testing::IsEmpty());  // its first ask
   EXPECT_EQ(snapshot(), 1);
   const std::string behind = reason;
@@ -258,46 +269,150 @@ TEST(AdmitSnapshot, AnAskIsAnsweredWithoutTheMutexUntilSomethingChanges) {
   EXPECT_EQ(snapshot(), 3);
   EXPECT_EQ(mutex(), 1);
 
-  // A bind: the usage moved, the mutex path answers with it.
+  // A bind: its hold took the bound pod off the queue and published the
+  // new usage; the snapshot answers with it.
   ASSERT_EQ(h.Bind(first, "h0"), "");
   EXPECT_THAT(h.FilterOnly(second, &reason), ::testing::IsEmpty());
-  EXPECT_EQ(mutex(), 2);
   EXPECT_THAT(reason, ::testing::HasSubstr("at its limit: holds 8 of limit 8 GPUs"));
-  EXPECT_THAT(h.FilterOnly(second), ::testing::IsEmpty());
   EXPECT_EQ(snapshot(), 4);
+  EXPECT_EQ(mutex(), 1);
 
-  // A tick takes the mutex: the next ask is the mutex path's.
+  // A tick: the snapshot still.
   h.queue->Tick();
-  h.FilterOnly(second);
-  EXPECT_EQ(mutex(), 3);
-  h.FilterOnly(second);
+  EXPECT_THAT(h.FilterOnly(second), ::testing::IsEmpty());
   EXPECT_EQ(snapshot(), 5);
+  EXPECT_EQ(mutex(), 1);
 
-  // The running pod finishes: a pod change the queue has not taken.
+  // The running pod finishes: a pod change the queue has not taken, so
+  // the mutex path answers (and takes it).
   h.state().RemovePod(first.uid);
   h.state().Commit();
   EXPECT_THAT(h.FilterOnly(second), ::testing::SizeIs(2));
-  EXPECT_EQ(mutex(), 4);
+  EXPECT_EQ(mutex(), 2);
+  EXPECT_EQ(misses("pod-changes"), 2);
   EXPECT_THAT(h.FilterOnly(second), ::testing::SizeIs(2));
   EXPECT_EQ(snapshot(), 6);
 
-  // An earlier pod is queued: its namespace's queue changed.
+  // An earlier pod is queued and the queue takes it (SyncWithCluster):
+  // the snapshot answers with it.
   h.Submit(PodBuilder("earlier", "team-a").Gpus(8).Priority(100).Created(3).Build());
-  EXPECT_THAT(h.FilterOnly(second), ::testing::IsEmpty());
-  EXPECT_EQ(mutex(), 5);
-  h.FilterOnly(second);
+  h.queue->SyncWithCluster();
+  EXPECT_THAT(h.FilterOnly(second, &reason), ::testing::IsEmpty());
+  EXPECT_THAT(reason, ::testing::HasSubstr("earlier in queue"));
   EXPECT_EQ(snapshot(), 7);
+  EXPECT_EQ(mutex(), 2);
 
-  // Past stale_after_ms: the mutex path again.
+  // A reload (the same options) refreezes the queue in its own hold.
+  h.queue->SetOptions(o);
+  EXPECT_THAT(h.FilterOnly(second), ::testing::IsEmpty());
+  EXPECT_EQ(snapshot(), 8);
+  EXPECT_EQ(mutex(), 2);
+
+  // Past stale_after_ms: the mutex path.
   h.now_ms += 61'000;
   h.FilterOnly(second);
-  EXPECT_EQ(mutex(), 6);
+  EXPECT_EQ(mutex(), 3);
+  EXPECT_EQ(snapshot(), 8);
+}
 
-  // A reload (the same options) takes the mutex too.
-  h.queue->SetOptions(o);
-  h.FilterOnly(second);
-  EXPECT_EQ(mutex(), 7);
-  EXPECT_EQ(snapshot(), 7);
+// Serving, the source's changes are taken as they come (SourceSyncThread),
+// so a filter after a watch burst reads the snapshot: the burst's pods
+// (queued ahead) are in its answer without the filter taking the mutex.
+TEST(AdmitSnapshot, TheSourceSyncThreadTakesTheSourcesChangesBeforeTheNextFilter) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 8)}});
+  Metrics metrics;
+  Harness h(H100s(2), {}, o);
+  h.metrics = &metrics;
+  h.capture_log = true;
+  h.Restart();
+  const PodRequest mine = PodBuilder("mine", "team-a").Gpus(4).Created(10).Build();
+  h.Submit(mine);
+  SourceSyncThread sync(h.queue.get(), &h.state());
+  // Waits (bounded) until the thread has taken every change the source has
+  // and its hold (which publishes as it ends) is over.
+  auto taken = [&h] {
+    auto done = [&h] {
+      return !h.state().PodChangesPending() && h.queue->lock_stats().holder.load() == nullptr;
+    };
+    for (int i = 0; i < 1000 && !done(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return done();
+  };
+  ASSERT_TRUE(taken());
+  std::string reason;
+  EXPECT_THAT(h.FilterOnly(mine), ::testing::SizeIs(2));
+  // A burst of two earlier pods, as a watch applies it.
+  std::vector<ClusterState::PodUpdate> burst;
+  for (int i = 0; i < 2; ++i) {
+    burst.push_back({"", PodBuilder("early-" + std::to_string(i), "team-a")
+                             .Gpus(4)
+                             .Priority(100)
+                             .Created(i + 1)
+                             .Build()});
+    burst.back().uid = burst.back().pod->uid;
+  }
+  const int64_t mutex_before = Admissions(metrics, "mutex");
+  const int64_t snapshot_before = Admissions(metrics, "snapshot");
+  h.state().ApplyPodsAndCommit(std::move(burst));
+  ASSERT_TRUE(taken());
+  EXPECT_THAT(h.FilterOnly(mine, &reason), ::testing::IsEmpty());
+  EXPECT_THAT(reason, ::testing::HasSubstr("2 earlier in queue need 8"));
+  EXPECT_EQ(Admissions(metrics, "mutex"), mutex_before);
+  EXPECT_EQ(Admissions(metrics, "snapshot"), snapshot_before + 1);
+}
+
+// A tick that commits a reclaim (evictions, a claim, nodes held for the pod
+// it reclaims for) changes what later filters are told. Its hold publishes
+// that state, and once the source's evictions are taken (SyncWithCluster,
+// as SourceSyncThread does) the next filters are answered on the snapshot,
+// exactly as a manager deciding everything under the mutex answers them.
+TEST(AdmitSnapshot, AReclaimATickCommitsIsInTheNextSnapshot) {
+  QueueOptions o;
+  o.quotas = Quotas(
+      {{"team-a", Quota(8, 16, "r")}, {"team-b", Quota(8, 16, "r")}, {"team-c", Quota(8, 8)}});
+  QueueOptions scratch = o;
+  scratch.recompute_from_scratch = true;
+  // team-a (priority -1) borrows team-b's guarantee on both nodes.
+  std::vector<PodRequest> borrowers;
+  for (int i = 0; i < 4; ++i) {
+    borrowers.push_back(PodBuilder("a" + std::to_string(i), "team-a")
+                            .Gpus(4)
+                            .OnNode(i < 2 ? "h0" : "h1", i % 2 == 0 ? 0x0f : 0xf0)
+                            .Priority(-1)
+                            .Build());
+  }
+  Metrics metrics;
+  Harness inc(H100s(2), borrowers, o), ref(H100s(2), borrowers, scratch);
+  inc.metrics = &metrics;
+  inc.capture_log = ref.capture_log = true;
+  inc.Restart();
+  ref.Restart();
+  const std::vector<PodRequest> pods = {PodBuilder("b", "team-b").Gpus(4).Created(1).Build(),
+                                        PodBuilder("b2", "team-b").Gpus(4).Created(2).Build(),
+                                        PodBuilder("c", "team-c").Gpus(4).Created(3).Build()};
+  for (Harness* h : {&inc, &ref}) {
+    for (const PodRequest& p : pods) h->Submit(p);
+    h->queue->SyncWithCluster();
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const PodRequest& p : pods) EXPECT_EQ(FilterAnswer(inc, p), FilterAnswer(ref, p));
+  }
+  const int evicted = inc.queue->Tick();
+  ASSERT_GE(evicted, 1);
+  ASSERT_EQ(ref.queue->Tick(), evicted);
+  ASSERT_EQ(inc.writer.evicted, ref.writer.evicted);
+  inc.queue->SyncWithCluster();
+  ref.queue->SyncWithCluster();
+  const int64_t mutex_before = Admissions(metrics, "mutex");
+  const int64_t snapshot_before = Admissions(metrics, "snapshot");
+  const std::string held_back = FilterAnswer(inc, pods[2]);
+  EXPECT_THAT(held_back, ::testing::HasSubstr("held for team-b/b until it binds"));
+  EXPECT_EQ(held_back, FilterAnswer(ref, pods[2]));
+  for (const PodRequest& p : pods) EXPECT_EQ(FilterAnswer(inc, p), FilterAnswer(ref, p));
+  EXPECT_EQ(Admissions(metrics, "mutex"), mutex_before);
+  EXPECT_EQ(Admissions(metrics, "snapshot"), snapshot_before + 4);
 }
 
 // A first ask answered on the snapshot makes its pod a node-scan candidate
@@ -328,12 +443,13 @@ TEST(AdmitSnapshot, AFirstAskOnTheSnapshotJoinsTheScanOfLaterPods) {
   EXPECT_THAT(h.FilterOnly(q[1], &reason), ::testing::IsEmpty());
   EXPECT_THAT(reason, ::testing::HasSubstr("waiting behind q0 "));
   EXPECT_EQ(snapshot(), 3);
-  // q0 binds: its namespace's queue changed; q1 heads the candidates now.
+  // q0 binds: its namespace's queue changed, and the bind's hold froze it
+  // again; q1 heads the candidates now.
   ASSERT_EQ(h.Bind(q[0], "h0"), "");
   EXPECT_THAT(h.FilterOnly(q[69], &reason), ::testing::IsEmpty());
   EXPECT_THAT(reason, ::testing::HasSubstr("waiting behind q1 "));
-  EXPECT_EQ(mutex(), 2);
-  EXPECT_EQ(snapshot(), 3);
+  EXPECT_EQ(mutex(), 1);
+  EXPECT_EQ(snapshot(), 4);
 }
 
 }  // namespace

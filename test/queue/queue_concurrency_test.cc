@@ -245,6 +245,7 @@ struct Server {
                                                    [](const std::string&) {});
     applier->SetFile(BaseConfig());
     planner = std::make_unique<ReclaimPlannerThread>(queue.get());
+    source_sync = std::make_unique<SourceSyncThread>(queue.get(), state.get());
   }
 
   std::unique_ptr<ClusterState> state;
@@ -255,6 +256,7 @@ struct Server {
   std::unique_ptr<QueueManager> queue;
   std::unique_ptr<QueueConfigApplier> applier;
   std::unique_ptr<ReclaimPlannerThread> planner;
+  std::unique_ptr<SourceSyncThread> source_sync;
 };
 
 class Stress {
@@ -548,6 +550,7 @@ TEST(QueueConcurrencyTest, InvariantsHoldWhileEverythingRunsAtOnce) {
   // Quiesce: no planner, the first config, two ticks, each with its
   // evictions applied.
   server.planner.reset();
+  server.source_sync.reset();
   server.applier->SetObjects(std::nullopt);
   server.applier->SetFile(BaseConfig());
   server.service.SetFramework(FrameworkOf(BaseConfig()));

@@ -140,6 +140,10 @@ class ClusterState {
   // Whether a pod changed since the last TakePodChanges. Without the mutex
   // (the queue's admission on a snapshot asks it per filter).
   bool PodChangesPending() const { return pods_changed_.load(std::memory_order_acquire); }
+  // Waits until a pod change is pending (PodChangesPending) or `timeout`
+  // passes; whether one is. For the one thread that applies the source's
+  // changes to the queue as they come (queue::SourceSyncThread).
+  bool AwaitPodChanges(absl::Duration timeout) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Node specs whose topology annotation was rejected, with why.
   std::vector<std::pair<std::string, std::string>> TopologyErrors() const ABSL_LOCKS_EXCLUDED(mu_);
