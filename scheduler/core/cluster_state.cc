@@ -549,8 +549,8 @@ bool ClusterState::AwaitPodChanges(absl::Duration timeout) const {
   // whenever a writer releases it.
   absl::MutexLock l(&mu_);
   return mu_.AwaitWithTimeout(
-      absl::Condition(+[](const std::atomic<bool>* changed) { return changed->load(); },
-                      &pods_changed_),
+      absl::Condition(
+          +[](const std::atomic<bool>* changed) { return changed->load(); }, &pods_changed_),
       timeout);
 }
 
