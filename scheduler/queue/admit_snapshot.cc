@@ -100,7 +100,7 @@ void QueueManager::FreezeIfCurrentLocked(const std::string& ns, const QuotaLedge
                                          FrozenQueues* queues) {
   if (!order_.contains(ns) || ledger.Quota(ns).queueing == QueueingStrategy::kBackfill) return;
   UnitIndex& x = UnitIndexLocked(ns, ledger, Now());  // rebuilt if not current
-  if (x.frozen.get() != nullptr) return;                // frozen already, still current
+  if (x.frozen.get() != nullptr) return;              // frozen already, still current
   *queues = queues->With(ns, FreezeQueueLocked(x));
 }
 
