@@ -934,7 +934,8 @@ bool QueueManager::TickHousekeepingLocked(PlannerState& planner, std::optional<P
   for (auto it = gang_plans_.begin(); it != gang_plans_.end();) {
     it = now - it->second.at_ms > options_.stale_after_ms ? gang_plans_.erase(it) : std::next(it);
   }
-  absl::erase_if(binding_, [now](const auto& b) { return now - b.second.at_ms > kBindingForgetMs; });
+  absl::erase_if(binding_,
+                 [now](const auto& b) { return now - b.second.at_ms > kBindingForgetMs; });
   PruneEvictedLocked(now);
   PruneReclaimsLocked(now);
   DropStaleFailuresLocked();
