@@ -784,8 +784,8 @@ class QueueManager final : public PodGate {
   void PublishAfterHoldLocked(const std::string* freeze) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `ns`'s queue frozen into `queues` unless it is frozen already: its
   // index made current (UnitIndexLocked), unless Backfill or empty.
-  void FreezeIfCurrentLocked(const std::string& ns, const QuotaLedger& ledger,
-                             FrozenQueues* queues) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FreezeIfCurrentLocked(const std::string& ns, const QuotaLedger& ledger, FrozenQueues* queues)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `ns`'s queue frozen from its current index `x` (and linked to it).
   std::shared_ptr<const FrozenQueue> FreezeQueueLocked(UnitIndex& x)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -70,8 +70,7 @@ void QueueManager::AskedAhead(const UnitIndex& x, size_t k, std::vector<const Un
 }
 
 QueueManager::UnitIndex& QueueManager::UnitIndexLocked(const std::string& ns,
-                                                             const QuotaLedger& ledger,
-                                                             int64_t now) {
+                                                       const QuotaLedger& ledger, int64_t now) {
   auto it = unit_index_.find(ns);
   if (it != unit_index_.end()) {
     UnitIndex& x = it->second;
