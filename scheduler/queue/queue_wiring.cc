@@ -128,8 +128,10 @@ SourceSyncThread::SourceSyncThread(QueueManager* queue, const ClusterState* stat
     : thread_([this, queue, state] {
         while (!stopping_.load(std::memory_order_acquire)) {
           if (!state->AwaitPodChanges(kPoll)) continue;
-          queue->SyncWithCluster();
-          absl::SleepFor(kMinGap);
+          // A change made inside a queue hold (a bind's assumption) is taken
+          // as that hold ends: no hold of its own.
+          absl::SleepFor(kSettle);
+          if (state->PodChangesPending()) queue->SyncWithCluster();
         }
       }) {}
 

@@ -108,9 +108,10 @@ class SourceSyncThread {
 
  private:
   static constexpr absl::Duration kPoll = absl::Milliseconds(100);
-  // The least time between two syncs: a stream of single changes is taken
-  // in batches, not one hold each.
-  static constexpr absl::Duration kMinGap = absl::Milliseconds(1);
+  // How long a change is left before the thread takes it: one the queue
+  // made itself in a hold (a bind's assumption) is taken as that hold ends,
+  // and a stream of single changes is taken in batches, not a hold each.
+  static constexpr absl::Duration kSettle = absl::Milliseconds(1);
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

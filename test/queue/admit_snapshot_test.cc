@@ -75,7 +75,8 @@ QueueOptions MixedQuotas(int64_t b_limit) {
 // (recompute_from_scratch publishes no snapshot). Random rounds of changes:
 // pods queued (single or a gang of two), gone, bound where the filter let
 // them; running pods finishing; quota reloads; time passing (past
-// stale_after_ms too); ticks with reclaim. After each round every pending
+// stale_after_ms too); ticks with reclaim; half the rounds, the source's
+// changes taken before the filters (SyncWithCluster). After each round every pending
 // pod is filtered three times over, and every answer must be the same in
 // both, down to each node's reason. team-b starts with 150 pods of 1 GPU,
 // so that its first asks are the snapshot's too once 64 units ahead of
@@ -207,6 +208,9 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
       }
     }
     for (const std::string& uid : inc.writer.evicted) running.erase(uid);
+    // Half the rounds, the source's changes are taken before any filter
+    // (serve's SourceSyncThread), so the filters meet refrozen queues.
+    if (pick(2) == 0) both([](Harness& h) { h.queue->SyncWithCluster(); });
     for (int pass = 0; pass < 3; ++pass) {
       for (const auto& [uid, pod] : pending) {
         ASSERT_EQ(FilterAnswer(inc, pod), FilterAnswer(ref, pod))
