@@ -60,6 +60,21 @@ void QuotaLedger::ForEachNamespace(Fn fn) const {
   }
 }
 
+template <typename Fn>
+void QuotaLedger::ForEachOfTable(Fn fn) const {
+  auto q = config_->namespaces.begin();
+  const auto q_end = config_->namespaces.end();
+  const std::vector<UsageTable::Row>& rows = base_->rows();
+  size_t r = 0;
+  while (q != q_end || r < rows.size()) {
+    const int order = q == q_end ? 1 : r == rows.size() ? -1 : q->first.compare(rows[r]->ns);
+    fn(order <= 0 ? q->first : rows[r]->ns, order <= 0 ? q->second : config_->default_quota,
+       order >= 0 ? rows[r]->total : int64_t{0});
+    if (order <= 0) ++q;
+    if (order >= 0) ++r;
+  }
+}
+
 void QuotaLedger::Add(const std::string& ns, const std::string& product, int64_t milli) {
   // Keeps the cohort sum current (planning adds and removes pods on copies
   // many times; recomputing it over every namespace each time would not do).
@@ -122,19 +137,43 @@ int64_t QuotaLedger::HeldBack(const std::string& o) const {
   return std::clamp<int64_t>(Guaranteed(o) - Usage(o), 0, it->second);
 }
 
+// Both sums walk every namespace: by name lookups on a copy with changes
+// of its own, in one merged walk on a ledger as made (the one the queue
+// publishes and warms on every change of usage: 500 namespaces' lookups
+// were most of the hold that publishes it).
 void QuotaLedger::FillSums() const {
   if (sums_ready_) return;
   used_total_ = 0;
-  ForEachNamespace([&](const std::string& o) { used_total_ += Usage(o); });
+  if (changed_.empty()) {
+    ForEachOfTable([&](const std::string&, const NamespaceQuota&, int64_t usage) {
+      used_total_ += usage;
+    });
+  } else {
+    ForEachNamespace([&](const std::string& o) { used_total_ += Usage(o); });
+  }
   sums_ready_ = true;
 }
 
 void QuotaLedger::FillCohorts() const {
   if (!cohort_free_.empty()) return;
-  ForEachNamespace([&](const std::string& o) {
-    const std::string& c = Quota(o).cohort;
-    // idle guarantee minus what o borrows
-    if (!c.empty()) cohort_free_[c] += Guaranteed(o) - Usage(o) - HeldBack(o);
+  if (!changed_.empty()) {
+    ForEachNamespace([&](const std::string& o) {
+      const std::string& c = Quota(o).cohort;
+      // idle guarantee minus what o borrows
+      if (!c.empty()) cohort_free_[c] += Guaranteed(o) - Usage(o) - HeldBack(o);
+    });
+    return;
+  }
+  ForEachOfTable([&](const std::string& o, const NamespaceQuota& q, int64_t usage) {
+    if (q.cohort.empty()) return;
+    const int64_t guaranteed = int64_t{q.gpus.guaranteed} * 1000;
+    int64_t held = 0;  // HeldBack(o)
+    if (!claims_.empty()) {
+      if (auto it = claims_.find(o); it != claims_.end()) {
+        held = std::clamp<int64_t>(guaranteed - usage, 0, it->second);
+      }
+    }
+    cohort_free_[q.cohort] += guaranteed - usage - held;
   });
 }
 

@@ -144,6 +144,12 @@ class QuotaLedger {
   // Calls fn(namespace) for every listed namespace and every one holding GPUs.
   template <typename Fn>
   void ForEachNamespace(Fn fn) const;
+  // Calls fn(namespace, its quota, its usage) for the same namespaces, in
+  // name order: the config and the usage table (both sorted) walked
+  // together, with no lookup per namespace. REQUIRES: changed_ empty (a
+  // ledger as made from a table, like the one the queue publishes).
+  template <typename Fn>
+  void ForEachOfTable(Fn fn) const;
   int64_t ModelLendable(const std::string& ns, const std::string& model) const;
   // The part of o's idle guarantee its claim holds back.
   int64_t HeldBack(const std::string& o) const;
