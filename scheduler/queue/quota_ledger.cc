@@ -145,9 +145,8 @@ void QuotaLedger::FillSums() const {
   if (sums_ready_) return;
   used_total_ = 0;
   if (changed_.empty()) {
-    ForEachOfTable([&](const std::string&, const NamespaceQuota&, int64_t usage) {
-      used_total_ += usage;
-    });
+    ForEachOfTable(
+        [&](const std::string&, const NamespaceQuota&, int64_t usage) { used_total_ += usage; });
   } else {
     ForEachNamespace([&](const std::string& o) { used_total_ += Usage(o); });
   }
