@@ -181,6 +181,10 @@ QUEUE_RUNS_WAITS = [
      "31, admission snapshot, first version (18f073a, 5 min)"),
     ("5000-nodes-run32-5min-46327e1.txt",
      "32, admission snapshot: asks are clocks, shared ledger (46327e1, 5 min)"),
+    ("5000-nodes-run33-5min-1067cb0.txt",
+     "33, the state owner publishes after every hold (1067cb0, 5 min)"),
+    ("5000-nodes-run34-5min-00cbabc.txt",
+     "34, and the ledger's sums in one merged walk (00cbabc, 5 min)"),
 ]
 REQUEST_SITES = ["admit", "assume-bind", "bound", "backfill", "gang-reserve", "reserved-node",
                  "preempt", "preempt-commit"]
