@@ -185,6 +185,8 @@ QUEUE_RUNS_WAITS = [
      "33, the state owner publishes after every hold (1067cb0, 5 min)"),
     ("5000-nodes-run34-5min-00cbabc.txt",
      "34, and the ledger's sums in one merged walk (00cbabc, 5 min)"),
+    ("5000-nodes-run35-5min-bf51527.txt",
+     "35, 00cbabc's queue again (bf51527, 5 min)"),
 ]
 REQUEST_SITES = ["admit", "assume-bind", "bound", "backfill", "gang-reserve", "reserved-node",
                  "preempt", "preempt-commit"]
