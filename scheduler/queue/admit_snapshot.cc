@@ -161,7 +161,7 @@ std::nullopt_t Miss(const char** miss, const char* why) {
 const FrozenQueue* CurrentQueue(const AdmitSnapshot& s, const std::string& ns, int64_t now,
                                 const char** miss) {
   auto no = [miss](const char* why) -> const FrozenQueue* {
-    *miss = why;
+    Miss(miss, why);
     return nullptr;
   };
   if (now < s.holds_from_ms || now >= s.holds_until_ms) return no("holds-expired");

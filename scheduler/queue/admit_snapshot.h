@@ -1,6 +1,6 @@
 // The admission snapshot: what QueueManager::Admit reads to answer for a
-// single pod already queued, frozen and published under the queue mutex by
-// the admission that last took it, and read by the admissions after it
+// single pod already queued, published under the queue mutex as every hold
+// of it ends (QueueManager::StateHold), and read by the admissions after it
 // without any lock (docs/architecture.md, "Admission on a snapshot").
 //
 // A snapshot is immutable once published. It is current while nobody has
