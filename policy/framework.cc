@@ -84,9 +84,16 @@ const FilterResult& FilterMemo::Filter(const NodeInfo& node) {
           node.whole_free,
           NodeHot::StateHash(node.topology.get(), node.product_id, node.gpu_memory_mib,
                              node.healthy, node.whole_free)};
+  return results_[Lookup(key, node)];
+}
+
+int32_t FilterMemo::Lookup(const Key& key, const NodeInfo& node) {
+  FrontFilter& front = front_filter_[FrontSlot(key.state_hash)];
+  if (front.id >= 0 && front.key == key) return front.id;
   auto [it, inserted] = memo_.try_emplace(key, static_cast<int32_t>(results_.size()));
   if (inserted) results_.push_back(framework_.Filter(ctx_, node));
-  return results_[it->second];
+  front = {key, it->second};
+  return it->second;
 }
 
 FilterMemo::Entry FilterMemo::FilterEntry(const NodeHot& node) {
@@ -96,9 +103,8 @@ FilterMemo::Entry FilterMemo::FilterEntry(const NodeHot& node) {
   }
   Key key{node.topology, node.product_id, node.gpu_memory_mib,
           node.healthy,  node.whole_free, node.state_hash};
-  auto [it, inserted] = memo_.try_emplace(key, static_cast<int32_t>(results_.size()));
-  if (inserted) results_.push_back(framework_.Filter(ctx_, *node.info));
-  return {&results_[it->second], it->second};
+  const int32_t id = Lookup(key, *node.info);
+  return {&results_[id], id};
 }
 
 int64_t FilterMemo::Score(const NodeHot& node) {
@@ -123,11 +129,16 @@ int64_t FilterMemo::Score(const NodeHot& node) {
   ScoreKey key{{node.topology, node.product_id, node.gpu_memory_mib, node.healthy, node.whole_free,
                 node.state_hash},
                score_cache_ == ScoreCache::kGpuStateAndFreeCpu ? node.cpu_free_milli : 0};
-  auto it = scores_.find(key);
-  if (it == scores_.end()) {
-    it = scores_.emplace(key, framework_.WeightedSum(ctx_, *node.info, true)).first;
+  FrontScore& front =
+      front_score_[FrontSlot(node.state_hash ^ static_cast<uint64_t>(key.cpu_free))];
+  if (front.id < 0 || !(front.key == key)) {
+    auto it = scores_.find(key);
+    if (it == scores_.end()) {
+      it = scores_.emplace(key, framework_.WeightedSum(ctx_, *node.info, true)).first;
+    }
+    front = {key, it->second, 0};
   }
-  return (it->second + framework_.WeightedSum(ctx_, *node.info, false)) / framework_.total_weight();
+  return (front.sum + framework_.WeightedSum(ctx_, *node.info, false)) / framework_.total_weight();
 }
 
 int64_t Framework::WeightedSum(const PodContext& ctx, const NodeInfo& node, bool cacheable) const {

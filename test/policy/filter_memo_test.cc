@@ -4,6 +4,8 @@
 // must capture everything the policies read.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <random>
 
 #include "gpusched/policy/framework.h"
@@ -108,6 +110,54 @@ TEST(FilterMemoTest, AnswersWhatTheFrameworkAnswers) {
         EXPECT_GT(fits, 0) << config_name << " " << pod.name;
       }
     }
+  }
+}
+
+// More node states than the memo's direct-mapped front slots: states that
+// share a slot evict each other, and every node, asked again in another
+// order, still gets its own state's answer and score.
+TEST(FilterMemoTest, ManyNodeStatesSharingCacheSlotsKeepTheirOwnAnswers) {
+  std::mt19937 rng(11);
+  std::vector<NodeSpec> nodes;
+  std::vector<PodRequest> pods;
+  for (int i = 0; i < 400; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    nodes.push_back(i % 2 == 0 ? gpusched::testing::Hgx8H100(name)
+                               : gpusched::testing::DgxA100(name));
+    const auto used = static_cast<DeviceMask>(rng() % 255);  // never all 8 busy
+    if (used != 0) {
+      pods.push_back(PodBuilder("p" + std::to_string(i))
+                         .Gpus(std::popcount(static_cast<unsigned>(used)))
+                         .OnNode(name, used)
+                         .Build());
+    }
+  }
+  auto state = gpusched::testing::MakeState(nodes, pods);
+  auto snap = state->Snapshot();
+  auto fw = Framework::Create(Fragmentation("FragLookahead"));
+  ASSERT_TRUE(fw.ok());
+  std::vector<int32_t> order(snap->nodes().size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+  for (int gpus : {1, 2, 3}) {
+    const PodRequest pod = PodBuilder("ask").Gpus(gpus).Build();
+    PodContext ctx = (*fw)->Prepare(pod, *snap);
+    FilterMemo memo(**fw, ctx);
+    int fits = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+      std::shuffle(order.begin(), order.end(), rng);
+      for (int32_t i : order) {
+        const NodeHot& hot = snap->hot(i);
+        const FilterResult want = (*fw)->Filter(ctx, *hot.info);
+        const FilterResult& got = memo.Filter(hot);
+        const std::string where = std::to_string(gpus) + " GPUs, " + hot.info->name;
+        ASSERT_EQ(got.verdict, want.verdict) << where;
+        ASSERT_EQ(got.reason, want.reason) << where;
+        if (!want.fits()) continue;
+        ++fits;
+        ASSERT_EQ(memo.Score(hot), (*fw)->Score(ctx, *hot.info)) << where;
+      }
+    }
+    EXPECT_GT(fits, 0) << gpus;
   }
 }
 

@@ -9,6 +9,7 @@
 #ifndef GPUSCHED_POLICY_FRAMEWORK_H_
 #define GPUSCHED_POLICY_FRAMEWORK_H_
 
+#include <array>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -100,6 +101,8 @@ class FilterMemo {
       return H::combine(std::move(h), k.state_hash);
     }
   };
+  // The id of `key`'s result, computed on `node` the first time.
+  int32_t Lookup(const Key& key, const NodeInfo& node);
   const Framework& framework_;
   const PodContext& ctx_;
   absl::flat_hash_map<Key, int32_t> memo_;  // -> index into results_
@@ -116,6 +119,24 @@ class FilterMemo {
   };
   enum class ScoreCache { kUnknown, kNone, kGpuState, kGpuStateAndFreeCpu };
   absl::flat_hash_map<ScoreKey, int64_t> scores_;
+  // A direct-mapped cache in front of each map, by state hash: the maps'
+  // probes mispredict from node to node, while a hit here is one compare.
+  // An entry with id -1 is empty.
+  static constexpr size_t kFrontSlots = 64;
+  static size_t FrontSlot(uint64_t state_hash) {
+    return static_cast<size_t>((state_hash * 0x9E3779B97F4A7C15ull) >> 58);
+  }
+  struct FrontFilter {
+    Key key;
+    int32_t id = -1;
+  };
+  struct FrontScore {
+    ScoreKey key;
+    int64_t sum = 0;
+    int32_t id = -1;
+  };
+  std::array<FrontFilter, kFrontSlots> front_filter_{};
+  std::array<FrontScore, kFrontSlots> front_score_{};
   FilterResult scratch_;
   ScoreCache score_cache_ = ScoreCache::kUnknown;  // decided on the first Score
 };
