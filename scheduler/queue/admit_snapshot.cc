@@ -2,8 +2,9 @@
 // state owner is whoever holds the queue mutex: every hold (StateHold) ends
 // by taking the cluster source's changes and publishing what admission reads
 // (the usage's ledger with its claims, the options, the reclaim holds and
-// the frozen queues). A later filter for a single pod already queued is
-// answered from that snapshot without the mutex, by the same rules
+// the frozen queues). A later filter for a single pod already queued, or
+// for one the source has not shown yet where nothing waits, is answered
+// from that snapshot without the mutex, by the same rules
 // (EvaluateQueued, HeldFor, ProductRefusals, ScanBehind), as long as nobody
 // has taken the mutex since.
 #include "scheduler/queue/admit_snapshot.h"
@@ -13,10 +14,17 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
+#include "gpusched/util/strings.h"
 #include "scheduler/queue/queue_manager.h"
 #include "scheduler/queue/usage_index.h"
 
 namespace gpusched::queue {
+
+std::string UnshownGangMemberReason(const PodRequest& pod) {
+  return StrCat("gpusched: gang ", pod.gang, ": pod ", pod.Key(), " (uid ", pod.uid,
+                ") is not in the cluster view yet; gangs are reserved only for pods the "
+                "cluster shows");
+}
 
 // ---- FrozenQueues ------------------------------------------------------------
 
@@ -98,7 +106,13 @@ void QueueManager::PublishAfterHoldLocked(const std::string* freeze) {
 
 void QueueManager::FreezeIfCurrentLocked(const std::string& ns, const QuotaLedger& ledger,
                                          FrozenQueues* queues) {
-  if (!order_.contains(ns) || ledger.Quota(ns).queueing == QueueingStrategy::kBackfill) return;
+  if (ledger.Quota(ns).queueing == QueueingStrategy::kBackfill) return;
+  // A namespace where nothing waits is frozen empty (the first asks of its
+  // pods read it) if the config names it or it runs GPU pods: never for
+  // whatever namespace a request makes up.
+  if (!order_.contains(ns) && !options_.quotas.namespaces.contains(ns) && ledger.Usage(ns) == 0) {
+    return;
+  }
   UnitIndex& x = UnitIndexLocked(ns, ledger, Now());  // rebuilt if not current
   if (x.frozen.get() != nullptr) return;              // frozen already, still current
   *queues = queues->With(ns, FreezeQueueLocked(x));
@@ -178,6 +192,12 @@ const FrozenQueue* CurrentQueue(const AdmitSnapshot& s, const std::string& ns, i
   return q;
 }
 
+// Whether `unit` went unasked for longer than `stale_after_ms` by `now`.
+bool Stale(const FrozenQueue::Unit& unit, int64_t now, int64_t stale_after_ms) {
+  const int64_t asked = unit.asked->at.load(std::memory_order_relaxed);
+  return now - std::max(asked, unit.first_seen_ms) > stale_after_ms;
+}
+
 }  // namespace
 
 std::optional<Admission> QueueManager::AdmitOnSnapshot(const PodRequest& request,
@@ -196,26 +216,33 @@ std::optional<Admission> QueueManager::AdmitOnSnapshot(const PodRequest& request
   const int64_t now = Now();
   const FrozenQueue* q = CurrentQueue(*s, request.ns, now, miss);
   if (q == nullptr) return std::nullopt;
-  auto found = q->singles.find(request.uid);
-  if (found == q->singles.end()) return Miss(miss, "not-a-queued-single");
-  const size_t k = found->second;
-  const FrozenQueue::Unit& me = q->units[k];
   const QueueOptions& options = *s->options;
   const QuotaLedger& ledger = *s->ledger;
-  // The ask, as NoteAskedLocked notes it. One after going stale makes the
-  // unit count again (the index changes: the mutex path's); a first ask
-  // changes nothing the index holds (scans read the clocks).
-  const int64_t asked = me.asked->at.load(std::memory_order_relaxed);
-  if (now - std::max(asked, me.first_seen_ms) > options.stale_after_ms) {
-    return Miss(miss, "asked-after-stale");
+  // The pod's unit, or none: a pod not shown yet where nothing waits
+  // (AdmitUnconfirmedLocked's: queued last, so first with nothing ahead).
+  const FrozenQueue::Unit* me = nullptr;
+  size_t k = 0;
+  if (auto found = q->singles.find(request.uid); found != q->singles.end()) {
+    k = found->second;
+    me = &q->units[k];
+    // The ask, as NoteAskedLocked notes it. One after going stale makes the
+    // unit count again (the index changes: the mutex path's); a first ask
+    // changes nothing the index holds (scans read the clocks).
+    if (Stale(*me, now, options.stale_after_ms)) return Miss(miss, "asked-after-stale");
+  } else if (deps_.state->FindPod(request.uid).has_value()) {
+    return Miss(miss, "not-a-queued-single");  // a gang member, or not waiting
+  } else if (IsGang(request) || request.gang_size == kGangSizeUnknown) {
+    return Admission::No(UnshownGangMemberReason(request));
+  } else if (!q->units.empty()) {
+    return Miss(miss, "unshown-behind-a-queue");
   }
-  const PodRequest& pod = *me.head;  // the source's
+  const PodRequest& pod = me != nullptr ? *me->head : request;  // the source's if queued
   const QueueingStrategy queueing = ledger.Quota(pod.ns).queueing;
   if (queueing == QueueingStrategy::kBackfill) return Miss(miss, "backfill");
-  me.asked->at.store(now, std::memory_order_relaxed);
+  if (me != nullptr) me->asked->at.store(now, std::memory_order_relaxed);
 
   const bool strict = queueing != QueueingStrategy::kBestEffortFifo;
-  QueuedAt at{me.demand, static_cast<int32_t>(k + 1), 0, 0};
+  QueuedAt at{me != nullptr ? me->demand : DemandMilli(pod.gpu), static_cast<int32_t>(k + 1), 0, 0};
   if (strict) {
     at.ahead_demand = q->demand_before[k];
     at.ahead_count = q->count_before[k];

@@ -1,5 +1,6 @@
 // The admission snapshot: what QueueManager::Admit reads to answer for a
-// single pod already queued, published under the queue mutex as every hold
+// single pod already queued (or, where nothing waits, one the source has
+// not shown yet), published under the queue mutex as every hold
 // of it ends (QueueManager::StateHold), and read by the admissions after it
 // without any lock (docs/architecture.md, "Admission on a snapshot").
 //
@@ -130,6 +131,10 @@ class FrozenQueues {
   static size_t ShardOf(std::string_view ns);
   std::array<std::shared_ptr<const Shard>, kShards> shards_;
 };
+
+// The answer to a gang member the cluster source has not shown yet: no
+// gang is reserved for pods the cluster does not show (both paths).
+std::string UnshownGangMemberReason(const PodRequest& pod);
 
 // What Admit reads for a single pod on the snapshot path. Immutable.
 struct AdmitSnapshot {

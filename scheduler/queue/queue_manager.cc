@@ -557,11 +557,7 @@ std::string QueueManager::AdmitUnconfirmedLocked(const PodRequest& pod,
                                                  const ClusterSnapshot& snapshot,
                                                  const policy::Framework& fw,
                                                  BehindScan* deferred) {
-  if (IsGang(pod) || pod.gang_size == kGangSizeUnknown) {
-    return StrCat("gpusched: gang ", pod.gang, ": pod ", pod.Key(), " (uid ", pod.uid,
-                  ") is not in the cluster view yet; gangs are reserved only for pods the "
-                  "cluster shows");
-  }
+  if (IsGang(pod) || pod.gang_size == kGangSizeUnknown) return UnshownGangMemberReason(pod);
   UpsertEntryLocked(std::make_shared<const PodRequest>(pod));
   Entry* e = FindEntryLocked(pod.uid);
   NoteAskedLocked(*e);

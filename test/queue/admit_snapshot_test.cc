@@ -96,6 +96,9 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
                             .Created(0)
                             .Build());
   }
+  // team-r runs a pod and never queues one: where its pods not shown yet
+  // are asked about, nothing waits.
+  borrowers.push_back(PodBuilder("run-r", "team-r").Gpus(1).OnNode("t0", 0x1).Created(0).Build());
   Metrics metrics;
   Harness inc(nodes, borrowers, MixedQuotas(16)), ref(nodes, borrowers, scratch);
   inc.metrics = &metrics;
@@ -107,8 +110,11 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
   const std::vector<std::string> namespaces = {"team-a", "team-b", "team-c", "team-d", "team-e"};
   std::map<std::string, PodRequest> pending;  // by uid
   std::set<std::string> running;
-  for (const PodRequest& p : borrowers) running.insert(p.uid);
+  for (const PodRequest& p : borrowers) {
+    if (p.ns != "team-r") running.insert(p.uid);  // team-r's runs throughout
+  }
   int created = 0, binds = 0, ticks = 0;
+  int64_t unshown_on_snapshot = 0;
   auto both = [&](auto&& f) {
     f(inc);
     f(ref);
@@ -218,11 +224,26 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
       }
       inc.now_ms = ref.now_ms = inc.now_ms + 1'000;
     }
+    // Pods the source has not shown yet, in every namespace (some with
+    // nothing queued, one never configured): both answer them as queued
+    // last, now and then as gang members.
+    const int64_t snapshot_before = Admissions(metrics, "snapshot");
+    for (const char* ns : {"team-a", "team-b", "team-c", "team-d", "team-e", "team-f", "team-r"}) {
+      PodRequest unshown = fresh_pod(ns);
+      if (pick(6) == 0) {
+        unshown.gang = "unshown";
+        unshown.gang_size = 2;
+      }
+      ASSERT_EQ(FilterAnswer(inc, unshown), FilterAnswer(ref, unshown))
+          << "round " << round << " " << unshown.Key() << " (not shown)";
+    }
+    unshown_on_snapshot += Admissions(metrics, "snapshot") - snapshot_before;
   }
   std::cout << inc.state().Snapshot()->AllocatedGpuMilli() / 1000 << " GPUs in use, " << binds
             << " binds, " << ticks << " ticks, " << inc.writer.evicted.size()
             << " evictions; admissions: " << Admissions(metrics, "snapshot") << " on the snapshot, "
-            << Admissions(metrics, "mutex") << " under the mutex\n";
+            << Admissions(metrics, "mutex") << " under the mutex, " << unshown_on_snapshot
+            << " of them pods not shown yet on the snapshot\n";
   EXPECT_GT(binds, 5);
   EXPECT_GT(ticks, 10);
   // Both paths answered: the snapshot hundreds of repeated asks (about one
@@ -230,6 +251,7 @@ TEST(AdmitSnapshot, AnswersAsAManagerDecidingEverythingUnderTheMutex) {
   // goes to the mutex, and each round changes something).
   EXPECT_GT(Admissions(metrics, "snapshot"), 250);
   EXPECT_GT(Admissions(metrics, "mutex"), 500);
+  EXPECT_GT(unshown_on_snapshot, 20);
 }
 
 // One pod's asks, step by step. Every hold of the queue mutex ends by
@@ -454,6 +476,65 @@ TEST(AdmitSnapshot, AFirstAskOnTheSnapshotJoinsTheScanOfLaterPods) {
   EXPECT_THAT(reason, ::testing::HasSubstr("waiting behind q1 "));
   EXPECT_EQ(mutex(), 1);
   EXPECT_EQ(snapshot(), 4);
+}
+
+// Where nothing waits, the first asks of pods the source has not shown yet
+// (kube-scheduler's informer is often ahead of the extender's watch) read
+// the snapshot too: a namespace the config names, or one running GPU pods,
+// is frozen empty, and such a pod is answered as first in its queue. Once
+// the namespace has a queue, the empty one no longer answers.
+TEST(AdmitSnapshot, APodNotShownYetWhereNothingWaitsIsAnsweredOnTheSnapshot) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(4, 8)}});
+  Metrics metrics;
+  Harness h(H100s(2), {}, o);
+  h.metrics = &metrics;
+  h.capture_log = true;
+  h.Restart();
+  auto snapshot = [&] { return Admissions(metrics, "snapshot"); };
+  auto mutex = [&] { return Admissions(metrics, "mutex"); };
+  auto misses = [&](const char* why) {
+    return metrics.CounterValue("gpusched_queue_snapshot_misses_total", {{"why", why}});
+  };
+  std::string reason;
+  // The first ask of the namespace freezes its empty queue.
+  EXPECT_THAT(h.FilterOnly(PodBuilder("u1", "team-a").Gpus(4).Build()), ::testing::SizeIs(2));
+  EXPECT_EQ(mutex(), 1);
+  EXPECT_EQ(misses("queue-not-frozen"), 1);
+  EXPECT_THAT(h.FilterOnly(PodBuilder("u2", "team-a").Gpus(8).Build()), ::testing::SizeIs(2));
+  EXPECT_THAT(h.FilterOnly(PodBuilder("u3", "team-a").Gpus(8).Build()), ::testing::SizeIs(2));
+  EXPECT_THAT(h.FilterOnly(PodBuilder("u4", "team-a").Gpus(16).Build(), &reason),
+              ::testing::IsEmpty());
+  EXPECT_THAT(reason, ::testing::HasSubstr("limit 8"));
+  EXPECT_THAT(reason, ::testing::HasSubstr("position 1 in queue"));
+  EXPECT_EQ(snapshot(), 3);
+  EXPECT_EQ(mutex(), 1);
+
+  // A gang member the source has not shown: no gang is reserved for it.
+  PodRequest member = PodBuilder("m", "team-a").Gpus(1).Build();
+  member.gang = "g";
+  member.gang_size = 2;
+  EXPECT_THAT(h.FilterOnly(member, &reason), ::testing::IsEmpty());
+  EXPECT_THAT(reason, ::testing::HasSubstr("not in the cluster view yet"));
+  EXPECT_EQ(snapshot(), 4);
+
+  // A namespace nobody configured, with nothing running: never frozen, so
+  // every ask of it takes the mutex.
+  const int64_t before = mutex();
+  h.FilterOnly(PodBuilder("x1", "made-up").Gpus(1).Build());
+  h.FilterOnly(PodBuilder("x2", "made-up").Gpus(1).Build());
+  EXPECT_EQ(mutex(), before + 2);
+
+  // team-a gets a queue: a pod asked about after it waits behind it, on
+  // the mutex path (the empty queue is gone), with the queued pod ahead.
+  h.Submit(PodBuilder("queued", "team-a").Gpus(8).Created(1).Build());
+  h.queue->SyncWithCluster();
+  const int64_t on_snapshot = snapshot();
+  EXPECT_THAT(h.FilterOnly(PodBuilder("u5", "team-a").Gpus(4).Created(2).Build(), &reason),
+              ::testing::IsEmpty());
+  EXPECT_THAT(reason, ::testing::HasSubstr("1 earlier in queue need 8"));
+  EXPECT_EQ(snapshot(), on_snapshot);
+  EXPECT_EQ(misses("unshown-behind-a-queue"), 1);
 }
 
 }  // namespace
