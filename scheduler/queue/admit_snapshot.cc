@@ -144,9 +144,16 @@ std::shared_ptr<const FrozenQueue> QueueManager::FreezeQueueLocked(UnitIndex& x)
   }
   q->singles.reserve(x.units.size());
   for (size_t i = 0; i < x.units.size(); ++i) {
-    const PodRequest& head = *x.units[i].head->pod;
-    if (IsGang(head) || slotted.contains(head.uid)) continue;
-    q->singles.emplace(std::string_view(head.uid), i);
+    const Unit& u = x.units[i];
+    const PodRequest& head = *u.head->pod;
+    if (!IsGang(head)) {
+      if (!slotted.contains(head.uid)) q->singles.emplace(std::string_view(head.uid), i);
+      continue;
+    }
+    if (reservations_.contains(GangKey(head.ns, head.gang))) continue;
+    for (const Entry* m : u.members) {
+      q->members.emplace(std::string_view(m->pod->uid), FrozenQueue::Member{i, m->pod, m->asked});
+    }
   }
   q->valid_until_ms = x.valid_until_ms;
   q->config_version = x.config_version;
@@ -216,38 +223,59 @@ std::optional<Admission> QueueManager::AdmitOnSnapshot(const PodRequest& request
   const int64_t now = Now();
   const FrozenQueue* q = CurrentQueue(*s, request.ns, now, miss);
   if (q == nullptr) return std::nullopt;
-  const QueueOptions& options = *s->options;
-  const QuotaLedger& ledger = *s->ledger;
-  // The pod's unit, or none: a pod not shown yet where nothing waits
-  // (AdmitUnconfirmedLocked's: queued last, so first with nothing ahead).
-  const FrozenQueue::Unit* me = nullptr;
-  size_t k = 0;
-  if (auto found = q->singles.find(request.uid); found != q->singles.end()) {
-    k = found->second;
-    me = &q->units[k];
-    // The ask, as NoteAskedLocked notes it. One after going stale makes the
-    // unit count again (the index changes: the mutex path's); a first ask
-    // changes nothing the index holds (scans read the clocks).
-    if (Stale(*me, now, options.stale_after_ms)) return Miss(miss, "asked-after-stale");
+  // The pod's unit and ask clock; none: a pod not shown yet where nothing
+  // waits (AdmitUnconfirmedLocked's: queued last, so first with nothing
+  // ahead).
+  SnapshotAsk ask{q, 0, DemandMilli(request.gpu), &request, false};
+  const std::shared_ptr<AskClock>* clock = nullptr;
+  if (auto single = q->singles.find(request.uid); single != q->singles.end()) {
+    ask.unit = single->second;
+    ask.pod = q->units[ask.unit].head.get();
+    clock = &q->units[ask.unit].asked;
+  } else if (auto member = q->members.find(request.uid); member != q->members.end()) {
+    ask.unit = member->second.unit;
+    ask.pod = member->second.pod.get();
+    ask.gang = true;
+    clock = &member->second.asked;
   } else if (deps_.state->FindPod(request.uid).has_value()) {
-    return Miss(miss, "not-a-queued-single");  // a gang member, or not waiting
+    return Miss(miss, "reserved-or-not-waiting");  // a reserved gang's member, a bound pod
   } else if (IsGang(request) || request.gang_size == kGangSizeUnknown) {
     return Admission::No(UnshownGangMemberReason(request));
   } else if (!q->units.empty()) {
     return Miss(miss, "unshown-behind-a-queue");
   }
-  const PodRequest& pod = me != nullptr ? *me->head : request;  // the source's if queued
-  const QueueingStrategy queueing = ledger.Quota(pod.ns).queueing;
-  if (queueing == QueueingStrategy::kBackfill) return Miss(miss, "backfill");
-  if (me != nullptr) me->asked->at.store(now, std::memory_order_relaxed);
-
-  const bool strict = queueing != QueueingStrategy::kBestEffortFifo;
-  QueuedAt at{me != nullptr ? me->demand : DemandMilli(pod.gpu), static_cast<int32_t>(k + 1), 0, 0};
-  if (strict) {
-    at.ahead_demand = q->demand_before[k];
-    at.ahead_count = q->count_before[k];
+  if (clock != nullptr) {
+    // The ask, as NoteAskedLocked notes it: a unit's head asked after going
+    // stale makes the unit count again (the index changes: the mutex
+    // path's); any other ask changes nothing the index holds (scans read
+    // the heads' clocks).
+    const FrozenQueue::Unit& unit = q->units[ask.unit];
+    if (unit.asked == *clock && Stale(unit, now, s->options->stale_after_ms)) {
+      return Miss(miss, "asked-after-stale");
+    }
+    ask.demand = unit.demand;
   }
-  const EvalInputs in{&ledger, &options, /*gang_reserved=*/false, now, /*board=*/nullptr};
+  if (s->ledger->Quota(ask.pod->ns).queueing == QueueingStrategy::kBackfill) {
+    return Miss(miss, "backfill");
+  }
+  if (clock != nullptr) (*clock)->at.store(now, std::memory_order_relaxed);
+  return AnswerOnSnapshot(*s, ask, request, snapshot, fw, now, miss);
+}
+
+std::optional<Admission> QueueManager::AnswerOnSnapshot(
+    const AdmitSnapshot& s, const SnapshotAsk& ask, const PodRequest& request,
+    const ClusterSnapshot& snapshot, const policy::Framework& fw, int64_t now, const char** miss) {
+  const FrozenQueue& q = *ask.queue;
+  const size_t k = ask.unit;
+  const PodRequest& pod = *ask.pod;
+  const QuotaLedger& ledger = *s.ledger;
+  const bool strict = ledger.Quota(pod.ns).queueing != QueueingStrategy::kBestEffortFifo;
+  QueuedAt at{ask.demand, static_cast<int32_t>(k + 1), 0, 0};
+  if (strict) {
+    at.ahead_demand = q.demand_before[k];
+    at.ahead_count = q.count_before[k];
+  }
+  const EvalInputs in{&ledger, s.options.get(), /*gang_reserved=*/false, now, /*board=*/nullptr};
   BehindScan scan;
   Evaluation ev = EvaluateQueued(
       at,
@@ -255,8 +283,8 @@ std::optional<Admission> QueueManager::AdmitOnSnapshot(const PodRequest& request
         if (!strict) return;
         // AskedAhead's rule, on the frozen units.
         for (size_t i = 0; i < k && heads->size() < kBehindScanHeads; ++i) {
-          const FrozenQueue::Unit& u = q->units[i];
-          if (q->count_before[i + 1] > q->count_before[i] &&
+          const FrozenQueue::Unit& u = q.units[i];
+          if (q.count_before[i + 1] > q.count_before[i] &&
               u.asked->at.load(std::memory_order_relaxed) >= 0) {
             heads->push_back({u.head, u.demand});
           }
@@ -264,19 +292,20 @@ std::optional<Admission> QueueManager::AdmitOnSnapshot(const PodRequest& request
       },
       pod, in, snapshot, fw, /*all_checks=*/false, &scan);
   if (!ev.reason.empty()) return Admission::No(std::move(ev.reason));
-  Admission yes;
-  if (options.quotas.enabled) {
-    if (s->holds != nullptr) {
-      for (const auto& nodes : HeldFor(pod, *s->holds, ledger)) {
-        yes.held_nodes.insert(yes.held_nodes.end(), nodes->begin(), nodes->end());
-      }
-    }
-    yes.product_refusals = ProductRefusals(request, snapshot, ledger);
-  }
   if (!scan.heads.empty()) {
     Evaluation behind;
     ScanBehind(scan, snapshot, fw, &behind);
     if (!behind.reason.empty()) return Admission::No(std::move(behind.reason));
+  }
+  if (ask.gang) return Miss(miss, "gang-admitted");  // its reservation next: a write
+  Admission yes;
+  if (s.options->quotas.enabled) {
+    if (s.holds != nullptr) {
+      for (const auto& nodes : HeldFor(pod, *s.holds, ledger)) {
+        yes.held_nodes.insert(yes.held_nodes.end(), nodes->begin(), nodes->end());
+      }
+    }
+    yes.product_refusals = ProductRefusals(request, snapshot, ledger);
   }
   return yes;
 }

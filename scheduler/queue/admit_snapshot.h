@@ -72,6 +72,17 @@ struct FrozenQueue {
   // Single pods (not gang members) by uid (a view of the pod's own string)
   // -> their unit.
   absl::flat_hash_map<std::string_view, size_t> singles;
+  // Members of the gangs not reserved when it was frozen, by uid (a view of
+  // the member's own string): their unit, own pod and ask clock. One its
+  // queue refuses is answered here; one it admits goes on to its gang's
+  // reservation (a write: the mutex path's). A reservation made or dropped
+  // drops the frozen queue of its namespace.
+  struct Member {
+    size_t unit = 0;
+    std::shared_ptr<const PodRequest> pod;
+    std::shared_ptr<AskClock> asked;
+  };
+  absl::flat_hash_map<std::string_view, Member> members;
   int64_t valid_until_ms = 0;     // the first time a counted unit goes stale
   uint64_t config_version = 0;    // the config it was built under
   uint64_t usage_generation = 0;  // the usage it was built on
@@ -130,6 +141,15 @@ class FrozenQueues {
   using Shard = absl::flat_hash_map<std::string, std::shared_ptr<const FrozenQueue>>;
   static size_t ShardOf(std::string_view ns);
   std::array<std::shared_ptr<const Shard>, kShards> shards_;
+};
+
+// One ask as the snapshot path answers it (QueueManager::AnswerOnSnapshot).
+struct SnapshotAsk {
+  const FrozenQueue* queue = nullptr;
+  size_t unit = 0;                  // its unit in `queue` (0 for a pod not shown yet)
+  int64_t demand = 0;               // milli-GPUs its unit still needs
+  const PodRequest* pod = nullptr;  // the source's; the request's if not shown yet
+  bool gang = false;                // a gang member: admitted, it needs the mutex path
 };
 
 // The answer to a gang member the cluster source has not shown yet: no

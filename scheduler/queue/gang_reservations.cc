@@ -188,6 +188,7 @@ std::string QueueManager::CommitGangLocked(const GangPlacement& place, bool* con
   Log(StrCat("gpusched: reserved ", place.picks.size(), " device sets for gang ", pod.ns, "/",
              pod.gang, " for ", options_.gang.reservation_seconds, "s"));
   reservations_[GangKey(pod.ns, pod.gang)] = std::move(r);
+  ForgetUnitIndexLocked(pod.ns);  // its frozen queue answers for unreserved gangs only
   return "";
 }
 
@@ -278,6 +279,7 @@ void QueueManager::ExpireReservationsLocked() {
       Log(StrCat("gpusched: gang ", r.ns, "/", r.gang, " reservation ", lost ? "lost" : "expired",
                  "; releasing its unbound devices"));
       ReleaseLocked(r);
+      ForgetUnitIndexLocked(r.ns);  // its frozen queue answers for unreserved gangs only
       reservations_.erase(it++);
     } else {
       ++it;

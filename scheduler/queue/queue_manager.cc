@@ -770,6 +770,7 @@ std::string QueueManager::AssumeForBind(ClusterState& state, const PodRequest& p
     if (r != reservations_.end() && std::all_of(r->second.slots.begin(), r->second.slots.end(),
                                                 [](const Slot& s) { return s.bound; })) {
       reservations_.erase(r);
+      ForgetUnitIndexLocked(pod.ns);  // its frozen queue answers for unreserved gangs only
     }
     return "";
   }

@@ -769,13 +769,21 @@ class QueueManager final : public PodGate {
                             const policy::Framework& fw) ABSL_LOCKS_EXCLUDED(mu_);
   // Admit without the mutex, on the published snapshot: the answer the
   // mutex path would give now, or nullopt when the snapshot cannot give it
-  // (not current; not a single pod queued in a namespace it froze; Backfill;
-  // the pod's first ask after going stale, which changes the index); then
-  // `*miss` says why (a label of gpusched_queue_snapshot_misses_total).
+  // (not current; not a pod queued in a namespace it froze, nor one not
+  // shown yet where nothing waits; a member of a reserved gang; Backfill;
+  // a unit's first ask after going stale, which changes the index; a gang
+  // member its queue admits, whose reservation is a write); then `*miss`
+  // says why (a label of gpusched_queue_snapshot_misses_total).
   std::optional<Admission> AdmitOnSnapshot(const PodRequest& request,
                                            const ClusterSnapshot& snapshot,
                                            const policy::Framework& fw, const char** miss)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // AdmitOnSnapshot's answer for `ask`, found and asked on `s`.
+  static std::optional<Admission> AnswerOnSnapshot(const AdmitSnapshot& s, const SnapshotAsk& ask,
+                                                   const PodRequest& request,
+                                                   const ClusterSnapshot& snapshot,
+                                                   const policy::Framework& fw, int64_t now,
+                                                   const char** miss);
   // The last step of every StateHold: takes the cluster source's pod
   // changes and newest snapshot (SyncLocked) if the queue is behind them,
   // then publishes the state as the hold leaves it, with `freeze`'s queue

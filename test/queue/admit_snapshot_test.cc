@@ -537,5 +537,58 @@ TEST(AdmitSnapshot, APodNotShownYetWhereNothingWaitsIsAnsweredOnTheSnapshot) {
   EXPECT_EQ(misses("unshown-behind-a-queue"), 1);
 }
 
+// A gang member its queue refuses (quota, queue order) is answered on the
+// snapshot like a single pod; one its queue admits goes to the mutex path,
+// which reserves the gang's devices; a member of a reserved gang (its slot
+// claimed or to claim: a write) goes there too.
+TEST(AdmitSnapshot, AGangMemberItsQueueRefusesIsAnsweredOnTheSnapshot) {
+  QueueOptions o;
+  o.quotas = Quotas({{"team-a", Quota(8, 8)}});
+  Metrics metrics;
+  Harness h(H100s(2), {}, o);
+  h.metrics = &metrics;
+  h.capture_log = true;
+  h.Restart();
+  auto snapshot = [&] { return Admissions(metrics, "snapshot"); };
+  auto mutex = [&] { return Admissions(metrics, "mutex"); };
+  auto misses = [&](const char* why) {
+    return metrics.CounterValue("gpusched_queue_snapshot_misses_total", {{"why", why}});
+  };
+  const PodRequest big = PodBuilder("big", "team-a").Gpus(8).Created(1).Build();
+  const PodRequest m1 = PodBuilder("m1", "team-a").Gpus(4).Gang("g", 2).Created(2).Build();
+  const PodRequest m2 = PodBuilder("m2", "team-a").Gpus(4).Gang("g", 2).Created(3).Build();
+  for (const PodRequest& p : {big, m1, m2}) h.Submit(p);
+  h.queue->SyncWithCluster();
+  std::string reason;
+  EXPECT_THAT(h.FilterOnly(big), ::testing::SizeIs(2));
+  EXPECT_EQ(mutex(), 1);  // the namespace's first ask freezes it
+  EXPECT_THAT(h.FilterOnly(m1, &reason), ::testing::IsEmpty());
+  EXPECT_THAT(reason, ::testing::HasSubstr("1 earlier in queue need 8"));
+  EXPECT_THAT(h.FilterOnly(m2, &reason), ::testing::IsEmpty());
+  EXPECT_THAT(reason, ::testing::HasSubstr("gang g needs 8"));
+  EXPECT_EQ(snapshot(), 2);
+  EXPECT_EQ(mutex(), 1);
+
+  // big binds: the gang is refused by the limit, still on the snapshot.
+  ASSERT_EQ(h.Bind(big, "h0"), "");
+  EXPECT_THAT(h.FilterOnly(m2, &reason), ::testing::IsEmpty());
+  EXPECT_THAT(reason, ::testing::HasSubstr("limit 8"));
+  EXPECT_EQ(snapshot(), 3);
+  EXPECT_EQ(mutex(), 1);
+
+  // A reload lets it in: admitted, the member goes to the mutex path, which
+  // reserves h1 for the gang; the other member's ask is the mutex path's
+  // too (its slot is claimed there), with the same node.
+  o.quotas = Quotas({{"team-a", Quota(8, 16)}});
+  h.queue->SetOptions(o);
+  EXPECT_THAT(h.FilterOnly(m1), ::testing::ElementsAre("h1"));
+  EXPECT_EQ(misses("gang-admitted"), 1);
+  EXPECT_EQ(mutex(), 2);
+  EXPECT_THAT(h.FilterOnly(m2), ::testing::ElementsAre("h1"));
+  EXPECT_EQ(misses("reserved-or-not-waiting"), 1);
+  EXPECT_EQ(mutex(), 3);
+  EXPECT_EQ(snapshot(), 3);
+}
+
 }  // namespace
 }  // namespace gpusched::queue::testing
