@@ -187,6 +187,11 @@ QUEUE_RUNS_WAITS = [
      "34, and the ledger's sums in one merged walk (00cbabc, 5 min)"),
     ("5000-nodes-run35-5min-bf51527.txt",
      "35, 00cbabc's queue again (bf51527, 5 min)"),
+    ("5000-nodes-run36-5min-15c12f6.txt",
+     "36, a bound pod not asked about again; pods not shown yet on the snapshot (15c12f6, 5 min)"),
+    ("5000-nodes-run37-5min-9d8004e.txt",
+     "37, and gang members their queue refuses on the snapshot (9d8004e, 5 min)"),
+    ("5000-nodes-run38-5min-9d8004e.txt", "38, 9d8004e again (5 min)"),
 ]
 REQUEST_SITES = ["admit", "assume-bind", "bound", "backfill", "gang-reserve", "reserved-node",
                  "preempt", "preempt-commit"]
