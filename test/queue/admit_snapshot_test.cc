@@ -478,6 +478,21 @@ TEST(AdmitSnapshot, AFirstAskOnTheSnapshotJoinsTheScanOfLaterPods) {
   EXPECT_EQ(snapshot(), 4);
 }
 
+// Two H100 nodes under `o`, with the admission counters by path and miss.
+struct Counted {
+  explicit Counted(const QueueOptions& o) : h(H100s(2), {}, o) {
+    h.metrics = &metrics;
+    h.capture_log = true;
+    h.Restart();
+  }
+  int64_t Path(const char* path) { return Admissions(metrics, path); }
+  int64_t Misses(const char* why) {
+    return metrics.CounterValue("gpusched_queue_snapshot_misses_total", {{"why", why}});
+  }
+  Metrics metrics;
+  Harness h;
+};
+
 // Where nothing waits, the first asks of pods the source has not shown yet
 // (kube-scheduler's informer is often ahead of the extender's watch) read
 // the snapshot too: a namespace the config names, or one running GPU pods,
@@ -486,16 +501,11 @@ TEST(AdmitSnapshot, AFirstAskOnTheSnapshotJoinsTheScanOfLaterPods) {
 TEST(AdmitSnapshot, APodNotShownYetWhereNothingWaitsIsAnsweredOnTheSnapshot) {
   QueueOptions o;
   o.quotas = Quotas({{"team-a", Quota(4, 8)}});
-  Metrics metrics;
-  Harness h(H100s(2), {}, o);
-  h.metrics = &metrics;
-  h.capture_log = true;
-  h.Restart();
-  auto snapshot = [&] { return Admissions(metrics, "snapshot"); };
-  auto mutex = [&] { return Admissions(metrics, "mutex"); };
-  auto misses = [&](const char* why) {
-    return metrics.CounterValue("gpusched_queue_snapshot_misses_total", {{"why", why}});
-  };
+  Counted c(o);
+  Harness& h = c.h;
+  auto snapshot = [&] { return c.Path("snapshot"); };
+  auto mutex = [&] { return c.Path("mutex"); };
+  auto misses = [&](const char* why) { return c.Misses(why); };
   std::string reason;
   // The first ask of the namespace freezes its empty queue.
   EXPECT_THAT(h.FilterOnly(PodBuilder("u1", "team-a").Gpus(4).Build()), ::testing::SizeIs(2));
@@ -544,16 +554,11 @@ TEST(AdmitSnapshot, APodNotShownYetWhereNothingWaitsIsAnsweredOnTheSnapshot) {
 TEST(AdmitSnapshot, AGangMemberItsQueueRefusesIsAnsweredOnTheSnapshot) {
   QueueOptions o;
   o.quotas = Quotas({{"team-a", Quota(8, 8)}});
-  Metrics metrics;
-  Harness h(H100s(2), {}, o);
-  h.metrics = &metrics;
-  h.capture_log = true;
-  h.Restart();
-  auto snapshot = [&] { return Admissions(metrics, "snapshot"); };
-  auto mutex = [&] { return Admissions(metrics, "mutex"); };
-  auto misses = [&](const char* why) {
-    return metrics.CounterValue("gpusched_queue_snapshot_misses_total", {{"why", why}});
-  };
+  Counted c(o);
+  Harness& h = c.h;
+  auto snapshot = [&] { return c.Path("snapshot"); };
+  auto mutex = [&] { return c.Path("mutex"); };
+  auto misses = [&](const char* why) { return c.Misses(why); };
   const PodRequest big = PodBuilder("big", "team-a").Gpus(8).Created(1).Build();
   const PodRequest m1 = PodBuilder("m1", "team-a").Gpus(4).Gang("g", 2).Created(2).Build();
   const PodRequest m2 = PodBuilder("m2", "team-a").Gpus(4).Gang("g", 2).Created(3).Build();
