@@ -36,36 +36,69 @@ bool SameBytes(const char* a, const char* b, size_t n) {
 // kube-scheduler sends the same list cycle after cycle (the simulator the
 // very same one), so a list equal to it on the same node set is answered by
 // comparing names, without a hash lookup per name.
-struct LastNames {
-  std::shared_ptr<const void> node_set;  // ClusterSnapshot::node_set()
-  std::string arena;                     // the names, one after another
-  std::vector<uint32_t> ends;            // where each name ends in `arena`
-  std::vector<int32_t> indices;
+class LastNames {
+ public:
   bool Matches(const ClusterSnapshot& snapshot, const std::vector<std::string_view>& names) const {
-    if (node_set.get() != snapshot.node_set_identity() || ends.size() != names.size()) {
+    if (node_set_.get() != snapshot.node_set_identity() || sizes_.size() != names.size()) {
       return false;
+    }
+    if (names.empty()) return true;
+    // A decoder keeps a list's names one after another with a fixed gap: the
+    // lengths and the gap are compared first, then the whole span at once.
+    if (gap_ >= 0 && SameLayout(names, gap_)) {
+      return std::memcmp(span_.data(), names.front().data(), span_.size()) == 0;
     }
     uint32_t begin = 0;
     for (size_t i = 0; i < names.size(); ++i) {
-      const uint32_t len = ends[i] - begin;
-      if (len != names[i].size() || !SameBytes(arena.data() + begin, names[i].data(), len)) {
+      if (sizes_[i] != names[i].size() ||
+          !SameBytes(arena_.data() + begin, names[i].data(), sizes_[i])) {
         return false;
       }
-      begin = ends[i];
+      begin += sizes_[i];
     }
     return true;
   }
   void Remember(const ClusterSnapshot& snapshot, const std::vector<std::string_view>& names,
-                const std::vector<int32_t>& answer) {
-    node_set = snapshot.node_set();
-    arena.clear();
-    ends.clear();
+                std::vector<int32_t> answer) {
+    node_set_ = snapshot.node_set();
+    arena_.clear();
+    sizes_.clear();
     for (std::string_view n : names) {
-      arena.append(n);
-      ends.push_back(static_cast<uint32_t>(arena.size()));
+      arena_.append(n);
+      sizes_.push_back(static_cast<uint32_t>(n.size()));
     }
-    indices = answer;
+    gap_ = -1;
+    span_.clear();
+    if (names.size() >= 2) {
+      const std::ptrdiff_t gap = names[1].data() - (names[0].data() + names[0].size());
+      if (gap >= 0 && gap <= kMaxGap && SameLayout(names, gap)) {
+        gap_ = gap;
+        span_.assign(names.front().data(), names.back().data() + names.back().size());
+      }
+    }
+    indices_ = std::move(answer);
   }
+  const std::vector<int32_t>& indices() const { return indices_; }
+
+ private:
+  static constexpr std::ptrdiff_t kMaxGap = 64;
+  // Whether names[i] has the remembered length and starts `gap` bytes after
+  // names[i-1] ends, for every i.
+  bool SameLayout(const std::vector<std::string_view>& names, std::ptrdiff_t gap) const {
+    const char* next = names.front().data();
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i].data() != next || names[i].size() != sizes_[i]) return false;
+      next = names[i].data() + names[i].size() + gap;
+    }
+    return true;
+  }
+
+  std::shared_ptr<const void> node_set_;  // ClusterSnapshot::node_set()
+  std::string arena_;                     // the names, one after another
+  std::vector<uint32_t> sizes_;           // each name's length
+  std::ptrdiff_t gap_ = -1;               // bytes between names in the request; -1: none
+  std::string span_;                      // first name to last, gaps included
+  std::vector<int32_t> indices_;
 };
 
 std::vector<int32_t> ResolveNames(const ClusterSnapshot& snapshot,
@@ -74,13 +107,12 @@ std::vector<int32_t> ResolveNames(const ClusterSnapshot& snapshot,
 // ResolveNames, remembered per thread for the next request's list. Filter
 // only: prioritize names the filter's survivors, a different list each
 // time, which would replace the filter's list in the memory every cycle.
-std::vector<int32_t> IndicesOnce(const ClusterSnapshot& snapshot,
-                                 const std::vector<std::string_view>& names) {
+// The answer is the thread's memory: valid until its next call.
+const std::vector<int32_t>& IndicesOnce(const ClusterSnapshot& snapshot,
+                                        const std::vector<std::string_view>& names) {
   thread_local LastNames last;
-  if (last.Matches(snapshot, names)) return last.indices;
-  std::vector<int32_t> indices = ResolveNames(snapshot, names);
-  last.Remember(snapshot, names, indices);
-  return indices;
+  if (!last.Matches(snapshot, names)) last.Remember(snapshot, names, ResolveNames(snapshot, names));
+  return last.indices();
 }
 
 // The node index of every name (-1: not in the view), and kRepeated where
@@ -189,9 +221,11 @@ constexpr int32_t kNotYet = -2, kAdmits = -1;
 class NodeGuards {
  public:
   NodeGuards(Admission& admission, const ClusterSnapshot& snapshot, FilterOutcome* out) {
-    for (auto& [name, why] : admission.held_nodes) {
-      const int32_t idx = snapshot.FindIndex(name);
-      if (idx >= 0) held_.emplace_back(idx, out->AddReason(std::move(why)));
+    for (const std::shared_ptr<const HeldNodeList>& list : admission.held_nodes) {
+      for (const auto& [name, why] : *list) {
+        const int32_t idx = snapshot.FindIndex(name);
+        if (idx >= 0) held_.emplace_back(idx, out->AddReason(why));
+      }
     }
     std::sort(held_.begin(), held_.end());
     product_.reserve(admission.product_refusals.size());
@@ -272,12 +306,11 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   }
   const PodRequest& pod = args.pod;
   auto snapshot = state_->Snapshot();
-  std::vector<int32_t> looked_up;
   const bool prepared = args.resolved != nullptr &&
                         args.resolved->node_set.get() == snapshot->node_set_identity() &&
                         args.resolved->indices.size() == args.node_names.size();
-  if (!prepared) looked_up = IndicesOnce(*snapshot, args.node_names);
-  const std::vector<int32_t>& indices = prepared ? args.resolved->indices : looked_up;
+  const std::vector<int32_t>& indices =
+      prepared ? args.resolved->indices : IndicesOnce(*snapshot, args.node_names);
   if (pod.gpu.count == 0) {
     PassAll(indices, &out);
     return out;

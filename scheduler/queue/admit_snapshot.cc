@@ -301,9 +301,7 @@ std::optional<Admission> QueueManager::AnswerOnSnapshot(
   Admission yes;
   if (s.options->quotas.enabled) {
     if (s.holds != nullptr) {
-      for (const auto& nodes : HeldFor(pod, *s.holds, ledger)) {
-        yes.held_nodes.insert(yes.held_nodes.end(), nodes->begin(), nodes->end());
-      }
+      yes.held_nodes = HeldFor(pod, *s.holds, ledger);
     }
     yes.product_refusals = ProductRefusals(request, snapshot, ledger);
   }

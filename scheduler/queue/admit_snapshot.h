@@ -41,7 +41,8 @@ struct AskClock {
   std::atomic<int64_t> at{-1};
 };
 
-// (node, reason) pairs: nodes a pod may not use (Admission::held_nodes).
+// (node, reason) pairs: nodes a pod may not use (Admission::held_nodes; the
+// same type as HeldNodeList).
 using HeldNodes = std::vector<std::pair<std::string, std::string>>;
 
 // A reclaim in flight whose victims' nodes are held for its pod: who it is

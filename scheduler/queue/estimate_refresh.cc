@@ -183,6 +183,11 @@ std::vector<EstimateQueue> QueueManager::EstimateQueuesLocked(const CopyPlan& pl
 }
 
 void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
+  RefreshEstimates(budget,
+                   [](absl::FunctionRef<void(YieldPoint*)> simulate) { simulate(nullptr); });
+}
+
+void QueueManager::RefreshEstimates(std::chrono::milliseconds budget, SimulationRunner run) {
   absl::MutexLock r(&refresh_mu_);
   const auto started = std::chrono::steady_clock::now();
   auto fw = deps_.framework();
@@ -225,7 +230,10 @@ void QueueManager::RefreshEstimates(std::chrono::milliseconds budget) {
   in.reclaim = view->options->reclaim.enabled;
   in.reclaim_lower_priority_only = view->options->reclaim.only_lower_priority;
   in.preempt = true;  // kube-scheduler preempts for any pod the queue admits
-  board->starts = EstimateStarts(in);
+  run([&in, &board](YieldPoint* yield) {
+    in.yield = yield;
+    board->starts = EstimateStarts(in);
+  });
   runtime_of_ = std::move(runtime_seen_);
   runtime_seen_ = {};
   int64_t overruns = 0;

@@ -618,9 +618,7 @@ Admission QueueManager::AdmitUnderMutex(const PodRequest& request,
       decided = true;
     }
   }
-  for (const auto& nodes : held) {
-    yes.held_nodes.insert(yes.held_nodes.end(), nodes->begin(), nodes->end());
-  }
+  yes.held_nodes = std::move(held);
   if (decided) return yes;
   if (!scan.heads.empty()) {
     Evaluation ev;

@@ -293,6 +293,12 @@ class QueueManager final : public PodGate {
   // result. Callers: EstimateThread (serving), the simulator, tests.
   void RefreshEstimates(std::chrono::milliseconds budget = std::chrono::milliseconds{1000})
       ABSL_LOCKS_EXCLUDED(mu_, refresh_mu_, est_mu_);
+  // Where a refresh runs its simulation: `run(simulate)` calls `simulate`
+  // once, on any thread, with that thread's YieldPoint or null, and returns
+  // when it has. The one above runs it in place.
+  using SimulationRunner = absl::FunctionRef<void(absl::FunctionRef<void(YieldPoint*)> simulate)>;
+  void RefreshEstimates(std::chrono::milliseconds budget, SimulationRunner run)
+      ABSL_LOCKS_EXCLUDED(mu_, refresh_mu_, est_mu_);
   struct PodEstimate {
     RuntimeFacts runtime;  // DescribeRuntime renders it for the pod
     StartEstimate start;

@@ -148,7 +148,8 @@ EstimateThread::EstimateThread(QueueManager* queue, std::chrono::milliseconds fi
             absl::MutexLock l(&mu_);
             if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(wait))) return;
           }
-          queue->RefreshEstimates(budget);
+          queue->RefreshEstimates(budget,
+                                  [this](IdleRunner::Job simulate) { simulation_.Run(simulate); });
         }
       }) {}
 
@@ -175,6 +176,40 @@ void LowerToIdlePriority() {
     // Linux: a thread's nice value is its own; 19 is the lowest priority.
     setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
   }
+}
+
+IdleRunner::IdleRunner()
+    : thread_([this] {
+        LowerToIdlePriority();
+        // As the reclaim planner's: the core is handed over every 200 us.
+        YieldPoint yield(std::chrono::microseconds(200));
+        while (true) {
+          std::optional<Job> job;
+          {
+            absl::MutexLock l(&mu_);
+            mu_.Await(absl::Condition(this, &IdleRunner::WorkOrStopLocked));
+            if (!job_.has_value()) return;  // stopping, nothing left
+            job.emplace(*job_);
+          }
+          (*job)(&yield);
+          absl::MutexLock l(&mu_);
+          job_.reset();
+        }
+      }) {}
+
+IdleRunner::~IdleRunner() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+void IdleRunner::Run(Job job) {
+  absl::MutexLock l(&mu_);
+  mu_.Await(absl::Condition(this, &IdleRunner::DoneLocked));  // one caller at a time
+  job_.emplace(job);
+  mu_.Await(absl::Condition(this, &IdleRunner::DoneLocked));
 }
 
 ReclaimPlannerThread::ReclaimPlannerThread(QueueManager* queue) : queue_(queue) {

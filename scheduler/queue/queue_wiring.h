@@ -10,8 +10,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gpusched/core/cluster_source.h"
@@ -20,6 +22,7 @@
 #include "gpusched/util/metrics.h"
 #include "scheduler/queue/queue_manager.h"
 #include "scheduler/queue/quota_objects.h"
+#include "scheduler/queue/yield_point.h"
 
 namespace gpusched::queue {
 
@@ -116,13 +119,42 @@ class SourceSyncThread {
   std::thread thread_;
 };
 
+// Runs one closure at a time on a thread of its own at the lowest CPU
+// priority (LowerToIdlePriority), handing it that thread's YieldPoint: Run
+// blocks its caller until the closure has run. For long computations that
+// hold no lock the request path needs. Joins on destruction; one caller at
+// a time.
+class IdleRunner {
+ public:
+  using Job = absl::FunctionRef<void(YieldPoint*)>;
+  IdleRunner();
+  ~IdleRunner();
+  IdleRunner(const IdleRunner&) = delete;
+  IdleRunner& operator=(const IdleRunner&) = delete;
+
+  void Run(Job job) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  bool WorkOrStopLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return job_.has_value() || stopping_;
+  }
+  bool DoneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !job_.has_value(); }
+
+  absl::Mutex mu_;
+  std::optional<Job> job_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
 // Calls queue->RefreshEstimates(budget) `first` after the start, then every
 // `every`, on a thread of its own (estimated starts and runtime history; off
 // every request's path): a pod pending at start has an estimate within
-// `first`, not a whole period later. At the
-// normal CPU priority: the refresh holds the queue's mutex for copies, and
-// a thread at the lowest priority could be descheduled inside such a hold.
-// Its CPU is bounded by `budget` per refresh. Stops and joins on
+// `first`, not a whole period later. The refresh's copies under the queue's
+// mutex run on this thread at the normal CPU priority (a thread at the
+// lowest priority could be descheduled inside such a hold); its simulation,
+// which holds no lock the request path takes and is most of its CPU, runs
+// on an IdleRunner, so a request's thread that wakes takes the core from it.
+// Its wall-clock time is bounded by `budget` per refresh. Stops and joins on
 // destruction.
 class EstimateThread {
  public:
@@ -133,6 +165,7 @@ class EstimateThread {
   EstimateThread& operator=(const EstimateThread&) = delete;
 
  private:
+  IdleRunner simulation_;  // outlives thread_
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

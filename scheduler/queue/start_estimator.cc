@@ -675,6 +675,7 @@ void Simulation::Step(int64_t t) {
   std::vector<Ref> still;
   still.reserve(waiting_.size());
   for (const Ref& r : waiting_) {
+    if (in_.yield != nullptr) in_.yield->Pass();
     const EstimateUnit& unit = in_.queues[r.queue].units[r.unit];
     const bool head = head_at_[r.queue] != step;
     head_at_[r.queue] = step;

@@ -74,6 +74,7 @@
 #include "gpusched/policy/framework.h"
 #include "scheduler/queue/quota_ledger.h"
 #include "scheduler/queue/runtime_estimates.h"
+#include "scheduler/queue/yield_point.h"
 
 namespace gpusched::queue {
 
@@ -104,6 +105,8 @@ struct StartEstimatorInput {
   int64_t min_step_s = 60;
   double step_share = 0.01;
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  // Passed once per unit tried (a low-priority thread's; may be null).
+  YieldPoint* yield = nullptr;
   // Guarantee reclaim and preemption (see above); the delay is the victims'
   // termination, for both.
   bool reclaim = false;

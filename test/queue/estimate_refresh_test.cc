@@ -2,6 +2,10 @@
 // position annotations get, and history learnt from pods that complete.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <map>
@@ -85,6 +89,50 @@ TEST(EstimateRefresh, TheThreadsFirstRefreshComesAfterFirstNotAfterAPeriod) {
     start = Find(h.queue->Positions(10), "next").estimated_start_unix;
   }
   EXPECT_EQ(start, 4000);
+}
+
+// The serving thread's simulation runs on an IdleRunner: on another thread,
+// at the lowest CPU priority, with a YieldPoint, and the caller goes on only
+// once it has run. What it publishes is what a refresh in place publishes.
+TEST(EstimateRefresh, ASimulationOnTheIdleRunnerPublishesWhatOneInPlaceDoes) {
+  IdleRunner runner;
+  for (int round = 0; round < 3; ++round) {
+    std::thread::id ran_on;
+    bool had_yield = false, lowest = false, ran = false;
+    runner.Run([&](YieldPoint* yield) {
+      ran_on = std::this_thread::get_id();
+      had_yield = yield != nullptr;
+      lowest = sched_getscheduler(0) == SCHED_IDLE ||
+               getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))) == 19;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      ran = true;
+    });
+    EXPECT_TRUE(ran);  // Run returned after the job, not before
+    EXPECT_NE(ran_on, std::this_thread::get_id());
+    EXPECT_TRUE(had_yield);
+    EXPECT_TRUE(lowest);
+  }
+  auto starts = [](bool on_runner, IdleRunner* r) {
+    Harness h({Hgx8H100("h0")}, {RunningPod("run", 8, 0xff, 400, "1h")}, QueueOptions{});
+    for (int i = 0; i < 6; ++i) {
+      PodRequest p = PodBuilder("p" + std::to_string(i), "team-a").Gpus(4).Created(i).Build();
+      p.expected_runtime = std::to_string(10 + i) + "m";
+      h.Submit(p);
+    }
+    if (on_runner) {
+      h.queue->RefreshEstimates(std::chrono::milliseconds(1000),
+                                [r](IdleRunner::Job simulate) { r->Run(simulate); });
+    } else {
+      h.queue->RefreshEstimates();
+    }
+    std::map<std::string, int64_t> out;
+    for (const QueuedPod& q : h.queue->Positions(10)) out[q.name] = q.estimated_start_unix;
+    return out;
+  };
+  const auto in_place = starts(false, nullptr);
+  EXPECT_EQ(in_place.size(), 6u);
+  EXPECT_EQ(in_place.at("p0"), 4000);
+  EXPECT_EQ(starts(true, &runner), in_place);
 }
 
 // A refresh copies only the namespaces whose queue changed since the last

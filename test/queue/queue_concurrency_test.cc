@@ -525,7 +525,8 @@ class Stress {
   // The estimate refresh, as serve's EstimateThread runs it (history,
   // estimated starts, the board Backfill and the debug pages read).
   void EstimateStep() {
-    s_->queue->RefreshEstimates(std::chrono::milliseconds(50));
+    s_->queue->RefreshEstimates(std::chrono::milliseconds(50),
+                                [this](IdleRunner::Job simulate) { simulation_.Run(simulate); });
     n_.estimates.fetch_add(1);
     Pause(3);
   }
@@ -537,6 +538,7 @@ class Stress {
   }
 
   Server* s_;
+  IdleRunner simulation_;  // the estimate step's, as serve's EstimateThread
   Counters n_;
   Violations bad_;
   std::atomic<bool> stop_{false};

@@ -184,7 +184,8 @@ TEST_F(WireTest, RepeatedNodeNamesAreAnsweredOnce) {
 
 // Each thread remembers the last name list it resolved: a list equal to it
 // (kube-scheduler's next cycle) is answered from that memory, a list that
-// differs in one name, or the same list after the node set changed, is
+// differs in one name (of another length, or of the same length, where
+// only the bytes tell), or the same list after the node set changed, is
 // looked up again. Every answer equals a fresh thread's (empty memory). A
 // list resolved in advance (ExtenderService::Resolve) answers alike, and not
 // at all once the node set has changed.
@@ -204,7 +205,9 @@ TEST_F(WireTest, RepeatedNameListsAnswerAsAFreshLookup) {
   const std::vector<std::string> a = {"gpu-h100-001", "gpu-h100-002", "ghost", "gpu-h100-007",
                                       "gpu-h100-001"};
   std::vector<std::string> b = a;
-  b[2] = "gpu-a100-mig-003";  // same length, one name differs
+  b[2] = "gpu-a100-mig-003";  // one name differs, and its length
+  std::vector<std::string> c = a;
+  c[1] = "gpu-h100-003";  // one name differs, every length the same
   const std::string first = filter(a);
   EXPECT_EQ(filter(a), first);
   // An in-process caller's list resolved once answers alike.
@@ -219,6 +222,9 @@ TEST_F(WireTest, RepeatedNameListsAnswerAsAFreshLookup) {
   EXPECT_EQ(codec::EncodeFilterResult(prepared, service_->Filter(prepared)),
             codec::EncodeFilterResult(plain, service_->Filter(plain)));
   EXPECT_NE(filter(b), first);
+  EXPECT_EQ(filter(a), first);
+  EXPECT_NE(filter(c), first);
+  EXPECT_NE(filter(c).find("\"gpu-h100-003\""), std::string::npos);
   EXPECT_EQ(filter(a), first);
   // The ghost node appears: same list, new node set.
   state_->UpsertNode(testing::Hgx8H100("ghost"));

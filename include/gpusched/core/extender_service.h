@@ -27,6 +27,9 @@
 
 namespace gpusched {
 
+// (node, reason) pairs: nodes a pod may not use whatever their product.
+using HeldNodeList = std::vector<std::pair<std::string, std::string>>;
+
 // Decides whether a pod may be placed at all right now (quota, queue order,
 // gangs). Implementations must be thread-safe.
 // A gate's answer for one pod: admitted now, or not with the reason (it
@@ -38,8 +41,9 @@ struct Admission {
   // member; filter then passes only that node), or "".
   std::string reserved_node;
   // Admitted only: nodes the pod may not use whatever their product (e.g.
-  // devices freed by reclaim for another pod), each with its reason.
-  std::vector<std::pair<std::string, std::string>> held_nodes;
+  // devices freed by reclaim for another pod), each with its reason. The
+  // gate's own lists, shared: never copied per request.
+  std::vector<std::shared_ptr<const HeldNodeList>> held_nodes;
   // Admitted only: per GPU product of the snapshot the gate was given (by
   // NodeInfo::product_id), "" where the pod may use it, else the reason its
   // nodes fail with (per-model quota). Shorter than the product list (or
