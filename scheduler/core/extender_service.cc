@@ -104,15 +104,31 @@ class LastNames {
 std::vector<int32_t> ResolveNames(const ClusterSnapshot& snapshot,
                                   const std::vector<std::string_view>& names);
 
-// ResolveNames, remembered per thread for the next request's list. Filter
-// only: prioritize names the filter's survivors, a different list each
-// time, which would replace the filter's list in the memory every cycle.
+// Whose list a thread's memory of names is: the filter's and prioritize's
+// are kept apart. Prioritize names the filter's survivors, a list of its
+// own (the same from cycle to cycle while pods of one shape find the same
+// nodes free), which would otherwise replace the filter's every cycle.
+enum class NameListUse { kFilter, kPrioritize };
+
+// ResolveNames, remembered per thread and use for the next request's list.
 // The answer is the thread's memory: valid until its next call.
 const std::vector<int32_t>& IndicesOnce(const ClusterSnapshot& snapshot,
-                                        const std::vector<std::string_view>& names) {
-  thread_local LastNames last;
+                                        const std::vector<std::string_view>& names,
+                                        NameListUse use) {
+  thread_local LastNames filter_last, prioritize_last;
+  LastNames& last = use == NameListUse::kFilter ? filter_last : prioritize_last;
   if (!last.Matches(snapshot, names)) last.Remember(snapshot, names, ResolveNames(snapshot, names));
   return last.indices();
+}
+
+// The request's node indices: resolved in advance by an in-process caller
+// for this node set, or by IndicesOnce.
+const std::vector<int32_t>& IndicesFor(const ExtenderArgs& args, const ClusterSnapshot& snapshot,
+                                       NameListUse use) {
+  const bool prepared = args.resolved != nullptr &&
+                        args.resolved->node_set.get() == snapshot.node_set_identity() &&
+                        args.resolved->indices.size() == args.node_names.size();
+  return prepared ? args.resolved->indices : IndicesOnce(snapshot, args.node_names, use);
 }
 
 // The node index of every name (-1: not in the view), and kRepeated where
@@ -306,11 +322,7 @@ FilterOutcome ExtenderService::Filter(const ExtenderArgs& args) const {
   }
   const PodRequest& pod = args.pod;
   auto snapshot = state_->Snapshot();
-  const bool prepared = args.resolved != nullptr &&
-                        args.resolved->node_set.get() == snapshot->node_set_identity() &&
-                        args.resolved->indices.size() == args.node_names.size();
-  const std::vector<int32_t>& indices =
-      prepared ? args.resolved->indices : IndicesOnce(*snapshot, args.node_names);
+  const std::vector<int32_t>& indices = IndicesFor(args, *snapshot, NameListUse::kFilter);
   if (pod.gpu.count == 0) {
     PassAll(indices, &out);
     return out;
@@ -344,7 +356,7 @@ std::vector<int64_t> ExtenderService::Prioritize(const ExtenderArgs& args) const
   auto fw = framework();
   policy::PodContext ctx = fw->Prepare(args.pod, *snapshot);
   policy::FilterMemo memo(*fw, ctx);
-  const std::vector<int32_t> indices = ResolveNames(*snapshot, args.node_names);
+  const std::vector<int32_t>& indices = IndicesFor(args, *snapshot, NameListUse::kPrioritize);
   for (size_t i = 0; i < indices.size(); ++i) {
     if (i + kPrefetchAhead < indices.size() && indices[i + kPrefetchAhead] >= 0) {
       snapshot->PrefetchHot(indices[i + kPrefetchAhead]);

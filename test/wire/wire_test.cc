@@ -182,11 +182,11 @@ TEST_F(WireTest, RepeatedNodeNamesAreAnsweredOnce) {
       << answer.dump();
 }
 
-// Each thread remembers the last name list it resolved: a list equal to it
-// (kube-scheduler's next cycle) is answered from that memory, a list that
-// differs in one name (of another length, or of the same length, where
-// only the bytes tell), or the same list after the node set changed, is
-// looked up again. Every answer equals a fresh thread's (empty memory). A
+// Each thread remembers the last name list it resolved, one for the filter
+// and one for prioritize: a list equal to it (kube-scheduler's next cycle)
+// is answered from that memory, a list that differs in one name (of
+// another length, or of the same length, where only the bytes tell), or the
+// same list after the node set changed, is looked up again. Every answer equals a fresh thread's (empty memory). A
 // list resolved in advance (ExtenderService::Resolve) answers alike, and not
 // at all once the node set has changed.
 TEST_F(WireTest, RepeatedNameListsAnswerAsAFreshLookup) {
@@ -199,6 +199,20 @@ TEST_F(WireTest, RepeatedNameListsAnswerAsAFreshLookup) {
     const std::string here = codec::EncodeFilterResult(*args, service_->Filter(*args));
     std::string fresh;
     std::thread([&] { fresh = codec::EncodeFilterResult(*args, service_->Filter(*args)); }).join();
+    EXPECT_EQ(here, fresh);
+    return here;
+  };
+  // Prioritize keeps a memory of its own (the filter's survivors).
+  auto prioritize = [&](std::vector<std::string> names) {
+    request["NodeNames"] = names;
+    std::string body = request.dump();
+    auto args = decoder_.DecodeExtenderArgs(body);
+    EXPECT_TRUE(args.ok()) << args.status();
+    const std::string here = codec::EncodePrioritizeResult(*args, service_->Prioritize(*args));
+    std::string fresh;
+    std::thread([&] {
+      fresh = codec::EncodePrioritizeResult(*args, service_->Prioritize(*args));
+    }).join();
     EXPECT_EQ(here, fresh);
     return here;
   };
@@ -226,6 +240,11 @@ TEST_F(WireTest, RepeatedNameListsAnswerAsAFreshLookup) {
   EXPECT_NE(filter(c), first);
   EXPECT_NE(filter(c).find("\"gpu-h100-003\""), std::string::npos);
   EXPECT_EQ(filter(a), first);
+  const std::string scored = prioritize(a);
+  EXPECT_EQ(prioritize(a), scored);
+  EXPECT_NE(prioritize(c), scored);
+  EXPECT_NE(prioritize(b), scored);
+  EXPECT_EQ(prioritize(a), scored);
   // The ghost node appears: same list, new node set.
   state_->UpsertNode(testing::Hgx8H100("ghost"));
   state_->Commit();
