@@ -186,9 +186,10 @@ TEST_F(WireTest, RepeatedNodeNamesAreAnsweredOnce) {
 // and one for prioritize: a list equal to it (kube-scheduler's next cycle)
 // is answered from that memory, a list that differs in one name (of
 // another length, or of the same length, where only the bytes tell), or the
-// same list after the node set changed, is looked up again. Every answer equals a fresh thread's (empty memory). A
-// list resolved in advance (ExtenderService::Resolve) answers alike, and not
-// at all once the node set has changed.
+// same list after the node set changed, is looked up again. Every answer
+// equals a fresh thread's (empty memory). A list resolved in advance
+// (ExtenderService::Resolve) answers alike, and not at all once the node set
+// has changed.
 TEST_F(WireTest, RepeatedNameListsAnswerAsAFreshLookup) {
   json request = json::parse(Golden("filter_cache_request.json"));
   auto filter = [&](std::vector<std::string> names) {
