@@ -192,6 +192,10 @@ QUEUE_RUNS_WAITS = [
     ("5000-nodes-run37-5min-9d8004e.txt",
      "37, and gang members their queue refuses on the snapshot (9d8004e, 5 min)"),
     ("5000-nodes-run38-5min-9d8004e.txt", "38, 9d8004e again (5 min)"),
+    ("5000-nodes-run39-5min-e84a597.txt",
+     "39, the estimate's simulation at idle priority; prioritize's own name memory (e84a597, 5 min)"),
+    ("5000-nodes-run40-5min-31d67af.txt", "40, e84a597's server again (31d67af, 5 min)"),
+    ("5000-nodes-run41-5min-31d67af.txt", "41, e84a597's server again (31d67af, 5 min)"),
 ]
 REQUEST_SITES = ["admit", "assume-bind", "bound", "backfill", "gang-reserve", "reserved-node",
                  "preempt", "preempt-commit"]

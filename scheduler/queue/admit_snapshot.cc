@@ -94,8 +94,11 @@ void QueueManager::PublishAfterHoldLocked(const std::string* freeze) {
     FreezeIfCurrentLocked(*freeze, ledger, &s->queues);
   }
   // Queues this hold (or an earlier one, past the cap) dropped, frozen
-  // again so that their next filter reads the snapshot too.
-  for (int n = 0; n < kRefreezePerHold && !refreeze_.empty(); ++n) {
+  // again so that their next filter reads the snapshot too; left to a later
+  // hold while a request waits for the mutex (each rebuilds an index).
+  for (int n = 0; n < kRefreezePerHold && !refreeze_.empty() &&
+                  lock_stats_.requests_waiting.load(std::memory_order_acquire) == 0;
+       ++n) {
     auto it = refreeze_.begin();
     const std::string ns = *it;
     refreeze_.erase(it);

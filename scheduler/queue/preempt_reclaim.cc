@@ -521,11 +521,18 @@ void QueueManager::ChooseReclaimsLocked(ReclaimChoice& c) {
     c.queue_version = queue_version_;
   }
   const int64_t now = Now();
+  // The hold's budget counts the ledger (made again after a usage change)
+  // and its borrowers too: when they alone outlast it, the hold ends there
+  // (once a turn) and the next one, finding the ledger made, looks on.
+  const auto budget = std::chrono::microseconds(options_.reclaim_choice_hold_us);
+  const auto started = std::chrono::steady_clock::now();
   const QuotaLedger& ledger = LedgerLocked();
   // Namespaces above their guarantee: only their pods can be reclaimed.
   const Borrowers borrowers = BorrowersOf(ledger);
-  const auto budget = std::chrono::microseconds(options_.reclaim_choice_hold_us);
-  const auto started = std::chrono::steady_clock::now();
+  if (!c.ledger_hold && budget.count() > 0 && std::chrono::steady_clock::now() - started > budget) {
+    c.ledger_hold = true;  // the next hold finds the ledger made
+    return;
+  }
   auto it = order_.lower_bound(c.next);
   for (size_t looked = 0;; ++looked) {
     if (it == order_.end() && !c.wrapped && !c.first.empty()) {

@@ -1066,6 +1066,9 @@ class QueueManager final : public PodGate {
     std::string first;  // where the turn started (the cursor; "": the first namespace)
     std::string next;   // the namespace the next hold looks at first
     bool started = false, wrapped = false, done = false;
+    // A hold already ended after making the ledger and its borrowers alone
+    // (they outlasted the hold's budget): at most once a turn.
+    bool ledger_hold = false;
     uint64_t queue_version = 0;  // at the first hold
   };
   static constexpr size_t kNamespacesPerHold = 32;

@@ -37,11 +37,14 @@ class ReclaimChoiceProbe {
       if (!c.done && meanwhile) meanwhile(holds_);
     }
     version_ = c.queue_version;
+    ledger_hold_ = c.ledger_hold;
     std::vector<std::string> out;
     for (const QueueManager::ReclaimJob& job : c.jobs) out.push_back(job.ns);
     return out;
   }
   int holds() const { return holds_; }
+  // Whether a hold of the last choice ended after the ledger alone.
+  bool ledger_hold() const { return ledger_hold_; }
   uint64_t chosen_at_version() const { return version_; }
   uint64_t queue_version() {
     TimedLock l(&q_.mu_, &q_.lock_stats_, nullptr, "test");
@@ -50,6 +53,7 @@ class ReclaimChoiceProbe {
 
  private:
   QueueManager& q_;
+  bool ledger_hold_ = false;
   int holds_ = 0;
   uint64_t version_ = 0;
 };
@@ -141,6 +145,38 @@ TEST(ReclaimChoice, AWallClockBudgetPerHoldEndsHoldsEarlierAndChoosesTheSame) {
     }
     EXPECT_GE(probe.holds(), 5);
     EXPECT_LE(probe.holds(), 150);
+  }
+}
+
+// The hold's budget counts the ledger and its borrowers: with 320
+// borrowing namespaces, finding them alone outlasts a 1 us budget, so the
+// first hold ends there (once a turn) and the next one looks on. The choice
+// is the one made without a budget.
+TEST(ReclaimChoice, AHoldWhoseLedgerAloneOutlastsItsBudgetEndsThereOnceATurn) {
+  std::vector<PodRequest> running;
+  for (int i = 0; i < 320; ++i) {
+    running.push_back(PodBuilder("b" + std::to_string(i), "b-" + Ns(i))
+                          .Gpus(1)
+                          .OnNode("h" + std::to_string(i / 8), DeviceMask{1} << (i % 8))
+                          .Build());
+  }
+  std::vector<std::string> names;
+  for (int i = 0; i < 20; ++i) names.push_back(Ns(i));
+  for (const int32_t hold_us : {0, 1}) {
+    SCOPED_TRACE(hold_us);
+    QueueOptions o = Guaranteed::Options(20, 1000);
+    o.reclaim_choice_hold_us = hold_us;
+    Harness h(H100s(40), running, o);
+    for (const std::string& ns : names) h.Filter(Guaranteed::Head(ns));
+    ReclaimChoiceProbe probe(*h.queue);
+    EXPECT_THAT(probe.Choose(), ElementsAreArray(names));
+    EXPECT_EQ(probe.ledger_hold(), hold_us == 1);
+    if (hold_us == 0) {
+      EXPECT_EQ(probe.holds(), 1);
+    } else {
+      EXPECT_GE(probe.holds(), 2);
+      EXPECT_LE(probe.holds(), 21);  // one per namespace at most, and the ledger's
+    }
   }
 }
 
