@@ -124,6 +124,23 @@ def queue_scale_latest():
     return render(["run"] + QUEUE_COLUMNS, rows)
 
 
+# The same goals, judged again on the newest build (the admission snapshot,
+# the estimate's simulation at idle priority, the reclaim choice's budget).
+QUEUE_RUNS_NEWEST = [
+    ("5000-nodes-run42-5min-6d57175.txt", "42, 6d57175 (5 min)"),
+    ("5000-nodes-run43-5min-2261f19.txt", "43, 6d57175's server again (2261f19, 5 min)"),
+    ("5000-nodes-run44-5min-2261f19.txt", "44, 6d57175's server again (2261f19, 5 min)"),
+    ("5000-nodes-idle-2min-2261f19.txt",
+     "nothing pending (`--idle`, 2 min; 6d57175's server, 2261f19)"),
+]
+
+
+def queue_scale_newest():
+    rows = [[label] + queue_scale_run(f"results/queue-scale/{f}")
+            for f, label in QUEUE_RUNS_NEWEST]
+    return render(["run"] + QUEUE_COLUMNS, rows)
+
+
 # The queue mutex's holders that no filter, prioritize, preempt or bind
 # request makes: the tick's steps, the estimate refresh, the status
 # publisher and the scrape (the lock goal: no request waits on one of them
@@ -196,6 +213,10 @@ QUEUE_RUNS_WAITS = [
      "39, the estimate's simulation at idle priority; prioritize's own name memory (e84a597, 5 min)"),
     ("5000-nodes-run40-5min-31d67af.txt", "40, e84a597's server again (31d67af, 5 min)"),
     ("5000-nodes-run41-5min-31d67af.txt", "41, e84a597's server again (31d67af, 5 min)"),
+    ("5000-nodes-run42-5min-6d57175.txt",
+     "42, and the reclaim choice's budget counts the ledger (6d57175, 5 min)"),
+    ("5000-nodes-run43-5min-2261f19.txt", "43, 6d57175's server again (2261f19, 5 min)"),
+    ("5000-nodes-run44-5min-2261f19.txt", "44, 6d57175's server again (2261f19, 5 min)"),
 ]
 REQUEST_SITES = ["admit", "assume-bind", "bound", "backfill", "gang-reserve", "reserved-node",
                  "preempt", "preempt-commit"]
@@ -454,6 +475,8 @@ PERF_TABLES = {
     "queue-scale-curve": ([CURVE.format(f) for f, *_ in CURVE_ROWS], queue_scale_curve),
     "queue-scale-latest": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_LATEST],
                            queue_scale_latest),
+    "queue-scale-newest": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_NEWEST],
+                           queue_scale_newest),
     "queue-background-holds": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_HOLDS],
                                queue_background_holds),
     "queue-lock-waits": ([f"results/queue-scale/{f}" for f, _ in QUEUE_RUNS_WAITS],
