@@ -118,10 +118,13 @@ QUEUE_RUNS_LATEST = [
 ]
 
 
-def queue_scale_latest():
-    rows = [[label] + queue_scale_run(f"results/queue-scale/{f}")
-            for f, label in QUEUE_RUNS_LATEST]
+def queue_scale_runs(runs):
+    rows = [[label] + queue_scale_run(f"results/queue-scale/{f}") for f, label in runs]
     return render(["run"] + QUEUE_COLUMNS, rows)
+
+
+def queue_scale_latest():
+    return queue_scale_runs(QUEUE_RUNS_LATEST)
 
 
 # The same goals, judged again on the newest build (the admission snapshot,
@@ -136,9 +139,7 @@ QUEUE_RUNS_NEWEST = [
 
 
 def queue_scale_newest():
-    rows = [[label] + queue_scale_run(f"results/queue-scale/{f}")
-            for f, label in QUEUE_RUNS_NEWEST]
-    return render(["run"] + QUEUE_COLUMNS, rows)
+    return queue_scale_runs(QUEUE_RUNS_NEWEST)
 
 
 # The queue mutex's holders that no filter, prioritize, preempt or bind

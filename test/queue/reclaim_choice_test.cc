@@ -130,7 +130,8 @@ TEST(ReclaimChoice, EveryNamespaceIsLookedAtOnceOverBoundedHolds) {
 // time (at least one namespace per hold): the choice is the same wherever
 // the holds end. At 1 us a hold ends long before its 32 namespaces (no
 // machine checks 32 in 1 us), so it takes more holds than the 5 without a
-// budget, and at most one per namespace.
+// budget, and at most one per namespace (plus one that made the ledger
+// alone, on a machine slow enough for that to outlast the budget).
 TEST(ReclaimChoice, AWallClockBudgetPerHoldEndsHoldsEarlierAndChoosesTheSame) {
   for (const int32_t hold_us : {1, 20, 250}) {
     SCOPED_TRACE(hold_us);
@@ -144,7 +145,7 @@ TEST(ReclaimChoice, AWallClockBudgetPerHoldEndsHoldsEarlierAndChoosesTheSame) {
       EXPECT_GT(probe.holds(), 5);
     }
     EXPECT_GE(probe.holds(), 5);
-    EXPECT_LE(probe.holds(), 150);
+    EXPECT_LE(probe.holds(), 151);  // one per namespace, and one for the ledger alone
   }
 }
 
